@@ -1,0 +1,45 @@
+// Signed bearer tokens, table-free: "slu1.<payload>.<mac>", where payload is
+// base64url JSON claims and mac its HMAC-SHA256 under the deployment secret.
+// A token proves who signed it, never that the identity may still act: the
+// caller re-reads the user (is_active) on every request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "auth/secret_key.h"
+#include "common/status.h"
+#include "common/uuid.h"
+
+namespace sluice::auth {
+
+enum class TokenKind { kAccess, kRefresh, kService };
+
+const char* TokenKindName(TokenKind kind);
+
+struct TokenClaims {
+  TokenKind kind = TokenKind::kAccess;
+  common::Uuid user_id;
+  // Service-account tokens carry both ids and the account's own token name.
+  std::optional<common::Uuid> service_account_id;
+  std::string name;
+  std::int64_t issued_at = 0;   // epoch seconds
+  std::int64_t expires_at = 0;  // epoch seconds
+};
+
+class TokenSigner {
+ public:
+  explicit TokenSigner(SecretKey key) : key_(std::move(key)) {}
+
+  std::string Sign(const TokenClaims& claims) const;
+  // Unauthenticated for a bad signature, a malformed token or one expired at `now`.
+  common::Result<TokenClaims> Verify(std::string_view token, std::int64_t now) const;
+
+ private:
+  std::string Mac(std::string_view message) const;
+  SecretKey key_;
+};
+
+}  // namespace sluice::auth
