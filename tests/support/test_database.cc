@@ -1,0 +1,68 @@
+#include "support/test_database.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <stdexcept>
+
+#include "common/uuid.h"
+#include "store/migrations.h"
+
+namespace sluice::testing {
+
+namespace {
+constexpr const char* kTemplate = "sluice_template";
+constexpr long long kTemplateLockKey = 0x7465'6d70'6c61'7465LL;
+
+int ClusterPort() {
+  const char* dir = std::getenv("SLUICE_TEST_PG_DIR");
+  if (!dir) throw std::runtime_error("SLUICE_TEST_PG_DIR is unset: run the test through ctest");
+  std::ifstream in(std::string(dir) + "/port");
+  int port = 0;
+  if (!(in >> port)) {
+    throw std::runtime_error(fmt::format("no test cluster in {}: the pg fixture did not run", dir));
+  }
+  return port;
+}
+}  // namespace
+
+std::string ClusterUrl(const std::string& dbname) {
+  return fmt::format("postgresql://postgres@127.0.0.1:{}/{}", ClusterPort(), dbname);
+}
+
+TestDatabase::TestDatabase() {
+  name_ = "sluice_t_" + common::Uuid::V4().ToString().substr(0, 8) +
+          common::Uuid::V4().ToString().substr(24, 12);
+  url_ = ClusterUrl(name_);
+  pqxx::connection admin(ClusterUrl("postgres"));
+  pqxx::nontransaction tx(admin);
+  // Parallel test processes share the template: build it under a lock, and
+  // clone under the same lock (CREATE DATABASE refuses a template in use).
+  tx.exec_params("SELECT pg_advisory_lock($1)", kTemplateLockKey);
+  try {
+    if (tx.exec(fmt::format("SELECT 1 FROM pg_database WHERE datname = '{}'", kTemplate)).empty()) {
+      tx.exec(fmt::format("CREATE DATABASE {}", kTemplate));
+    }
+    auto migrated = store::Migrate(ClusterUrl(kTemplate));
+    if (!migrated.ok()) throw std::runtime_error(migrated.status().ToString());
+    tx.exec(fmt::format("CREATE DATABASE {} TEMPLATE {}", name_, kTemplate));
+  } catch (...) {
+    tx.exec_params("SELECT pg_advisory_unlock($1)", kTemplateLockKey);
+    throw;
+  }
+  tx.exec_params("SELECT pg_advisory_unlock($1)", kTemplateLockKey);
+}
+
+TestDatabase::~TestDatabase() {
+  try {
+    pqxx::connection admin(ClusterUrl("postgres"));
+    pqxx::nontransaction tx(admin);
+    tx.exec(fmt::format("DROP DATABASE IF EXISTS {} WITH (FORCE)", name_));
+  } catch (...) {
+    // A leftover database is harmless: the cluster is thrown away after the run.
+  }
+}
+
+}  // namespace sluice::testing

@@ -1,0 +1,30 @@
+// Test harness: one throwaway PostgreSQL cluster per ctest run (started by
+// the "pg" fixture, see tests/CMakeLists.txt) and a fresh, fully migrated
+// database per test, cloned from a template so each costs milliseconds.
+#pragma once
+
+#include <string>
+
+namespace sluice::testing {
+
+// libpq URL of database `dbname` on the test cluster.
+std::string ClusterUrl(const std::string& dbname);
+
+class TestDatabase {
+ public:
+  // Creates sluice_t_<random> from the migrated template (migrating the
+  // template once per run if it is missing).
+  TestDatabase();
+  ~TestDatabase();
+  TestDatabase(const TestDatabase&) = delete;
+  TestDatabase& operator=(const TestDatabase&) = delete;
+
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+}  // namespace sluice::testing
