@@ -1,0 +1,73 @@
+// The broker: what every request handler can reach (logs, groups, producer
+// state, options). The network side lives in server.h.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "broker/groups/group_coordinator.h"
+#include "broker/groups/offset_store.h"
+#include "broker/producer_state.h"
+#include "broker/storage/log_manager.h"
+#include "common/status.h"
+
+namespace sluice::broker {
+
+struct BrokerOptions {
+  std::string host = "127.0.0.1";
+  int port = 9092;
+  // What Metadata/FindCoordinator tell clients; defaults to host:port.
+  std::string advertised_host;
+  int advertised_port = 0;
+  std::filesystem::path data_dir = "./var/broker";
+  std::int32_t node_id = 1;
+  bool auto_create_topics = true;
+  std::int32_t default_partitions = 1;
+  storage::FsyncPolicy fsync = storage::FsyncPolicy::kInterval;
+  std::int64_t fsync_interval_ms = 1000;
+  std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
+  std::int64_t retention_bytes = -1;
+  std::int64_t segment_bytes = 64 << 20;
+  std::int64_t retention_check_interval_ms = 5000;
+  std::int64_t max_request_bytes = 100 << 20;  // socket.request.max.bytes
+  std::int64_t max_message_bytes = 1048588;    // message.max.bytes
+  // SASL/PLAIN users; empty means no authentication required.
+  std::map<std::string, std::string> sasl_users;
+};
+
+class Broker {
+ public:
+  static common::Result<std::unique_ptr<Broker>> Open(BrokerOptions options);
+  ~Broker();
+
+  const BrokerOptions& options() const { return options_; }
+  storage::LogManager& logs() { return *logs_; }
+  groups::GroupCoordinator& groups() { return *groups_; }
+  groups::OffsetStore& offsets() { return *offsets_; }
+  ProducerStateTable& producers() { return *producers_; }
+  const std::string& cluster_id() const { return cluster_id_; }
+  const std::string& advertised_host() const { return options_.advertised_host; }
+  int advertised_port() const { return options_.advertised_port; }
+  void set_advertised_port(int port) { options_.advertised_port = port; }
+
+  // Creates `topic` with default settings if auto-creation is on. True when
+  // the topic exists afterwards.
+  bool EnsureTopic(const std::string& topic, bool allow_auto_create);
+
+  void Shutdown();
+
+ private:
+  explicit Broker(BrokerOptions options) : options_(std::move(options)) {}
+
+  BrokerOptions options_;
+  std::string cluster_id_;
+  std::unique_ptr<storage::LogManager> logs_;
+  std::unique_ptr<groups::OffsetStore> offsets_;
+  std::unique_ptr<groups::GroupCoordinator> groups_;
+  std::unique_ptr<ProducerStateTable> producers_;
+};
+
+}  // namespace sluice::broker

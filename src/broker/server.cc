@@ -1,0 +1,297 @@
+#include "broker/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "broker/handlers/handlers.h"
+#include "broker/protocol/api.h"
+#include "broker/protocol/wire.h"
+#include "broker/sasl_plain.h"
+
+namespace sluice::broker {
+
+using protocol::ApiKey;
+namespace h = handlers;
+
+namespace {
+
+bool ReadFull(int fd, char* buf, std::size_t n) {
+  while (n > 0) {
+    ssize_t r = ::recv(fd, buf, n, 0);
+    if (r == 0) return false;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    buf += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+bool WriteFull(int fd, const char* buf, std::size_t n) {
+  while (n > 0) {
+    ssize_t r = ::send(fd, buf, n, MSG_NOSIGNAL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    buf += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+h::Reply Dispatch(Broker& b, const h::RequestContext& ctx, h::Session& s, protocol::Reader& in,
+                  protocol::Writer& out) {
+  switch (static_cast<ApiKey>(ctx.api_key)) {
+    case ApiKey::kProduce:
+      return h::Produce(b, ctx, in, out);
+    case ApiKey::kFetch:
+      return h::Fetch(b, ctx, in, out);
+    case ApiKey::kListOffsets:
+      return h::ListOffsets(b, ctx, in, out);
+    case ApiKey::kMetadata:
+      return h::Metadata(b, ctx, in, out);
+    case ApiKey::kOffsetCommit:
+      return h::OffsetCommit(b, ctx, in, out);
+    case ApiKey::kOffsetFetch:
+      return h::OffsetFetch(b, ctx, in, out);
+    case ApiKey::kFindCoordinator:
+      return h::FindCoordinator(b, ctx, in, out);
+    case ApiKey::kJoinGroup:
+      return h::JoinGroup(b, ctx, in, out);
+    case ApiKey::kHeartbeat:
+      return h::Heartbeat(b, ctx, in, out);
+    case ApiKey::kLeaveGroup:
+      return h::LeaveGroup(b, ctx, in, out);
+    case ApiKey::kSyncGroup:
+      return h::SyncGroup(b, ctx, in, out);
+    case ApiKey::kDescribeGroups:
+      return h::DescribeGroups(b, ctx, in, out);
+    case ApiKey::kListGroups:
+      return h::ListGroups(b, ctx, in, out);
+    case ApiKey::kSaslHandshake:
+      return h::SaslHandshake(b, ctx, s, in, out);
+    case ApiKey::kApiVersions:
+      return h::ApiVersions(b, ctx, in, out);
+    case ApiKey::kCreateTopics:
+      return h::CreateTopics(b, ctx, in, out);
+    case ApiKey::kDeleteTopics:
+      return h::DeleteTopics(b, ctx, in, out);
+    case ApiKey::kInitProducerId:
+      return h::InitProducerId(b, ctx, in, out);
+    case ApiKey::kDescribeConfigs:
+      return h::DescribeConfigs(b, ctx, in, out);
+    case ApiKey::kSaslAuthenticate:
+      return h::SaslAuthenticate(b, ctx, s, in, out);
+    case ApiKey::kCreatePartitions:
+      return h::CreatePartitions(b, ctx, in, out);
+  }
+  return h::Reply::kClose;
+}
+
+bool AllowedBeforeAuth(std::int16_t key) {
+  auto k = static_cast<ApiKey>(key);
+  return k == ApiKey::kApiVersions || k == ApiKey::kSaslHandshake || k == ApiKey::kSaslAuthenticate;
+}
+
+}  // namespace
+
+common::Result<std::unique_ptr<Server>> Server::Start(Broker* broker) {
+  auto s = std::unique_ptr<Server>(new Server(broker));
+  const auto& o = broker->options();
+  s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s->listen_fd_ < 0) return common::Internal(fmt::format("socket: {}", std::strerror(errno)));
+  int one = 1;
+  ::setsockopt(s->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(o.port));
+  std::string host = o.host.empty() ? "0.0.0.0" : o.host;
+  if (host == "localhost") host = "127.0.0.1";
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return common::InvalidArgument(fmt::format("listen host must be an IPv4 address: {}", o.host));
+  }
+  if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return common::Unavailable(fmt::format("bind {}:{}: {}", host, o.port, std::strerror(errno)));
+  }
+  if (::listen(s->listen_fd_, 128) != 0)
+    return common::Internal(fmt::format("listen: {}", std::strerror(errno)));
+  socklen_t len = sizeof addr;
+  ::getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  s->port_ = ntohs(addr.sin_port);
+  if (o.port == 0) broker->set_advertised_port(s->port_);
+  s->acceptor_ = std::thread([p = s.get()] { p->AcceptLoop(); });
+  spdlog::info("broker listening on {}:{} (advertised {}:{})", host, s->port_,
+               broker->advertised_host(), broker->advertised_port());
+  return s;
+}
+
+Server::~Server() { Stop(); }
+
+void Server::Stop() {
+  if (stopping_.exchange(true)) return;
+  ::shutdown(listen_fd_, SHUT_RDWR);
+  ::close(listen_fd_);
+  if (acceptor_.joinable()) acceptor_.join();
+  std::list<std::unique_ptr<Connection>> conns;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& c : connections_) ::shutdown(c->fd, SHUT_RDWR);
+    conns.swap(connections_);
+  }
+  broker_->Shutdown();  // wakes long-polling fetches and waiting joins
+  for (auto& c : conns) {
+    if (c->thread.joinable()) c->thread.join();
+    ::close(c->fd);
+  }
+}
+
+void Server::ReapFinished() {
+  std::lock_guard lock(mu_);
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if ((*it)->done) {
+      (*it)->thread.join();
+      ::close((*it)->fd);
+      it = connections_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Server::AcceptLoop() {
+  while (!stopping_) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (stopping_) break;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        spdlog::warn("accept: {}", std::strerror(errno));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      break;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ReapFinished();
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      ::close(fd);
+      break;
+    }
+    auto c = std::make_unique<Connection>();
+    c->fd = fd;
+    Connection* raw = c.get();
+    connections_.push_back(std::move(c));
+    raw->thread = std::thread([this, raw] {
+      Serve(raw);
+      raw->done = true;
+    });
+  }
+}
+
+void Server::Serve(Connection* c) {
+  Broker& b = *broker_;
+  const bool auth_required = !b.options().sasl_users.empty();
+  h::Session session;
+  session.authenticated = !auth_required;
+  std::string peer = "unknown";
+  {
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    if (::getpeername(c->fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      char buf[INET_ADDRSTRLEN] = {};
+      ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf);
+      peer = buf;
+    }
+  }
+  std::string frame;
+  bool raw_sasl_next = false;  // SaslHandshake v0: the next frame is a bare PLAIN token
+  while (!stopping_) {
+    char size_buf[4];
+    if (!ReadFull(c->fd, size_buf, 4)) break;
+    std::int32_t size = protocol::LoadBe32(size_buf);
+    if (size < 0 || size > b.options().max_request_bytes) {
+      spdlog::warn("{}: request of {} bytes exceeds the limit; closing", peer, size);
+      break;
+    }
+    frame.resize(static_cast<std::size_t>(size));
+    if (!ReadFull(c->fd, frame.data(), frame.size())) break;
+
+    if (raw_sasl_next) {
+      raw_sasl_next = false;
+      auto user = CheckPlainToken(frame, b.options().sasl_users);
+      if (!user.ok()) {
+        spdlog::warn("{}: SASL/PLAIN authentication failed", peer);
+        break;
+      }
+      session.authenticated = true;
+      char empty[4] = {0, 0, 0, 0};
+      if (!WriteFull(c->fd, empty, 4)) break;
+      continue;
+    }
+
+    h::RequestContext ctx;
+    ctx.client_host = peer;
+    protocol::Writer out;
+    h::Reply reply = h::Reply::kClose;
+    try {
+      protocol::Reader in(frame);
+      ctx.api_key = in.Int16();
+      ctx.api_version = in.Int16();
+      ctx.correlation_id = in.Int32();
+      ctx.client_id = in.NullableString().value_or("");
+      auto api = protocol::FindApi(ctx.api_key);
+      if (!api) {
+        spdlog::warn("{}: unknown API key {}; closing", peer, ctx.api_key);
+        break;
+      }
+      if (!session.authenticated && !AllowedBeforeAuth(ctx.api_key)) {
+        spdlog::warn("{}: API {} before SASL authentication; closing", peer, ctx.api_key);
+        break;
+      }
+      out.Int32(0);  // size, patched below
+      out.Int32(ctx.correlation_id);
+      bool in_range = ctx.api_version >= api->min_version && ctx.api_version <= api->max_version;
+      if (!in_range && api->key != ApiKey::kApiVersions) {
+        spdlog::warn("{}: API {} v{} not supported; closing", peer, ctx.api_key, ctx.api_version);
+        break;
+      }
+      reply = Dispatch(b, ctx, session, in, out);
+      if (api->key == ApiKey::kSaslHandshake && ctx.api_version == 0 && session.handshake_done) {
+        raw_sasl_next = true;
+      }
+    } catch (const protocol::DecodeError& e) {
+      spdlog::warn("{}: malformed request (api {} v{}): {}; closing", peer, ctx.api_key,
+                   ctx.api_version, e.what());
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("{}: request failed (api {} v{}): {}; closing", peer, ctx.api_key,
+                    ctx.api_version, e.what());
+      break;
+    }
+    if (reply == h::Reply::kClose) break;
+    if (reply == h::Reply::kNone) continue;
+    out.Patch32(0, static_cast<std::int32_t>(out.size() - 4));
+    if (!WriteFull(c->fd, out.buffer().data(), out.size())) break;
+    if (auth_required && !session.authenticated &&
+        static_cast<ApiKey>(ctx.api_key) == ApiKey::kSaslAuthenticate && session.handshake_done) {
+      break;  // failed authentication: the reply carries the error, then we hang up
+    }
+  }
+  ::shutdown(c->fd, SHUT_RDWR);
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,78 @@
+// One partition's log: append-only segment files "<base offset>.log", each
+// with a sparse offset index "<base offset>.index" of (relative offset,
+// position) pairs. Batches are stored exactly as received. Recovery scans the
+// active segment and truncates a torn or corrupt tail.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace sluice::broker::storage {
+
+struct LogOptions {
+  std::int64_t segment_bytes = 64 << 20;
+  std::int64_t index_interval_bytes = 4096;
+};
+
+struct ReadResult {
+  std::string records;  // whole batches, possibly starting before the fetch offset
+  std::int64_t high_watermark = 0;
+  std::int64_t log_start_offset = 0;
+};
+
+class Segment;
+
+class PartitionLog {
+ public:
+  static common::Result<std::unique_ptr<PartitionLog>> Open(const std::filesystem::path& dir,
+                                                            LogOptions options);
+  ~PartitionLog();
+  PartitionLog(const PartitionLog&) = delete;
+  PartitionLog& operator=(const PartitionLog&) = delete;
+
+  // Appends already-validated batches (one produce partition's records blob),
+  // assigning offsets from the log end. Returns the first assigned offset.
+  common::Result<std::int64_t> Append(std::string records);
+
+  // Reads whole batches from the one containing `offset`, up to max_bytes
+  // (always at least one batch when there is data). OutOfRange as
+  // InvalidArgument when offset is outside [log start, log end].
+  common::Result<ReadResult> Read(std::int64_t offset, std::int64_t max_bytes) const;
+
+  // First offset whose batch max timestamp >= ts, or log end when none.
+  std::int64_t OffsetForTimestamp(std::int64_t ts) const;
+
+  // Deletes whole non-active segments that are older than retention_ms (by
+  // their newest timestamp) or that push the log over retention_bytes. -1 = off.
+  int EnforceRetention(std::int64_t now_ms, std::int64_t retention_ms,
+                       std::int64_t retention_bytes);
+
+  common::Status Sync();
+
+  std::int64_t log_start_offset() const;
+  std::int64_t log_end_offset() const;
+  std::int64_t size_bytes() const;
+  // How many bytes recovery cut off the tail when the log was opened.
+  std::int64_t truncated_bytes() const { return truncated_bytes_; }
+
+ private:
+  PartitionLog(std::filesystem::path dir, LogOptions options);
+  common::Status Load();
+  common::Status Roll();
+
+  std::filesystem::path dir_;
+  LogOptions options_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Segment>> segments_;
+  std::int64_t next_offset_ = 0;
+  std::int64_t truncated_bytes_ = 0;
+};
+
+}  // namespace sluice::broker::storage

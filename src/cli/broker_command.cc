@@ -1,0 +1,140 @@
+// `sluice broker`: the embedded single-node Kafka-protocol broker.
+#include <signal.h>
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "broker/broker.h"
+#include "broker/server.h"
+#include "cli/command_registry.h"
+
+namespace {
+
+struct BrokerFlags {
+  std::string listen = "127.0.0.1:9092";
+  std::string advertise;
+  std::string data_dir = "./var/broker";
+  bool auto_create = true;
+  int partitions = 1;
+  std::string fsync = "interval";
+  std::int64_t fsync_interval_ms = 1000;
+  std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
+  std::int64_t retention_bytes = -1;
+  std::int64_t segment_bytes = 64 << 20;
+  std::int64_t retention_check_ms = 5000;
+  std::int64_t max_request_bytes = 100 << 20;
+  std::int64_t max_message_bytes = 1048588;
+  std::vector<std::string> sasl_users;
+};
+
+bool SplitHostPort(const std::string& s, std::string* host, int* port) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = s.substr(0, colon);
+  try {
+    *port = std::stoi(s.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *port >= 0 && *port <= 65535;
+}
+
+int RunBroker(const BrokerFlags& f) {
+  sluice::broker::BrokerOptions o;
+  if (!SplitHostPort(f.listen, &o.host, &o.port)) {
+    spdlog::error("--listen must be HOST:PORT, got '{}'", f.listen);
+    return 2;
+  }
+  if (!f.advertise.empty() && !SplitHostPort(f.advertise, &o.advertised_host, &o.advertised_port)) {
+    spdlog::error("--advertise must be HOST:PORT, got '{}'", f.advertise);
+    return 2;
+  }
+  o.data_dir = f.data_dir;
+  o.auto_create_topics = f.auto_create;
+  o.default_partitions = f.partitions;
+  if (f.fsync == "always") {
+    o.fsync = sluice::broker::storage::FsyncPolicy::kAlways;
+  } else if (f.fsync == "never") {
+    o.fsync = sluice::broker::storage::FsyncPolicy::kNever;
+  } else {
+    o.fsync = sluice::broker::storage::FsyncPolicy::kInterval;
+  }
+  o.fsync_interval_ms = f.fsync_interval_ms;
+  o.retention_ms = f.retention_ms;
+  o.retention_bytes = f.retention_bytes;
+  o.segment_bytes = f.segment_bytes;
+  o.retention_check_interval_ms = f.retention_check_ms;
+  o.max_request_bytes = f.max_request_bytes;
+  o.max_message_bytes = f.max_message_bytes;
+  for (const auto& u : f.sasl_users) {
+    auto colon = u.find(':');
+    if (colon == std::string::npos) {
+      spdlog::error("--sasl-user must be USER:PASSWORD");
+      return 2;
+    }
+    o.sasl_users[u.substr(0, colon)] = u.substr(colon + 1);
+  }
+
+  // Block the stop signals before any thread starts so only sigwait sees them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  auto broker = sluice::broker::Broker::Open(o);
+  if (!broker.ok()) {
+    spdlog::error("broker: {}", broker.status().ToString());
+    return 1;
+  }
+  auto server = sluice::broker::Server::Start(broker->get());
+  if (!server.ok()) {
+    spdlog::error("broker: {}", server.status().ToString());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("broker: signal {}, shutting down", sig);
+  (*server)->Stop();
+  return 0;
+}
+
+sluice::cli::RegisterCommand reg([](CLI::App& root) {
+  auto f = std::make_shared<BrokerFlags>();
+  auto* cmd = root.add_subcommand("broker", "Run the embedded Kafka-protocol broker");
+  cmd->add_option("--listen", f->listen, "HOST:PORT to listen on (port 0 picks one)")
+      ->capture_default_str();
+  cmd->add_option("--advertise", f->advertise,
+                  "HOST:PORT told to clients (default: the listen address)");
+  cmd->add_option("--data-dir", f->data_dir, "Where logs and offsets live")->capture_default_str();
+  cmd->add_option("--auto-create-topics", f->auto_create,
+                  "Create unknown topics on Metadata/Produce")
+      ->capture_default_str();
+  cmd->add_option("--default-partitions", f->partitions, "Partitions of auto-created topics")
+      ->capture_default_str();
+  cmd->add_option("--fsync", f->fsync, "always|interval|never")
+      ->check(CLI::IsMember({"always", "interval", "never"}))
+      ->capture_default_str();
+  cmd->add_option("--fsync-interval-ms", f->fsync_interval_ms, "Flush period for --fsync interval")
+      ->capture_default_str();
+  cmd->add_option("--retention-ms", f->retention_ms, "Default retention.ms (-1: forever)")
+      ->capture_default_str();
+  cmd->add_option("--retention-bytes", f->retention_bytes,
+                  "Default retention.bytes (-1: unlimited)")
+      ->capture_default_str();
+  cmd->add_option("--segment-bytes", f->segment_bytes, "Default segment.bytes")
+      ->capture_default_str();
+  cmd->add_option("--retention-check-ms", f->retention_check_ms, "How often retention runs")
+      ->capture_default_str();
+  cmd->add_option("--max-request-bytes", f->max_request_bytes,
+                  "Larger requests close the connection")
+      ->capture_default_str();
+  cmd->add_option("--max-message-bytes", f->max_message_bytes, "Largest records blob per partition")
+      ->capture_default_str();
+  cmd->add_option("--sasl-user", f->sasl_users,
+                  "USER:PASSWORD; any given turns SASL/PLAIN on (repeatable)");
+  cmd->callback([f] { sluice::cli::ExitCode() = RunBroker(*f); });
+});
+
+}  // namespace
