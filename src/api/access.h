@@ -1,0 +1,30 @@
+// Glue between handlers and auth::Decide: loads the caller's memberships for
+// the env/team a request names and throws the ApiError the decision implies
+// (404 when the caller must not learn the thing exists, 403 when they may
+// see it but not do this).
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include "api/envs_repository.h"
+#include "api/http.h"
+#include "api/teams_repository.h"
+#include "auth/authorizer.h"
+
+namespace sluice::api {
+
+void RequireSuperuser(const Principal& caller);
+
+// The env, when it exists and the caller may do `action` in it.
+EnvRow RequireEnv(pqxx::work& tx, const Principal& caller, const common::Uuid& env_id,
+                  auth::Action action);
+
+// The team, when it exists and the caller may do `action` on it.
+TeamRow RequireTeam(pqxx::work& tx, const Principal& caller, const common::Uuid& team_id,
+                    auth::Action action);
+
+// Whether the caller manages the env / team (for request answering).
+bool ManagesEnv(pqxx::work& tx, const Principal& caller, const common::Uuid& env_id);
+bool ManagesTeam(pqxx::work& tx, const Principal& caller, const TeamRow& team);
+
+}  // namespace sluice::api

@@ -1,0 +1,27 @@
+// What every handler may use: the database, the token signer and policy.
+#pragma once
+
+#include <chrono>
+
+#include "auth/login_limiter.h"
+#include "auth/token.h"
+#include "store/database.h"
+
+namespace sluice::api {
+
+struct ApiOptions {
+  std::chrono::seconds access_token_ttl{15 * 60};
+  std::chrono::seconds refresh_token_ttl{30 * 24 * 3600};
+  std::chrono::seconds service_token_ttl{365 * 24 * 3600};  // default; callers may ask less
+  int login_max_failures = 5;  // per email, within login_failure_window
+  std::chrono::seconds login_failure_window{60};
+};
+
+struct ApiContext {
+  store::Database& db;
+  const auth::TokenSigner& signer;
+  auth::LoginLimiter& login_limiter;
+  const ApiOptions& options;
+};
+
+}  // namespace sluice::api

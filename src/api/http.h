@@ -1,0 +1,84 @@
+// The request/response types every API handler sees, and the one error type
+// they throw. Throwing inside Database::Transact rolls the write back, so a
+// rejected request changes nothing.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "common/status.h"
+#include "common/uuid.h"
+
+namespace sluice::api {
+
+using Json = nlohmann::json;
+
+// Rendered as {"error":{"code":..., "message":...}} with http_status.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int http_status, std::string code, const std::string& message)
+      : std::runtime_error(message), http_status_(http_status), code_(std::move(code)) {}
+  explicit ApiError(const common::Status& status);
+
+  int http_status() const { return http_status_; }
+  const std::string& code() const { return code_; }
+
+ private:
+  int http_status_;
+  std::string code_;
+};
+
+int HttpStatusFor(common::Code code);
+inline void ThrowIfError(const common::Status& s) {
+  if (!s.ok()) throw ApiError(s);
+}
+template <typename T>
+T ValueOrThrow(common::Result<T> r) {
+  if (!r.ok()) throw ApiError(r.status());
+  return std::move(r).value();
+}
+
+// The authenticated caller, read from the user row on this very request.
+struct Principal {
+  common::Uuid user_id;
+  std::string email;
+  bool is_superuser = false;
+  std::optional<common::Uuid> service_account_id;
+
+  // user_log.user_type of whatever this caller does.
+  const char* user_type() const { return service_account_id ? "service" : "user"; }
+};
+
+struct Request {
+  const httplib::Request& raw;
+  std::map<std::string, std::string> params;  // from {name} segments of the route
+  std::optional<Principal> principal;
+
+  // The path parameter as a UUID; 404 when it is not one (it names nothing).
+  common::Uuid PathUuid(const std::string& name) const;
+  std::optional<std::string> Query(const std::string& name) const;
+  // The body as a JSON object; 400 invalid_json otherwise.
+  Json Body() const;
+  const Principal& caller() const { return *principal; }
+};
+
+struct Response {
+  int status = 200;
+  Json body;
+
+  static Response Ok(Json body) { return {200, std::move(body)}; }
+  static Response Created(Json body) { return {201, std::move(body)}; }
+  static Response NoContent() { return {204, nullptr}; }
+};
+
+using Handler = std::function<Response(Request&)>;
+
+Json ErrorBody(const std::string& code, const std::string& message);
+
+}  // namespace sluice::api

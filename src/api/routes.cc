@@ -1,0 +1,17 @@
+#include "api/routes.h"
+
+namespace sluice::api {
+
+void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
+  RegisterAuthRoutes(r, ctx);
+  RegisterUsersRoutes(r, ctx);
+  RegisterEnvsRoutes(r, ctx);
+  RegisterTeamsRoutes(r, ctx);
+  RegisterRequestsRoutes(r, ctx);
+  RegisterServiceAccountsRoutes(r, ctx);
+  RegisterUserLogRoutes(r, ctx);
+  RegisterSyncRoutes(r, ctx);
+  RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
+}
+
+}  // namespace sluice::api

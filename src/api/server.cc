@@ -1,0 +1,99 @@
+#include "api/server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <pqxx/pqxx>
+
+#include "api/authenticate.h"
+#include "api/routes.h"
+
+namespace sluice::api {
+
+ApiServer::ApiServer(store::Database& db, auth::SecretKey key, ApiOptions options)
+    : db_(db),
+      options_(options),
+      signer_(std::move(key)),
+      limiter_(options_.login_max_failures, options_.login_failure_window),
+      ctx_{db_, signer_, limiter_, options_} {
+  RegisterBuiltinRoutes(router_, ctx_);
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+namespace {
+
+void Render(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  if (status == 204) return;
+  res.set_content(body.dump(), "application/json");
+}
+
+void RenderError(httplib::Response& res, int status, const std::string& code,
+                 const std::string& message) {
+  Render(res, status, ErrorBody(code, message));
+}
+
+}  // namespace
+
+void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
+  auto match = router_.Find(raw.method, raw.path);
+  if (!match.route) {
+    if (match.path_exists) return RenderError(res, 405, "method_not_allowed", "method not allowed");
+    return RenderError(res, 404, "not_found", "no such endpoint: " + raw.path);
+  }
+  Request req{raw, std::move(match.params), std::nullopt};
+  try {
+    if (match.route->access == Access::kAuthenticated) {
+      auto principal = Authenticate(ctx_, raw.get_header_value("Authorization"));
+      if (!principal.ok()) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return RenderError(res, 401, "unauthenticated", principal.status().message());
+      }
+      req.principal = std::move(*principal);
+    }
+    Response out = match.route->handler(req);
+    Render(res, out.status, out.body);
+  } catch (const ApiError& e) {
+    RenderError(res, e.http_status(), e.code(), e.what());
+  } catch (const pqxx::broken_connection& e) {
+    spdlog::error("{} {}: database unreachable: {}", raw.method, raw.path, e.what());
+    RenderError(res, 503, "unavailable", "database unavailable");
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: {}", raw.method, raw.path, e.what());
+    RenderError(res, 500, "internal", "internal error");
+  }
+}
+
+common::Status ApiServer::Start(const std::string& host, int port) {
+  if (http_) return common::FailedPrecondition("server already started");
+  http_ = std::make_unique<httplib::Server>();
+  http_->set_payload_max_length(4 << 20);
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    Dispatch(req, res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  if (port == 0) {
+    port_ = http_->bind_to_any_port(host);
+    if (port_ <= 0) return common::Unavailable("cannot bind " + host + ":0");
+  } else {
+    if (!http_->bind_to_port(host, port)) {
+      return common::Unavailable("cannot bind " + host + ":" + std::to_string(port));
+    }
+    port_ = port;
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // listen_after_bind sets is_running once its accept loop starts.
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  spdlog::info("API listening on http://{}:{}{}", host, port_, kApiPrefix);
+  return common::Status::Ok();
+}
+
+void ApiServer::Stop() {
+  if (!http_) return;
+  http_->stop();
+  if (thread_.joinable()) thread_.join();
+  http_.reset();
+}
+
+}  // namespace sluice::api
