@@ -11,14 +11,14 @@ namespace sluice::common {
 
 enum class Code {
   kOk = 0,
-  kInvalidArgument,   // the caller sent something malformed
-  kNotFound,          // absent, or invisible to this caller
-  kAlreadyExists,     // a uniqueness rule refused it
-  kConflict,          // valid, but clashes with the current state
+  kInvalidArgument,  // the caller sent something malformed
+  kNotFound,         // absent, or invisible to this caller
+  kAlreadyExists,    // a uniqueness rule refused it
+  kConflict,         // valid, but clashes with the current state
   kFailedPrecondition,
   kPermissionDenied,
   kUnauthenticated,
-  kUnavailable,       // a dependency (database, broker) could not be reached
+  kUnavailable,  // a dependency (database, broker) could not be reached
   kInternal,
 };
 
@@ -46,7 +46,9 @@ inline Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, s
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
 inline Status Conflict(std::string m) { return {Code::kConflict, std::move(m)}; }
-inline Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {Code::kFailedPrecondition, std::move(m)};
+}
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 inline Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
@@ -56,7 +58,7 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT
 
   bool ok() const { return status_.ok(); }
@@ -76,8 +78,8 @@ class Result {
 
 }  // namespace sluice::common
 
-#define SLUICE_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::sluice::common::Status _st = (expr);      \
-    if (!_st.ok()) return _st;                  \
+#define SLUICE_RETURN_IF_ERROR(expr)       \
+  do {                                     \
+    ::sluice::common::Status _st = (expr); \
+    if (!_st.ok()) return _st;             \
   } while (0)

@@ -21,3 +21,15 @@ std::string FormatIso8601(TimePoint t) {
 }
 
 }  // namespace sluice::common
+
+namespace sluice::common {
+
+std::int64_t ToEpochMicros(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+TimePoint FromEpochMicros(std::int64_t micros) {
+  return TimePoint(std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(micros)));
+}
+
+}  // namespace sluice::common

@@ -18,3 +18,13 @@ std::string FormatUtc(TimePoint t);
 std::string FormatIso8601(TimePoint t);
 
 }  // namespace sluice::common
+
+namespace sluice::common {
+
+// Microseconds since the epoch: how timestamps cross the SQL boundary
+// (`to_timestamp($1 / 1e6) AT TIME ZONE 'UTC'` in, `extract(epoch ...)` out),
+// so no text parsing and no session time zone is involved.
+std::int64_t ToEpochMicros(TimePoint t);
+TimePoint FromEpochMicros(std::int64_t micros);
+
+}  // namespace sluice::common

@@ -116,7 +116,8 @@ Result<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Start(EmbeddedClusterO
          << "unix_socket_directories = '" << (dir / "run").string() << "'\n"
          << "wal_level = logical\nmax_replication_slots = 32\nmax_wal_senders = 32\n"
          << "max_connections = 300\nshared_buffers = 128MB\n"
-         << (options.durable ? "" : "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n");
+         << (options.durable ? ""
+                             : "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n");
     conf.close();
     std::ofstream(dir / "port") << port << "\n";
   }

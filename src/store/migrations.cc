@@ -29,7 +29,8 @@ common::Result<MigrateReport> Migrate(const std::string& url) {
   try {
     conn = std::make_unique<pqxx::connection>(url);
   } catch (const std::exception& e) {
-    return common::Unavailable(fmt::format("cannot connect to the database: {}", FirstLine(e.what())));
+    return common::Unavailable(
+        fmt::format("cannot connect to the database: {}", FirstLine(e.what())));
   }
 
   try {
@@ -44,7 +45,8 @@ common::Result<MigrateReport> Migrate(const std::string& url) {
           "CREATE TABLE IF NOT EXISTS {} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
           "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
           kMigrationsTable));
-      auto row = tx.exec1(fmt::format("SELECT coalesce(max(version), 0) FROM {}", kMigrationsTable));
+      auto row =
+          tx.exec1(fmt::format("SELECT coalesce(max(version), 0) FROM {}", kMigrationsTable));
       report.from_version = row[0].as<int>();
       tx.commit();
     }
@@ -60,8 +62,9 @@ common::Result<MigrateReport> Migrate(const std::string& url) {
       if (m.version <= report.from_version) continue;
       pqxx::work tx(*conn);
       tx.exec(m.sql);
-      tx.exec_params(fmt::format("INSERT INTO {} (version, name) VALUES ($1, $2)", kMigrationsTable),
-                     m.version, m.name);
+      tx.exec_params(
+          fmt::format("INSERT INTO {} (version, name) VALUES ($1, $2)", kMigrationsTable),
+          m.version, m.name);
       tx.commit();
       report.to_version = m.version;
     }

@@ -7,7 +7,8 @@
 
 namespace sluice::store {
 
-common::Result<std::unique_ptr<ProvisionedDatabase>> ProvisionDatabase(const std::string& data_dir) {
+common::Result<std::unique_ptr<ProvisionedDatabase>> ProvisionDatabase(
+    const std::string& data_dir) {
   std::string url;
   std::unique_ptr<EmbeddedCluster> cluster;
   if (const char* env = std::getenv("SLUICE_DATABASE_URL"); env && *env) {

@@ -33,8 +33,8 @@ class EmptyDatabase {
 };
 
 common::ProcessResult RunMigrate(const std::string& url) {
-  return common::RunProcess({"env", "SLUICE_DATABASE_URL=" + url, std::getenv("SLUICE_BIN"), "db",
-                             "migrate"});
+  return common::RunProcess(
+      {"env", "SLUICE_DATABASE_URL=" + url, std::getenv("SLUICE_BIN"), "db", "migrate"});
 }
 
 int CountTables(const std::string& url) {
@@ -85,8 +85,8 @@ TEST(Migrate, UnreachableDatabaseExitsNonZeroWithOneLine) {
 }
 
 TEST(Migrate, MissingUrlIsAClearError) {
-  auto run = common::RunProcess({"env", "-u", "SLUICE_DATABASE_URL", std::getenv("SLUICE_BIN"),
-                                 "db", "migrate"});
+  auto run = common::RunProcess(
+      {"env", "-u", "SLUICE_DATABASE_URL", std::getenv("SLUICE_BIN"), "db", "migrate"});
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.output.find("SLUICE_DATABASE_URL is not set"), std::string::npos) << run.output;
 }
@@ -96,9 +96,11 @@ TEST(Migrate, NewerSchemaVersionIsRefusedAndNothingChanges) {
   {
     pqxx::connection c(db.url());
     pqxx::nontransaction tx(c);
-    tx.exec("CREATE TABLE sluice_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT "
-            "NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
-    tx.exec("INSERT INTO sluice_schema_migrations (version, name) VALUES (9999, 'from_the_future')");
+    tx.exec(
+        "CREATE TABLE sluice_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT "
+        "NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+    tx.exec(
+        "INSERT INTO sluice_schema_migrations (version, name) VALUES (9999, 'from_the_future')");
   }
   auto run = RunMigrate(db.url());
   EXPECT_NE(run.exit_code, 0);

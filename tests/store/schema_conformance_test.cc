@@ -45,9 +45,11 @@ std::string ExpectedPgType(const std::string& table, const SpecColumn& col) {
   }
   if (t.rfind("VARCHAR(", 0) == 0) return "character varying" + t.substr(7);
   static const std::map<std::string, std::string> kTypes = {
-      {"UUID", "uuid"},       {"VARCHAR", "character varying"}, {"JSON", "json"},
-      {"JSONB", "jsonb"},     {"BOOLEAN", "boolean"},           {"INTEGER", "integer"},
-      {"BIGINT", "bigint"},   {"TEXT", "text"},                 {"DATE", "date"}};
+      {"UUID", "uuid"},       {"VARCHAR", "character varying"},
+      {"JSON", "json"},       {"JSONB", "jsonb"},
+      {"BOOLEAN", "boolean"}, {"INTEGER", "integer"},
+      {"BIGINT", "bigint"},   {"TEXT", "text"},
+      {"DATE", "date"}};
   auto it = kTypes.find(t);
   if (it == kTypes.end()) ADD_FAILURE() << table << "." << col.name << ": unknown spec type " << t;
   return it == kTypes.end() ? t : it->second;
@@ -77,8 +79,8 @@ std::vector<LiveIndex> LiveIndexes(pqxx::result rows) {
     std::string def = r["indexdef"].c_str();
     auto open = def.find("USING btree (");
     auto where = def.find(" WHERE ");
-    std::string cols = def.substr(open + 13, (where == std::string::npos ? def.size() : where) -
-                                                 (open + 13) - 1);
+    std::string cols =
+        def.substr(open + 13, (where == std::string::npos ? def.size() : where) - (open + 13) - 1);
     out.push_back({r["indexname"].c_str(), NormaliseIndexColumns(cols),
                    def.find("CREATE UNIQUE") == 0,
                    where == std::string::npos ? "" : def.substr(where + 7)});
@@ -109,11 +111,13 @@ TEST_F(SchemaConformance, DatabaseHoldsExactlyTheSpecTablesPlusMigrationBookkeep
 
 TEST_F(SchemaConformance, EveryColumnHasTheSpecTypeAndNullability) {
   for (const auto& [table, spec] : *spec_) {
-    auto rows = Query("SELECT column_name, format_type(a.atttypid, a.atttypmod) AS type, "
-                      "a.attnotnull AS not_null FROM information_schema.columns c "
-                      "JOIN pg_attribute a ON a.attrelid = ('public.\"' || c.table_name || '\"')::regclass "
-                      "AND a.attname = c.column_name WHERE c.table_schema = 'public' "
-                      "AND c.table_name = '" + table + "'");
+    auto rows = Query(
+        "SELECT column_name, format_type(a.atttypid, a.atttypmod) AS type, "
+        "a.attnotnull AS not_null FROM information_schema.columns c "
+        "JOIN pg_attribute a ON a.attrelid = ('public.\"' || c.table_name || '\"')::regclass "
+        "AND a.attname = c.column_name WHERE c.table_schema = 'public' "
+        "AND c.table_name = '" +
+        table + "'");
     std::map<std::string, std::pair<std::string, bool>> live;
     for (const auto& r : rows) live[r[0].c_str()] = {r[1].c_str(), r[2].as<bool>()};
     EXPECT_EQ(live.size(), spec.columns.size()) << table << ": column count";
@@ -131,9 +135,11 @@ TEST_F(SchemaConformance, EveryColumnHasTheSpecTypeAndNullability) {
 
 TEST_F(SchemaConformance, EveryTableIsKeyedByAnApplicationGeneratedUuid) {
   for (const auto& [table, spec] : *spec_) {
-    auto pk = Query("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                    "AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND i.indrelid = "
-                    "'public.\"" + table + "\"'::regclass");
+    auto pk = Query(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+        "AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND i.indrelid = "
+        "'public.\"" +
+        table + "\"'::regclass");
     ASSERT_EQ(pk.size(), 1u) << table;
     EXPECT_STREQ(pk[0][0].c_str(), "id") << table;
     auto def = Query("SELECT column_default FROM information_schema.columns WHERE table_name = '" +
@@ -166,8 +172,8 @@ TEST_F(SchemaConformance, ForeignKeysMatchTheSpecIncludingOnDelete) {
       }
       ++expected_fks;
       ASSERT_EQ(live.count(key), 1u) << key << " lacks its foreign key";
-      EXPECT_EQ(live[key], ref.target_table + "." + ref.target_column + " " +
-                               kDelete.at(ref.on_delete))
+      EXPECT_EQ(live[key],
+                ref.target_table + "." + ref.target_column + " " + kDelete.at(ref.on_delete))
           << key;
     }
   }
@@ -176,8 +182,10 @@ TEST_F(SchemaConformance, ForeignKeysMatchTheSpecIncludingOnDelete) {
 
 TEST_F(SchemaConformance, IndexesAndUniquenessMatchTheSpec) {
   for (const auto& [table, spec] : *spec_) {
-    auto live = LiveIndexes(Query("SELECT indexname, indexdef FROM pg_indexes WHERE "
-                                  "schemaname = 'public' AND tablename = '" + table + "'"));
+    auto live =
+        LiveIndexes(Query("SELECT indexname, indexdef FROM pg_indexes WHERE "
+                          "schemaname = 'public' AND tablename = '" +
+                          table + "'"));
     auto find = [&](const std::string& cols, bool unique) {
       auto want = NormaliseIndexColumns(cols);
       return std::find_if(live.begin(), live.end(), [&](const LiveIndex& i) {
@@ -188,7 +196,8 @@ TEST_F(SchemaConformance, IndexesAndUniquenessMatchTheSpec) {
     for (const auto& idx : spec.indexes) {
       ++expected;
       EXPECT_TRUE(find(idx.columns, idx.unique) != live.end())
-          << table << ": missing " << (idx.unique ? "unique " : "") << "index (" << idx.columns << ")";
+          << table << ": missing " << (idx.unique ? "unique " : "") << "index (" << idx.columns
+          << ")";
     }
     for (const auto& cols : spec.unique_together) {
       ++expected;
@@ -209,13 +218,13 @@ TEST_F(SchemaConformance, PartialUniqueIndexesCarryTheirPredicates) {
   EXPECT_EQ(predicate("subscription", "datamodel_id, target_connector_id, target_table_name"),
             "requires_unique_destination");
   EXPECT_EQ(predicate("resource_event", "fingerprint"), "(closed_at IS NULL)");
-  EXPECT_EQ(predicate("backfill_run", "source_connector_id"),
-            "((status)::text = 'running'::text)");
+  EXPECT_EQ(predicate("backfill_run", "source_connector_id"), "((status)::text = 'running'::text)");
 }
 
 TEST_F(SchemaConformance, OccurrenceSeqIsDrawnFromASequence) {
-  auto def = Query("SELECT column_default FROM information_schema.columns WHERE "
-                   "table_name = 'resource_event_occurrence' AND column_name = 'seq'");
+  auto def = Query(
+      "SELECT column_default FROM information_schema.columns WHERE "
+      "table_name = 'resource_event_occurrence' AND column_name = 'seq'");
   ASSERT_FALSE(def[0][0].is_null());
   EXPECT_NE(std::string(def[0][0].c_str()).find("nextval"), std::string::npos);
 }

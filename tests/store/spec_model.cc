@@ -40,8 +40,8 @@ std::map<std::string, std::string> Sections(const std::string& line) {
   static const std::regex kHeads(R"((References|Unique together|Indexed on): )");
   std::map<std::string, std::string> out;
   std::vector<std::pair<std::string, std::size_t>> marks;
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), kHeads); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), kHeads);
+       it != std::sregex_iterator(); ++it) {
     marks.emplace_back((*it)[1].str(), static_cast<std::size_t>(it->position() + it->length()));
   }
   for (std::size_t i = 0; i < marks.size(); ++i) {
@@ -80,7 +80,8 @@ std::map<std::string, SpecTable> LoadSpec(const std::string& path) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
 
   static const std::regex kTableHeading(R"(^`([a-z_]+)`$)");
-  static const std::regex kColumn(R"(^`([a-z_]+)`\t`([A-Z]+(\(\d+\))?)`\t(required|optional)\t(.*)$)");
+  static const std::regex kColumn(
+      R"(^`([a-z_]+)`\t`([A-Z]+(\(\d+\))?)`\t(required|optional)\t(.*)$)");
   static const std::regex kReference(
       R"(^([a-z_]+) → ([a-z_]+)\.([a-z_]+)(, ON DELETE (CASCADE|SET NULL|RESTRICT))?( \(no foreign key.*\))?$)");
 

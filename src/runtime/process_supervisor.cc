@@ -1,0 +1,163 @@
+#include "runtime/process_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+extern char** environ;
+
+namespace sluice::runtime {
+
+using Steady = std::chrono::steady_clock;
+
+ProcessSupervisor::ProcessSupervisor(SupervisorOptions options)
+    : options_(options), thread_([this] { Loop(); }) {}
+
+ProcessSupervisor::~ProcessSupervisor() {
+  for (const auto& key : Keys()) Stop(key, std::chrono::milliseconds(5000));
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+void ProcessSupervisor::OnExit(std::function<void(const ProcessExit&)> callback) {
+  std::lock_guard lock(mu_);
+  on_exit_ = std::move(callback);
+}
+
+pid_t ProcessSupervisor::Spawn(const ProcessSpec& spec) {
+  // Build everything before fork: the child may only call async-signal-safe
+  // functions.
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e; ++e) env_storage.emplace_back(*e);
+  for (const auto& e : spec.env) env_storage.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int log_fd = -1;
+  if (!spec.log_path.empty()) {
+    log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group, so a stop reaches its children too
+    if (log_fd >= 0) {
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  if (pid > 0) setpgid(pid, pid);  // also here: whichever runs first wins the race
+  if (log_fd >= 0) close(log_fd);
+  return pid;
+}
+
+void ProcessSupervisor::Ensure(const std::string& key, ProcessSpec spec) {
+  std::lock_guard lock(mu_);
+  auto& child = children_[key];
+  if (child.pid > 0) return;
+  child.spec = std::move(spec);
+  child.pid = Spawn(child.spec);
+  child.started = Steady::now();
+  spdlog::info("launched {} as pid {}", key, child.pid);
+}
+
+bool ProcessSupervisor::Stop(const std::string& key, std::chrono::milliseconds grace) {
+  pid_t pid;
+  {
+    std::lock_guard lock(mu_);
+    auto it = children_.find(key);
+    if (it == children_.end()) return false;
+    pid = it->second.pid;
+    children_.erase(it);  // the loop no longer restarts or reaps it
+  }
+  if (pid <= 0) return false;
+  if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
+  auto deadline = Steady::now() + grace;
+  while (Steady::now() < deadline) {
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (kill(-pid, SIGKILL) != 0) kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  spdlog::warn("{} did not stop within {} ms; killed", key, grace.count());
+  return true;
+}
+
+bool ProcessSupervisor::IsRunning(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = children_.find(key);
+  return it != children_.end() && it->second.pid > 0;
+}
+
+std::optional<pid_t> ProcessSupervisor::Pid(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = children_.find(key);
+  if (it == children_.end() || it->second.pid <= 0) return std::nullopt;
+  return it->second.pid;
+}
+
+int ProcessSupervisor::Restarts(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = children_.find(key);
+  return it == children_.end() ? 0 : it->second.restarts;
+}
+
+std::vector<std::string> ProcessSupervisor::Keys() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> keys;
+  for (const auto& [k, c] : children_) keys.push_back(k);
+  return keys;
+}
+
+void ProcessSupervisor::Loop() {
+  for (;;) {
+    std::vector<ProcessExit> exits;
+    std::function<void(const ProcessExit&)> callback;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      auto now = Steady::now();
+      for (auto& [key, child] : children_) {
+        if (child.pid > 0) {
+          int status = 0;
+          if (waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
+          child.pid = -1;
+          bool was_healthy = now - child.started >= options_.healthy_after;
+          child.backoff = was_healthy || child.backoff.count() == 0
+                              ? options_.initial_backoff
+                              : std::min(child.backoff * 2, options_.max_backoff);
+          child.restart_at = now + child.backoff;
+          exits.push_back({key, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                           WIFSIGNALED(status) ? WTERMSIG(status) : 0, child.restarts});
+          spdlog::warn("{} exited ({}); restarting in {} ms", key,
+                       WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+                                           : std::to_string(WEXITSTATUS(status)).c_str(),
+                       child.backoff.count());
+        } else if (now >= child.restart_at) {
+          child.pid = Spawn(child.spec);
+          child.started = now;
+          ++child.restarts;
+        }
+      }
+      callback = on_exit_;
+    }
+    if (callback)
+      for (const auto& e : exits) callback(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace sluice::runtime

@@ -1,0 +1,79 @@
+// The embedded launcher's engine: keeps local processes running, restarting
+// a process that exits with exponential backoff, and says how often it did
+// (a crash loop is visible, not hidden). Kubernetes does this job in
+// production; see kubernetes_manifest.h.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sluice::runtime {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "KEY=value", added to this process's environment
+  std::string log_path;          // stdout and stderr, appended; empty: inherit
+};
+
+struct ProcessExit {
+  std::string key;
+  int exit_code;  // -1 when killed by a signal
+  int signal;     // 0 unless killed by a signal
+  int restarts;   // restarts so far, before the next one
+};
+
+struct SupervisorOptions {
+  std::chrono::milliseconds initial_backoff{500};
+  std::chrono::milliseconds max_backoff{30'000};
+  // A process that ran this long without exiting resets its backoff.
+  std::chrono::milliseconds healthy_after{30'000};
+};
+
+class ProcessSupervisor {
+ public:
+  explicit ProcessSupervisor(SupervisorOptions options = {});
+  ~ProcessSupervisor();  // stops every process (TERM, then KILL after 5 s)
+
+  // Called from the supervisor thread each time a supervised process exits
+  // on its own (not when asked to stop).
+  void OnExit(std::function<void(const ProcessExit&)> callback);
+
+  // Starts `key` if it is not running, then keeps it running.
+  void Ensure(const std::string& key, ProcessSpec spec);
+  // Stops and forgets `key`: SIGTERM, then SIGKILL once `grace` passed.
+  // Returns true when the process had to be killed.
+  bool Stop(const std::string& key, std::chrono::milliseconds grace);
+  bool IsRunning(const std::string& key) const;
+  std::optional<pid_t> Pid(const std::string& key) const;
+  int Restarts(const std::string& key) const;
+  std::vector<std::string> Keys() const;
+
+ private:
+  struct Child {
+    ProcessSpec spec;
+    pid_t pid = -1;
+    int restarts = 0;
+    std::chrono::milliseconds backoff{0};
+    std::chrono::steady_clock::time_point started{};
+    std::chrono::steady_clock::time_point restart_at{};
+  };
+  void Loop();
+  pid_t Spawn(const ProcessSpec& spec);
+
+  SupervisorOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Child> children_;
+  std::function<void(const ProcessExit&)> on_exit_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace sluice::runtime

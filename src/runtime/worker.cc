@@ -1,0 +1,119 @@
+#include "runtime/worker.h"
+
+#include <fmt/format.h>
+
+namespace sluice::runtime {
+
+using common::Status;
+
+Worker Worker::NewShard(common::Uuid connector_id, int shard_index) {
+  Worker w;
+  w.id = common::Uuid::V4();
+  w.connector_id = connector_id;
+  w.shard_index = shard_index;
+  w.state = WorkerState::kPaused;
+  w.launch_generation = common::Uuid::V4();
+  return w;
+}
+
+Status Worker::accepts_reported_state(const StateReport& report) const {
+  if (report.generation != launch_generation) {
+    return common::Conflict(
+        fmt::format("report from generation {} ignored: current generation is {}",
+                    report.generation.ToString(), launch_generation.ToString()));
+  }
+  if (IsIntent(report.state)) {
+    return common::InvalidArgument(fmt::format(
+        "{} is an intent; a pod reports LIVE, ERROR or STOPPED", ToString(report.state)));
+  }
+  switch (state) {
+    case WorkerState::kStarting:
+    case WorkerState::kLive:
+    case WorkerState::kError:
+      return Status::Ok();
+    case WorkerState::kStopping:
+      if (report.state == WorkerState::kLive) {
+        return common::Conflict("LIVE contradicts the pending stop");
+      }
+      return Status::Ok();
+    case WorkerState::kPaused:
+    case WorkerState::kStopped:
+      if (report.state == WorkerState::kLive) {
+        return common::Conflict(fmt::format("LIVE refused: the worker is {}", ToString(state)));
+      }
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+void Worker::Apply(const StateReport& report, common::TimePoint now) {
+  // A pod that stops on its own while the back end wanted it paused stays
+  // PAUSED: the intent is what the operator asked for.
+  WorkerState next = report.state;
+  if (state == WorkerState::kPaused && next == WorkerState::kStopped) next = WorkerState::kPaused;
+  TransitionTo(next, now);
+  reason = report.reason;
+  last_heartbeat_at = now;
+}
+
+Status Worker::AcceptHeartbeat(const common::Uuid& generation, common::TimePoint now) {
+  if (generation != launch_generation) {
+    return common::Conflict("heartbeat from a replaced generation ignored");
+  }
+  last_heartbeat_at = now;
+  return Status::Ok();
+}
+
+void Worker::Start(common::TimePoint now, std::optional<std::string> config_hash) {
+  launch_generation = common::Uuid::V4();
+  launched_at = now;
+  launched_config_hash = std::move(config_hash);
+  reason.reset();
+  TransitionTo(WorkerState::kStarting, now);
+}
+
+void Worker::RequestStop(common::TimePoint now) {
+  if (state == WorkerState::kStopping) return;  // keep the first request's time
+  if (state == WorkerState::kPaused || state == WorkerState::kStopped) return;
+  TransitionTo(WorkerState::kStopping, now);
+}
+
+void Worker::Pause() { TransitionTo(WorkerState::kPaused, common::Clock::now()); }
+
+bool Worker::ForceStopIfTimedOut(common::TimePoint now, std::chrono::seconds timeout) {
+  if (state != WorkerState::kStopping || !stop_requested_at) return false;
+  if (now - *stop_requested_at < timeout) return false;
+  TransitionTo(WorkerState::kStopped, now);
+  reason = fmt::format("stop not confirmed within {}s; the pod was killed", timeout.count());
+  return true;
+}
+
+bool Worker::IsStale(common::TimePoint now, std::chrono::seconds threshold) const {
+  if (state != WorkerState::kStarting && state != WorkerState::kLive) return false;
+  auto recent = [&](const std::optional<common::TimePoint>& t) {
+    return t && now - *t <= threshold;
+  };
+  return !recent(launched_at) && !recent(last_heartbeat_at);
+}
+
+void Worker::MarkStale(common::TimePoint now, std::chrono::seconds threshold) {
+  TransitionTo(WorkerState::kError, now);
+  reason =
+      fmt::format("no heartbeat for more than {}s: the pod stopped reporting", threshold.count());
+}
+
+std::optional<bool> Worker::RunsOutdatedConfig(const std::string& current_config_hash) const {
+  if (!launched_config_hash) return std::nullopt;
+  return *launched_config_hash != current_config_hash;
+}
+
+void Worker::TransitionTo(WorkerState next, common::TimePoint now) {
+  state = next;
+  if (next == WorkerState::kStopping) {
+    stop_requested_at = now;
+  } else {
+    stop_requested_at.reset();
+  }
+}
+
+}  // namespace sluice::runtime

@@ -1,0 +1,38 @@
+// SQL for the worker table. Every runtime write goes through ApplyReport or
+// Heartbeat, which lock the row (SELECT ... FOR UPDATE) and ask the Worker
+// whether the report is acceptable, so concurrent reports serialise.
+#pragma once
+
+#include <optional>
+#include <pqxx/pqxx>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/worker.h"
+
+namespace sluice::runtime {
+
+class WorkerRepository {
+ public:
+  static std::optional<Worker> Find(pqxx::work& tx, const common::Uuid& id);
+  static std::optional<Worker> FindForUpdate(pqxx::work& tx, const common::Uuid& id);
+  static std::vector<Worker> ForConnector(pqxx::work& tx, const common::Uuid& connector_id);
+  // All rows whose pod is expected to be running, locked, skipping rows
+  // another back end holds (safe with several orchestrators).
+  static std::vector<Worker> LockExpectingPods(pqxx::work& tx);
+
+  static void Insert(pqxx::work& tx, const Worker& w);
+  static void Update(pqxx::work& tx, const Worker& w);
+
+  // Makes shards 0..count-1 exist (dense from 0); never touches existing rows.
+  static std::vector<Worker> EnsureShards(pqxx::work& tx, const common::Uuid& connector_id,
+                                          int count);
+
+  // The locked read-decide-write of a pod's report.
+  static common::Result<Worker> ApplyReport(pqxx::work& tx, const common::Uuid& worker_id,
+                                            const StateReport& report, common::TimePoint now);
+  static common::Status Heartbeat(pqxx::work& tx, const common::Uuid& worker_id,
+                                  const common::Uuid& generation, common::TimePoint now);
+};
+
+}  // namespace sluice::runtime

@@ -1,0 +1,89 @@
+// The embedded launcher against real processes: kill -9 brings a restart,
+// a crash loop backs off and is counted, a hung process is killed.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "runtime/process_supervisor.h"
+
+namespace sluice::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+TEST(ProcessSupervisor, KilledProcessIsRestarted) {
+  ProcessSupervisor supervisor({.initial_backoff = 50ms});
+  std::atomic<int> killed_by{0};
+  supervisor.OnExit([&](const ProcessExit& e) { killed_by = e.signal; });
+  supervisor.Ensure("sleeper", {{"/bin/sleep", "30"}, {}, ""});
+  auto first = supervisor.Pid("sleeper");
+  ASSERT_TRUE(first);
+  kill(*first, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] {
+    auto pid = supervisor.Pid("sleeper");
+    return pid && *pid != *first;
+  }));
+  EXPECT_EQ(killed_by.load(), SIGKILL);
+  EXPECT_EQ(supervisor.Restarts("sleeper"), 1);
+}
+
+TEST(ProcessSupervisor, CrashLoopIsCountedAndBacksOff) {
+  ProcessSupervisor supervisor({.initial_backoff = 20ms, .max_backoff = 10'000ms});
+  std::atomic<int> exits{0};
+  supervisor.OnExit([&](const ProcessExit& e) {
+    EXPECT_EQ(e.exit_code, 1);
+    ++exits;
+  });
+  supervisor.Ensure("crasher", {{"/bin/false"}, {}, ""});
+  ASSERT_TRUE(WaitFor([&] { return exits >= 4; }));
+  // Backoff doubles from 20 ms: 20+40+80+160+320+640 ms = 1.26 s for 6
+  // restarts, so within the next 0.3 s at most a couple more happen, where
+  // a loop without backoff would restart dozens of times.
+  int before = supervisor.Restarts("crasher");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LE(supervisor.Restarts("crasher") - before, 2);
+  supervisor.Stop("crasher", 100ms);
+}
+
+TEST(ProcessSupervisor, GracefulStopDoesNotKill) {
+  ProcessSupervisor supervisor;
+  supervisor.Ensure("sleeper", {{"/bin/sleep", "30"}, {}, ""});
+  EXPECT_FALSE(supervisor.Stop("sleeper", 5000ms));
+  EXPECT_FALSE(supervisor.IsRunning("sleeper"));
+}
+
+TEST(ProcessSupervisor, HungProcessIsKilledAfterTheGrace) {
+  ProcessSupervisor supervisor;
+  // Ignores SIGTERM (and so does its child, which inherits the disposition).
+  supervisor.Ensure("hung", {{"/bin/sh", "-c", "trap '' TERM; sleep 30"}, {}, ""});
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(supervisor.Stop("hung", 300ms));
+  EXPECT_FALSE(supervisor.IsRunning("hung"));
+}
+
+TEST(ProcessSupervisor, StoppedProcessIsNotRestarted) {
+  ProcessSupervisor supervisor({.initial_backoff = 20ms});
+  std::atomic<int> exits{0};
+  supervisor.OnExit([&](const ProcessExit&) { ++exits; });
+  supervisor.Ensure("sleeper", {{"/bin/sleep", "30"}, {}, ""});
+  supervisor.Stop("sleeper", 1000ms);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(exits.load(), 0);
+  EXPECT_FALSE(supervisor.IsRunning("sleeper"));
+}
+
+}  // namespace
+}  // namespace sluice::runtime
