@@ -1,0 +1,143 @@
+#include "events/outbox.h"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "events/sql_time.h"
+
+namespace sluice::events {
+
+namespace {
+constexpr int kSchemaLockClass = 0x534C5510;
+}
+
+nlohmann::json OutboxRecord::ToJson() const {
+  nlohmann::json j = event.ToJson();
+  j["event_id"] = event.id.ToString();
+  j["id"] = occurrence_id.ToString();
+  j["seq"] = seq;
+  j["occurred_at"] = common::FormatIso8601(occurred_at);
+  j["count"] = count;
+  return j;
+}
+
+void OutboxPublisher::EnsureSchema(pqxx::work& tx) {
+  // Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog.
+  tx.exec_params("SELECT pg_advisory_xact_lock($1, 0)", kSchemaLockClass);
+  tx.exec(
+      "CREATE TABLE IF NOT EXISTS events_outbox_cursor ("
+      " name VARCHAR(64) PRIMARY KEY,"
+      " last_seq BIGINT NOT NULL,"
+      " created_at TIMESTAMP,"
+      " updated_at TIMESTAMP)");
+}
+
+common::Result<std::int64_t> OutboxPublisher::Cursor() {
+  try {
+    return db_.Transact([&](pqxx::work& tx) -> std::int64_t {
+      EnsureSchema(tx);
+      auto r =
+          tx.exec_params("SELECT last_seq FROM events_outbox_cursor WHERE name = $1", opts_.name);
+      return r.empty() ? 0 : r[0][0].as<std::int64_t>();
+    });
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("reading outbox cursor: {}", e.what()));
+  }
+}
+
+common::Result<PublishReport> OutboxPublisher::PublishOnce() {
+  PublishReport total;
+  for (;;) {
+    auto batch = PublishBatch();
+    if (!batch.ok()) return batch.status();
+    total.published += batch->published;
+    total.cursor = batch->cursor;
+    total.held_back = batch->held_back;
+    total.failure = batch->failure;
+    if (batch->published < opts_.batch_size || batch->held_back || !batch->failure.ok()) break;
+  }
+  return total;
+}
+
+common::Result<PublishReport> OutboxPublisher::PublishBatch() {
+  try {
+    if (!schema_ready_) {
+      db_.Transact([](pqxx::work& tx) { EnsureSchema(tx); });
+      schema_ready_ = true;
+    }
+    return db_.Transact([&](pqxx::work& tx) {
+      const std::int64_t db_now = internal::EpochMicros(common::Clock::now());
+      tx.exec_params(
+          "INSERT INTO events_outbox_cursor (name, last_seq, created_at, updated_at)"
+          " VALUES ($1, 0, " SLUICE_EV_TS("$2") ", " SLUICE_EV_TS("$2") ") ON CONFLICT DO NOTHING",
+          opts_.name, db_now);
+      // The row lock makes concurrent publishers of one outbox take turns.
+      std::int64_t cursor =
+          tx.exec_params("SELECT last_seq FROM events_outbox_cursor WHERE name = $1 FOR UPDATE",
+                         opts_.name)[0][0]
+              .as<std::int64_t>();
+      auto rows =
+          tx.exec_params(fmt::format("SELECT o.seq, o.id::text, " SLUICE_EV_MICROS(
+                                         "o.ts") ", o.count,"
+                                                 " o.created_at < " SLUICE_EV_DB_NOW
+                                                 " - $3::bigint * INTERVAL '1 millisecond',"
+                                                 " o.created_at < " SLUICE_EV_DB_NOW
+                                                 " - $4::bigint * INTERVAL '1 millisecond', {}"
+                                                 " FROM resource_event_occurrence o JOIN "
+                                                 "resource_event e ON e.id = o.event_id"
+                                                 " WHERE o.seq > $1 ORDER BY o.seq LIMIT $2",
+                                     internal::StoredEventColumns("e")),
+                         cursor, opts_.batch_size, static_cast<std::int64_t>(opts_.grace.count()),
+                         static_cast<std::int64_t>(opts_.gap_timeout.count()));
+      PublishReport report;
+      for (const auto& r : rows) {
+        const std::int64_t seq = r[0].as<std::int64_t>();
+        const bool settled = r[4].as<bool>();
+        const bool gap_settled = r[5].as<bool>();
+        if (!settled || (seq != cursor + 1 && !gap_settled)) {
+          report.held_back = true;
+          break;
+        }
+        OutboxRecord rec;
+        rec.seq = seq;
+        rec.occurrence_id = common::Uuid::Parse(r[1].c_str()).value();
+        rec.occurred_at = internal::FromEpochMicros(r[2].as<std::int64_t>());
+        rec.count = r[3].as<std::int32_t>();
+        rec.event = internal::ReadStoredEvent(r, 6);
+        common::Status st;
+        try {
+          st = publish_(rec);
+        } catch (const std::exception& e) {
+          st = common::Unavailable(fmt::format("publisher threw: {}", e.what()));
+        }
+        if (!st.ok()) {
+          report.failure = st;
+          break;
+        }
+        cursor = seq;
+        ++report.published;
+      }
+      tx.exec_params("UPDATE events_outbox_cursor SET last_seq = $2, updated_at = " SLUICE_EV_TS(
+                         "$3") " WHERE name = $1",
+                     opts_.name, cursor, db_now);
+      report.cursor = cursor;
+      return report;
+    });
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("outbox {}: {}", opts_.name, e.what()));
+  }
+}
+
+void OutboxPublisher::Run(std::stop_token stop, std::chrono::milliseconds interval) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  while (!stop.stop_requested()) {
+    (void)PublishOnce();
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, stop, interval, [] { return false; });
+  }
+}
+
+}  // namespace sluice::events

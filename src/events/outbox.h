@@ -1,0 +1,90 @@
+// The connector_events outbox publisher. Tails resource_event_occurrence by
+// seq, joins each occurrence to its folded row for the display fields and
+// hands it to a publish callback (the Kafka producer for the env's
+// connector_events topic). At least once: the durable cursor advances only
+// past records the callback accepted.
+//
+// Sequence values are drawn before commit, so a committed seq can be visible
+// while a lower one is still in flight. Two guards keep the reader from
+// passing it: rows younger than `grace` are left alone, and at a gap in seq
+// the reader waits until the row after the gap is older than `gap_timeout`
+// (a gap that old is a rolled-back insert, not a slow commit).
+//
+// The cursor lives in events_outbox_cursor (name PK, last_seq), a table this
+// class creates itself with CREATE TABLE IF NOT EXISTS: the data-plane
+// schema has none for it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <stop_token>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "common/uuid.h"
+#include "events/stored_event.h"
+#include "store/database.h"
+
+namespace sluice::events {
+
+struct OutboxRecord {
+  std::int64_t seq = 0;
+  common::Uuid occurrence_id;
+  common::TimePoint occurred_at;  // this occurrence's ts
+  std::int32_t count = 0;         // the fold's count at this occurrence
+  StoredEvent event;              // the folded row as it is now
+
+  // Kafka key: the connector, so one connector's events stay in order.
+  std::string Key() const { return event.resource.connector_id.ToString(); }
+  // The record value: the event's display fields plus the occurrence's.
+  nlohmann::json ToJson() const;
+};
+
+// Returns Ok once the record is durably handed over (e.g. the broker acked).
+using PublishFn = std::function<common::Status(const OutboxRecord&)>;
+
+struct OutboxOptions {
+  std::string name = "connector_events";  // cursor key; one per destination
+  std::chrono::milliseconds grace{2000};
+  std::chrono::milliseconds gap_timeout{60000};
+  int batch_size = 200;
+};
+
+struct PublishReport {
+  int published = 0;
+  std::int64_t cursor = 0;  // last seq published, after this pass
+  bool held_back = false;   // stopped at a row too young or behind a fresh gap
+  common::Status failure;   // the callback's refusal, if it refused
+};
+
+class OutboxPublisher {
+ public:
+  OutboxPublisher(store::Database& db, PublishFn publish, OutboxOptions opts = {})
+      : db_(db), publish_(std::move(publish)), opts_(std::move(opts)) {}
+
+  // Creates events_outbox_cursor if missing (idempotent, concurrency-safe).
+  static void EnsureSchema(pqxx::work& tx);
+
+  // Publishes every settled record after the cursor, batch by batch, until
+  // none is left, one is held back, or the callback refuses one.
+  common::Result<PublishReport> PublishOnce();
+
+  common::Result<std::int64_t> Cursor();
+
+  // PublishOnce every `interval` until `stop` is requested.
+  void Run(std::stop_token stop, std::chrono::milliseconds interval);
+
+ private:
+  common::Result<PublishReport> PublishBatch();
+
+  store::Database& db_;
+  PublishFn publish_;
+  OutboxOptions opts_;
+  bool schema_ready_ = false;
+};
+
+}  // namespace sluice::events

@@ -1,0 +1,148 @@
+#include "metrics/data_plane_gauges.h"
+
+#include <fmt/format.h>
+
+#include "metrics/rate.h"
+#include "metrics/sql_time.h"
+
+namespace sluice::metrics {
+
+namespace {
+
+RateInputs Rate(const pqxx::row& r, int first) {
+  return RateInputs{r[first].as<std::int64_t>(), r[first + 1].as<std::int64_t>(),
+                    r[first + 2].as<std::int64_t>(), r[first + 3].as<std::int64_t>()};
+}
+
+constexpr const char* kRateCols =
+    "SUM(GREATEST(to_ts - from_ts, 0))::bigint, MIN(from_ts), MAX(to_ts), COUNT(*)";
+
+}  // namespace
+
+std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, common::TimePoint now,
+                                                 const GaugeOptions& opts) {
+  const std::int64_t since = EpochMicros(now - opts.window);
+  const std::int64_t at = EpochMicros(now);
+  std::vector<MetricFamily> out;
+
+  MetricFamily produced{"sluice_production_events_per_second",
+                        "CDC events produced per second over the recent window, per topic.",
+                        MetricType::kGauge,
+                        {}};
+  for (const auto& r : tx.exec_params(
+           fmt::format("SELECT topic, SUM(COALESCE((events->>'total')::bigint, 0))::bigint, {}"
+                       " FROM production_metric WHERE created_at >= " SLUICE_SQL_TS(
+                           "$1") " GROUP BY topic ORDER BY topic",
+                       kRateCols),
+           since)) {
+    produced.samples.push_back(
+        {{{"topic", r[0].as<std::string>()}}, PerSecond(r[1].as<std::int64_t>(), Rate(r, 2))});
+  }
+  out.push_back(std::move(produced));
+
+  MetricFamily delivered{"sluice_consumption_delivered_per_second",
+                         "Records delivered per second over the recent window, per subscription.",
+                         MetricType::kGauge,
+                         {}};
+  MetricFamily errored{"sluice_consumption_errored_records",
+                       "Records that failed delivery within the recent window, per subscription.",
+                       MetricType::kGauge,
+                       {}};
+  for (const auto& r :
+       tx.exec_params(fmt::format("SELECT subscription_id::text, SUM(delivered_count)::bigint,"
+                                  " SUM(error_count)::bigint, {} FROM consumption_metric"
+                                  " WHERE created_at >= " SLUICE_SQL_TS(
+                                      "$1") " GROUP BY subscription_id ORDER BY subscription_id",
+                                  kRateCols),
+                      since)) {
+    std::vector<std::pair<std::string, std::string>> l{{"subscription_id", r[0].as<std::string>()}};
+    delivered.samples.push_back({l, PerSecond(r[1].as<std::int64_t>(), Rate(r, 3))});
+    errored.samples.push_back({l, static_cast<double>(r[2].as<std::int64_t>())});
+  }
+  out.push_back(std::move(delivered));
+  out.push_back(std::move(errored));
+
+  MetricFamily lag{"sluice_consumer_lag_records",
+                   "Last consumer lag a worker reported within the window, per subscription.",
+                   MetricType::kGauge,
+                   {}};
+  for (const auto& r :
+       tx.exec_params("SELECT DISTINCT ON (subscription_id) subscription_id::text, consumer_lag"
+                      " FROM consumption_metric WHERE created_at >= " SLUICE_SQL_TS(
+                          "$1") " AND consumer_lag IS NOT NULL ORDER BY subscription_id, "
+                                "created_at DESC, to_ts DESC",
+                      since)) {
+    lag.samples.push_back({{{"subscription_id", r[0].as<std::string>()}},
+                           static_cast<double>(r[1].as<std::int64_t>())});
+  }
+  out.push_back(std::move(lag));
+
+  MetricFamily heartbeat{"sluice_worker_heartbeat_age_seconds",
+                         "Seconds since each worker's last heartbeat.",
+                         MetricType::kGauge,
+                         {}};
+  for (const auto& r :
+       tx.exec_params("SELECT id::text, connector_id::text, shard_index, state,"
+                      " ($1 - " SLUICE_SQL_MICROS(
+                          "last_heartbeat_at") ")"
+                                               " FROM worker WHERE last_heartbeat_at IS NOT NULL "
+                                               "ORDER BY connector_id, shard_index",
+                      at)) {
+    heartbeat.samples.push_back({{{"worker_id", r[0].as<std::string>()},
+                                  {"connector_id", r[1].as<std::string>()},
+                                  {"shard", r[2].as<std::string>()},
+                                  {"state", r[3].as<std::string>()}},
+                                 static_cast<double>(r[4].as<std::int64_t>()) / 1e6});
+  }
+  out.push_back(std::move(heartbeat));
+
+  MetricFamily open_events{"sluice_resource_events_open",
+                           "Monitoring events still folding repeats, per level.",
+                           MetricType::kGauge,
+                           {}};
+  for (const auto& r : tx.exec("SELECT level, COUNT(*) FROM resource_event WHERE closed_at IS NULL"
+                               " GROUP BY level ORDER BY level")) {
+    open_events.samples.push_back(
+        {{{"level", r[0].as<std::string>()}}, static_cast<double>(r[1].as<std::int64_t>())});
+  }
+  out.push_back(std::move(open_events));
+
+  MetricFamily failed{"sluice_raw_metric_retention_failed",
+                      "1 when the raw table's last prune failed and retention is still on.",
+                      MetricType::kGauge,
+                      {}};
+  MetricFamily invalid{"sluice_raw_metric_index_invalid_seconds",
+                       "Seconds the raw table's created_at index has been missing or invalid.",
+                       MetricType::kGauge,
+                       {}};
+  for (const auto& r : tx.exec_params(
+           "SELECT table_name, failed_at IS NOT NULL,"
+           " COALESCE($1 - " SLUICE_SQL_MICROS(
+               "index_invalid_since") ", 0)"
+                                      " FROM raw_metric_retention_state ORDER BY table_name",
+           at)) {
+    std::vector<std::pair<std::string, std::string>> l{{"table", r[0].as<std::string>()}};
+    failed.samples.push_back({l, r[1].as<bool>() ? 1.0 : 0.0});
+    invalid.samples.push_back({l, static_cast<double>(r[2].as<std::int64_t>()) / 1e6});
+  }
+  out.push_back(std::move(failed));
+  out.push_back(std::move(invalid));
+
+  // The outbox's own table exists once a publisher has run.
+  MetricFamily backlog{"sluice_connector_events_outbox_backlog",
+                       "Occurrences not yet published to connector_events.",
+                       MetricType::kGauge,
+                       {}};
+  if (!tx.exec("SELECT to_regclass('events_outbox_cursor')")[0][0].is_null()) {
+    for (const auto& r :
+         tx.exec("SELECT c.name, (SELECT COUNT(*) FROM resource_event_occurrence o"
+                 " WHERE o.seq > c.last_seq) FROM events_outbox_cursor c ORDER BY c.name")) {
+      backlog.samples.push_back(
+          {{{"outbox", r[0].as<std::string>()}}, static_cast<double>(r[1].as<std::int64_t>())});
+    }
+  }
+  out.push_back(std::move(backlog));
+  return out;
+}
+
+}  // namespace sluice::metrics
