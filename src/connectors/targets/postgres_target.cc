@@ -1,0 +1,291 @@
+#include "connectors/targets/postgres_target.h"
+
+#include <fmt/format.h>
+#include <sodium.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "common/hex.h"
+
+namespace sluice::connectors::targets {
+
+using nlohmann::json;
+
+namespace {
+
+std::string QuoteIdent(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+std::string FirstLine(const std::string& s) {
+  auto end = s.find('\n');
+  return end == std::string::npos ? s : s.substr(0, end);
+}
+
+// Sources send bytea as base64; PostgreSQL's input function wants \x hex.
+json NormaliseValue(const std::string& source_type, const json& value) {
+  if (source_type != "bytea" || !value.is_string()) return value;
+  const auto& text = value.get_ref<const std::string&>();
+  if (text.rfind("\\x", 0) == 0) return value;
+  std::string bin(text.size(), '\0');
+  size_t len = 0;
+  if (sodium_base642bin(reinterpret_cast<unsigned char*>(bin.data()), bin.size(), text.c_str(),
+                        text.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0)
+    return value;
+  bin.resize(len);
+  return "\\x" + common::ToHex(bin);
+}
+
+// Changes to one key within a batch, folded so one statement per key set is
+// enough: later images merge over earlier ones, a delete resets the row.
+struct FoldedRow {
+  json image = json::object();
+  bool upsert = false;
+  bool deleted = false;
+};
+
+}  // namespace
+
+PostgresTarget::PostgresTarget(PostgresTargetOptions options) : options_(std::move(options)) {}
+PostgresTarget::~PostgresTarget() = default;
+
+std::string PostgresTarget::Qualified() const {
+  return QuoteIdent(options_.schema) + "." + QuoteIdent(options_.table);
+}
+
+std::string PostgresTarget::TargetType(const std::string& source_type) {
+  static const std::map<std::string, std::string> kTypes = {{"int2", "smallint"},
+                                                            {"int4", "integer"},
+                                                            {"int8", "bigint"},
+                                                            {"float4", "real"},
+                                                            {"float8", "double precision"},
+                                                            {"numeric", "numeric"},
+                                                            {"bool", "boolean"},
+                                                            {"text", "text"},
+                                                            {"varchar", "text"},
+                                                            {"bpchar", "text"},
+                                                            {"name", "text"},
+                                                            {"uuid", "uuid"},
+                                                            {"json", "json"},
+                                                            {"jsonb", "jsonb"},
+                                                            {"bytea", "bytea"},
+                                                            {"date", "date"},
+                                                            {"time", "time"},
+                                                            {"timetz", "timetz"},
+                                                            {"timestamp", "timestamp"},
+                                                            {"timestamptz", "timestamptz"},
+                                                            {"interval", "interval"},
+                                                            {"inet", "inet"},
+                                                            {"money", "numeric"},
+                                                            {"oid", "bigint"}};
+  if (source_type.size() > 1 && source_type[0] == '_') {
+    auto element = TargetType(source_type.substr(1));
+    return element == "text" && source_type != "_text" && kTypes.count(source_type.substr(1)) == 0
+               ? "text[]"
+               : element + "[]";
+  }
+  auto it = kTypes.find(source_type);
+  return it == kTypes.end() ? "text" : it->second;
+}
+
+common::Status PostgresTarget::Connect() {
+  if (conn_ && conn_->is_open()) return common::Status::Ok();
+  try {
+    conn_ = std::make_unique<pqxx::connection>(options_.url);
+    known_columns_.clear();
+    return common::Status::Ok();
+  } catch (const std::exception& e) {
+    conn_.reset();
+    return common::Unavailable(fmt::format("target database unreachable: {}", FirstLine(e.what())));
+  }
+}
+
+void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
+                                 const std::vector<TargetColumn>& columns) {
+  if (known_columns_.empty()) {
+    for (const auto& r : tx.exec_params(
+             "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND "
+             "table_name = $2",
+             options_.schema, options_.table)) {
+      known_columns_.insert(r[0].c_str());
+    }
+    if (key_columns_.empty()) {
+      for (const auto& r : tx.exec_params(
+               "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+               "AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND i.indrelid = "
+               "to_regclass($1) ORDER BY array_position(i.indkey, a.attnum)",
+               Qualified())) {
+        key_columns_.emplace_back(r[0].c_str());
+      }
+    }
+  }
+  if (key_columns_.empty()) {
+    for (const auto& c : columns)
+      if (c.key) key_columns_.push_back(c.name);
+  }
+  if (known_columns_.empty()) {
+    if (!options_.create_table) {
+      throw std::runtime_error(fmt::format("target table {} does not exist", Qualified()));
+    }
+    std::string ddl = fmt::format("CREATE SCHEMA IF NOT EXISTS {}; CREATE TABLE IF NOT EXISTS {} (",
+                                  QuoteIdent(options_.schema), Qualified());
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      ddl += fmt::format("{}{} {}", i ? ", " : "", QuoteIdent(columns[i].name),
+                         TargetType(columns[i].source_type));
+    }
+    if (!key_columns_.empty()) {
+      ddl += ", PRIMARY KEY (";
+      for (std::size_t i = 0; i < key_columns_.size(); ++i)
+        ddl += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
+      ddl += ")";
+    }
+    tx.exec(ddl + ")");
+    for (const auto& c : columns) known_columns_.insert(c.name);
+    spdlog::info("created target table {}", Qualified());
+    return;
+  }
+  for (const auto& c : columns) {
+    if (known_columns_.count(c.name)) continue;
+    tx.exec(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", Qualified(),
+                        QuoteIdent(c.name), TargetType(c.source_type)));
+    known_columns_.insert(c.name);
+    spdlog::info("added column {} to {}", c.name, Qualified());
+  }
+}
+
+void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
+                                 const std::vector<TargetChange>& batch) {
+  std::size_t start = 0;
+  while (start < batch.size()) {
+    if (batch[start].op == 't') {
+      tx.exec(fmt::format("TRUNCATE {}", Qualified()));
+      ++start;
+      continue;
+    }
+    // One segment: up to the next truncate.
+    std::size_t end = start;
+    std::vector<std::string> order;
+    std::map<std::string, FoldedRow> rows;
+    std::vector<TargetColumn> columns;
+    std::map<std::string, std::string> types;
+    for (; end < batch.size() && batch[end].op != 't'; ++end) {
+      const auto& change = batch[end];
+      if (!change.columns.empty()) columns = change.columns;
+      for (const auto& c : change.columns) types[c.name] = c.source_type;
+      std::string id = change.key.dump();
+      auto [it, fresh] = rows.try_emplace(id);
+      if (fresh) order.push_back(id);
+      auto& row = it->second;
+      if (change.op == 'd') {
+        row = FoldedRow{change.key, false, true};
+        continue;
+      }
+      if (!row.upsert) row.image = json::object();
+      for (const auto& [k, v] : change.key.items()) row.image[k] = v;
+      for (const auto& [k, v] : change.after.items()) row.image[k] = NormaliseValue(types[k], v);
+      row.upsert = true;
+    }
+    EnsureTable(tx, columns);
+    if (key_columns_.empty())
+      throw std::runtime_error("target table has no key to apply changes by");
+
+    json deletes = json::array();
+    std::map<std::string, json> upserts_by_columns;  // column list -> rows
+    for (const auto& id : order) {
+      auto& row = rows[id];
+      if (row.deleted && !row.upsert) {
+        deletes.push_back(row.image);
+        continue;
+      }
+      if (!row.upsert) continue;
+      for (const auto& [k, v] : row.image.items()) {
+        if (!known_columns_.count(k)) EnsureTable(tx, {{k, types[k], false}});
+      }
+      std::string signature;
+      for (const auto& [k, v] : row.image.items()) signature += k + ",";
+      upserts_by_columns[signature].push_back(row.image);
+    }
+    std::string key_match;
+    for (std::size_t i = 0; i < key_columns_.size(); ++i) {
+      key_match += fmt::format("{}t.{} = d.{}", i ? " AND " : "", QuoteIdent(key_columns_[i]),
+                               QuoteIdent(key_columns_[i]));
+    }
+    if (!deletes.empty()) {
+      tx.exec_params(fmt::format("DELETE FROM {} t USING json_populate_recordset(NULL::{}, $1) d "
+                                 "WHERE {}",
+                                 Qualified(), Qualified(), key_match),
+                     deletes.dump());
+    }
+    std::string conflict;
+    for (std::size_t i = 0; i < key_columns_.size(); ++i)
+      conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
+    for (const auto& [signature, group] : upserts_by_columns) {
+      std::string cols, updates;
+      for (const auto& [k, v] : group[0].items()) {
+        cols += (cols.empty() ? "" : ", ") + QuoteIdent(k);
+        bool is_key = std::find(key_columns_.begin(), key_columns_.end(), k) != key_columns_.end();
+        if (!is_key)
+          updates += (updates.empty() ? "" : ", ") +
+                     fmt::format("{} = EXCLUDED.{}", QuoteIdent(k), QuoteIdent(k));
+      }
+      tx.exec_params(
+          fmt::format("INSERT INTO {} ({}) SELECT {} FROM json_populate_recordset(NULL::{}, $1) "
+                      "ON CONFLICT ({}) DO {}",
+                      Qualified(), cols, cols, Qualified(), conflict,
+                      updates.empty() ? "NOTHING" : "UPDATE SET " + updates),
+          group.dump());
+    }
+    start = end;
+  }
+}
+
+common::Result<std::vector<RejectedChange>> PostgresTarget::Apply(
+    const std::vector<TargetChange>& batch) {
+  SLUICE_RETURN_IF_ERROR(Connect());
+  std::vector<RejectedChange> rejected;
+  try {
+    pqxx::work tx(*conn_);
+    ApplyFolded(tx, batch);
+    tx.commit();
+    return rejected;
+  } catch (const pqxx::broken_connection& e) {
+    conn_.reset();
+    return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
+  } catch (const std::exception& e) {
+    known_columns_.clear();  // the failed transaction may have rolled DDL back
+    spdlog::warn("batch refused by {} ({}); retrying row by row", Qualified(), FirstLine(e.what()));
+  }
+  // Row by row, each in a savepoint: the poison rows are rejected with the
+  // database's own words, the rest commit together.
+  try {
+    pqxx::work tx(*conn_);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      tx.exec("SAVEPOINT sluice_row");
+      try {
+        ApplyFolded(tx, {batch[i]});
+        tx.exec("RELEASE SAVEPOINT sluice_row");
+      } catch (const pqxx::broken_connection&) {
+        throw;
+      } catch (const std::exception& e) {
+        tx.exec("ROLLBACK TO SAVEPOINT sluice_row");
+        known_columns_.clear();
+        rejected.push_back({i, FirstLine(e.what())});
+      }
+    }
+    tx.commit();
+    return rejected;
+  } catch (const pqxx::broken_connection& e) {
+    conn_.reset();
+    return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
+  } catch (const std::exception& e) {
+    return common::Internal(fmt::format("target write failed: {}", FirstLine(e.what())));
+  }
+}
+
+}  // namespace sluice::connectors::targets

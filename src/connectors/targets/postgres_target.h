@@ -1,0 +1,52 @@
+// The PostgreSQL target: creates the table on first use, adds columns when
+// the source grows, and applies each batch in one transaction as set-based
+// upserts and deletes (json_populate_recordset turns one JSON parameter into
+// typed rows, so a batch is a handful of statements whatever its size).
+// A batch the database refuses is retried row by row so one poison row is
+// rejected with the database's message while the others land.
+#pragma once
+
+#include <memory>
+#include <pqxx/pqxx>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/targets/target_change.h"
+
+namespace sluice::connectors::targets {
+
+struct PostgresTargetOptions {
+  std::string url;  // libpq URL of the target database
+  std::string schema = "public";
+  std::string table;         // unqualified target table name
+  bool create_table = true;  // auto-create from the first change's columns
+};
+
+class PostgresTarget {
+ public:
+  explicit PostgresTarget(PostgresTargetOptions options);
+  ~PostgresTarget();
+
+  // Applies the batch; returns the changes refused (empty when all landed).
+  // A connection or transaction failure is an error status (nothing is
+  // acknowledged, so the caller retries the whole batch).
+  common::Result<std::vector<RejectedChange>> Apply(const std::vector<TargetChange>& batch);
+
+  // PostgreSQL type for a source type name (int4 -> integer, _text -> text[] ...).
+  static std::string TargetType(const std::string& source_type);
+
+ private:
+  common::Status Connect();
+  void EnsureTable(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
+  void ApplyFolded(pqxx::transaction_base& tx, const std::vector<TargetChange>& batch);
+  std::string Qualified() const;
+
+  PostgresTargetOptions options_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::set<std::string> known_columns_;
+  std::vector<std::string> key_columns_;
+};
+
+}  // namespace sluice::connectors::targets

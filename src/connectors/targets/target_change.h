@@ -1,0 +1,32 @@
+// What a target applies: one change to one row, already decoded from the
+// topic, with the column set the source described. Targets apply changes
+// idempotently in order, so at-least-once delivery ends exactly right.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace sluice::connectors::targets {
+
+struct TargetColumn {
+  std::string name;
+  std::string source_type;  // the source's type name ("int4", "numeric", "_text"); may be empty
+  bool key = false;
+  bool operator==(const TargetColumn&) const = default;
+};
+
+struct TargetChange {
+  char op = 'c';                      // c, u, r (upserts), d (delete), t (truncate)
+  nlohmann::json key;                 // primary-key columns
+  nlohmann::json after;               // the row image; columns absent from it are left as they are
+  std::vector<TargetColumn> columns;  // the table's columns as of this change
+};
+
+// A change the target refused, with the target's own words.
+struct RejectedChange {
+  std::size_t index;  // position in the batch
+  std::string error;
+};
+
+}  // namespace sluice::connectors::targets

@@ -1,0 +1,139 @@
+// The PostgreSQL target against a real database: upserts, deletes,
+// truncates, schema growth, idempotent replays and poison rows.
+#include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
+
+#include "connectors/targets/postgres_target.h"
+#include "support/test_database.h"
+
+namespace sluice::connectors::targets {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<TargetColumn> kColumns = {
+    {"id", "int4", true},     {"name", "text", false}, {"amount", "numeric", false},
+    {"tags", "_text", false}, {"doc", "jsonb", false}, {"at", "timestamptz", false}};
+
+TargetChange Upsert(int id, const std::string& name, char op = 'c') {
+  return {op,
+          {{"id", id}},
+          {{"id", id},
+           {"name", name},
+           {"amount", "12.50"},
+           {"tags", json::array({"a", "b"})},
+           {"doc", {{"k", id}}},
+           {"at", "2026-12-01 10:00:00+00"}},
+          kColumns};
+}
+TargetChange Delete(int id) { return {'d', {{"id", id}}, nullptr, kColumns}; }
+
+class PostgresTargetTest : public ::testing::Test {
+ protected:
+  PostgresTargetTest() : target_({db_.url(), "public", "orders", true}) {}
+  pqxx::result Query(const std::string& sql) {
+    pqxx::connection c(db_.url());
+    return pqxx::nontransaction(c).exec(sql);
+  }
+  std::vector<RejectedChange> Apply(const std::vector<TargetChange>& batch) {
+    auto r = target_.Apply(batch);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r.value() : std::vector<RejectedChange>{};
+  }
+  sluice::testing::TestDatabase db_;
+  PostgresTarget target_;
+};
+
+TEST_F(PostgresTargetTest, CreatesTheTableWithSourceTypesAndKey) {
+  Apply({Upsert(1, "a")});
+  auto types = Query(
+      "SELECT column_name, data_type FROM information_schema.columns WHERE "
+      "table_name = 'orders' ORDER BY ordinal_position");
+  ASSERT_EQ(types.size(), 6u);
+  EXPECT_STREQ(types[0][1].c_str(), "integer");
+  EXPECT_STREQ(types[2][1].c_str(), "numeric");
+  EXPECT_STREQ(types[3][1].c_str(), "ARRAY");
+  EXPECT_STREQ(types[4][1].c_str(), "jsonb");
+  auto row = Query("SELECT name, amount::text, tags[2], doc->>'k' FROM orders WHERE id = 1");
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_STREQ(row[0][1].c_str(), "12.50");
+  EXPECT_STREQ(row[0][2].c_str(), "b");
+  EXPECT_STREQ(row[0][3].c_str(), "1");
+}
+
+TEST_F(PostgresTargetTest, UpdatesAndDeletesApplyByKey) {
+  Apply({Upsert(1, "a"), Upsert(2, "b"), Upsert(3, "c")});
+  Apply({Upsert(1, "a2", 'u'), Delete(2)});
+  auto rows = Query("SELECT id, name FROM orders ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_STREQ(rows[0][1].c_str(), "a2");
+  EXPECT_EQ(rows[1][0].as<int>(), 3);
+}
+
+TEST_F(PostgresTargetTest, ReplayingABatchEndsInTheSameState) {
+  std::vector<TargetChange> batch = {Upsert(1, "a"), Upsert(1, "b", 'u'), Delete(1),
+                                     Upsert(1, "c"), Upsert(2, "x"),      Delete(2)};
+  Apply(batch);
+  Apply(batch);  // at-least-once delivery replays it
+  auto rows = Query("SELECT id, name FROM orders ORDER BY id");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_STREQ(rows[0][1].c_str(), "c");
+}
+
+TEST_F(PostgresTargetTest, UnchangedColumnsAbsentFromAnUpdateKeepTheirValue) {
+  Apply({Upsert(1, "a")});
+  TargetChange partial{
+      'u', {{"id", 1}}, {{"id", 1}, {"amount", "99"}}, kColumns};  // name unchanged (TOAST)
+  Apply({partial});
+  auto row = Query("SELECT name, amount::text FROM orders WHERE id = 1");
+  EXPECT_STREQ(row[0][0].c_str(), "a");
+  EXPECT_STREQ(row[0][1].c_str(), "99");
+}
+
+TEST_F(PostgresTargetTest, TruncateEmptiesTheTableInOrder) {
+  Apply({Upsert(1, "a"), Upsert(2, "b"), {'t', nullptr, nullptr, {}}, Upsert(3, "c")});
+  auto rows = Query("SELECT id FROM orders");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0].as<int>(), 3);
+}
+
+TEST_F(PostgresTargetTest, NewSourceColumnIsAddedToTheTable) {
+  Apply({Upsert(1, "a")});
+  auto grown = kColumns;
+  grown.push_back({"note", "varchar", false});
+  auto change = Upsert(2, "b");
+  change.columns = grown;
+  change.after["note"] = "hello";
+  Apply({change});
+  auto row = Query("SELECT note FROM orders WHERE id = 2");
+  EXPECT_STREQ(row[0][0].c_str(), "hello");
+  EXPECT_TRUE(Query("SELECT note FROM orders WHERE id = 1")[0][0].is_null());
+}
+
+TEST_F(PostgresTargetTest, PoisonRowIsRejectedWithTheDatabasesWordsWhileOthersLand) {
+  Apply({Upsert(1, "a")});
+  Query("ALTER TABLE orders ADD CONSTRAINT short_name CHECK (length(name) < 5)");
+  auto rejected = Apply({Upsert(2, "ok"), Upsert(3, "far too long"), Upsert(4, "fine")});
+  ASSERT_EQ(rejected.size(), 1u) << rejected.back().error;
+  EXPECT_EQ(rejected[0].index, 1u);
+  EXPECT_NE(rejected[0].error.find("short_name"), std::string::npos) << rejected[0].error;
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 3);
+}
+
+TEST_F(PostgresTargetTest, UnreachableTargetIsAnErrorNotARejection) {
+  PostgresTarget nowhere(
+      {"postgresql://postgres@127.0.0.1:1/x?connect_timeout=2", "public", "t", true});
+  auto r = nowhere.Apply({Upsert(1, "a")});
+  EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+}
+
+TEST_F(PostgresTargetTest, BulkSnapshotOfManyRowsLandsInOneBatch) {
+  std::vector<TargetChange> batch;
+  for (int i = 0; i < 5000; ++i) batch.push_back(Upsert(i, "r" + std::to_string(i), 'r'));
+  Apply(batch);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 5000);
+}
+
+}  // namespace
+}  // namespace sluice::connectors::targets
