@@ -1,0 +1,108 @@
+#include "kafka/client_config.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace sluice::kafka {
+
+using common::InvalidArgument;
+using common::Result;
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+template <typename T>
+common::Status Get(const nlohmann::json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  try {
+    *out = it->get<T>();
+  } catch (const std::exception&) {
+    return InvalidArgument(fmt::format("retention_configuration.{} has the wrong type", key));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ClientConfig> ClientConfig::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return InvalidArgument("retention_configuration must be a JSON object");
+  ClientConfig c;
+  // bootstrap_servers may be "h1:9092,h2:9092" or a list.
+  if (auto it = j.find("bootstrap_servers"); it != j.end() && it->is_array()) {
+    for (const auto& s : *it) {
+      if (!s.is_string())
+        return InvalidArgument("retention_configuration.bootstrap_servers: strings only");
+      c.bootstrap_servers += (c.bootstrap_servers.empty() ? "" : ",") + s.get<std::string>();
+    }
+  } else {
+    SLUICE_RETURN_IF_ERROR(Get(j, "bootstrap_servers", &c.bootstrap_servers));
+  }
+  if (c.bootstrap_servers.empty())
+    return InvalidArgument("retention_configuration.bootstrap_servers is required");
+  SLUICE_RETURN_IF_ERROR(Get(j, "security_protocol", &c.security_protocol));
+  c.security_protocol = Lower(c.security_protocol);
+  if (c.security_protocol != "plaintext" && c.security_protocol != "ssl" &&
+      c.security_protocol != "sasl_plaintext" && c.security_protocol != "sasl_ssl") {
+    return InvalidArgument(fmt::format("unknown security_protocol '{}'", c.security_protocol));
+  }
+  SLUICE_RETURN_IF_ERROR(Get(j, "sasl_mechanism", &c.sasl_mechanism));
+  SLUICE_RETURN_IF_ERROR(Get(j, "sasl_username", &c.sasl_username));
+  SLUICE_RETURN_IF_ERROR(Get(j, "sasl_password", &c.sasl_password));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_ca_pem", &c.ssl_ca_pem));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_ca_location", &c.ssl_ca_location));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_certificate_pem", &c.ssl_certificate_pem));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_certificate_location", &c.ssl_certificate_location));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_key_pem", &c.ssl_key_pem));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_key_location", &c.ssl_key_location));
+  SLUICE_RETURN_IF_ERROR(Get(j, "ssl_key_password", &c.ssl_key_password));
+  SLUICE_RETURN_IF_ERROR(Get(j, "retention_ms", &c.retention_ms));
+  SLUICE_RETURN_IF_ERROR(Get(j, "retention_bytes", &c.retention_bytes));
+  if (auto it = j.find("client_config"); it != j.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items())
+      c.extra[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  bool sasl = c.security_protocol.rfind("sasl_", 0) == 0;
+  if (sasl && c.sasl_mechanism.empty()) c.sasl_mechanism = "PLAIN";
+  if (sasl && c.sasl_username.empty())
+    return InvalidArgument("SASL needs sasl_username and sasl_password");
+  return c;
+}
+
+Result<std::unique_ptr<RdKafka::Conf>> ClientConfig::ToConf(
+    const std::map<std::string, std::string>& overrides) const {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::map<std::string, std::string> props = {{"bootstrap.servers", bootstrap_servers},
+                                              {"security.protocol", security_protocol}};
+  if (security_protocol.rfind("sasl_", 0) == 0) {
+    props["sasl.mechanisms"] = sasl_mechanism;
+    props["sasl.username"] = sasl_username;
+    props["sasl.password"] = sasl_password;
+  }
+  auto put = [&](const char* name, const std::string& v) {
+    if (!v.empty()) props[name] = v;
+  };
+  put("ssl.ca.pem", ssl_ca_pem);
+  put("ssl.ca.location", ssl_ca_location);
+  put("ssl.certificate.pem", ssl_certificate_pem);
+  put("ssl.certificate.location", ssl_certificate_location);
+  put("ssl.key.pem", ssl_key_pem);
+  put("ssl.key.location", ssl_key_location);
+  put("ssl.key.password", ssl_key_password);
+  for (const auto& [k, v] : extra) props[k] = v;
+  for (const auto& [k, v] : overrides) props[k] = v;
+  std::string err;
+  for (const auto& [k, v] : props) {
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) {
+      return InvalidArgument(fmt::format("kafka setting {}: {}", k, err));
+    }
+  }
+  return conf;
+}
+
+}  // namespace sluice::kafka

@@ -1,0 +1,41 @@
+// How Sluice reaches a Kafka cluster (the embedded broker or a real one):
+// parsed from env.retention_configuration and turned into librdkafka settings.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <librdkafka/rdkafkacpp.h>
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace sluice::kafka {
+
+struct ClientConfig {
+  std::string bootstrap_servers;
+  std::string security_protocol = "plaintext";  // plaintext | ssl | sasl_plaintext | sasl_ssl
+  std::string sasl_mechanism;                   // PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+  std::string sasl_username;
+  std::string sasl_password;
+  // TLS: PEM text or file locations; whichever the configuration carries.
+  std::string ssl_ca_pem, ssl_ca_location;
+  std::string ssl_certificate_pem, ssl_certificate_location;
+  std::string ssl_key_pem, ssl_key_location, ssl_key_password;
+  // Topic defaults the environment asks for (-1: broker default).
+  std::int64_t retention_ms = -1;
+  std::int64_t retention_bytes = -1;
+  // Raw librdkafka properties, applied last (escape hatch, e.g. "client.id").
+  std::map<std::string, std::string> extra;
+
+  // Accepts the JSON of env.retention_configuration. Unknown keys are ignored
+  // (the column also carries settings for others); a bad type is an error.
+  static common::Result<ClientConfig> FromJson(const nlohmann::json& j);
+
+  // A librdkafka configuration with these settings plus `overrides`.
+  common::Result<std::unique_ptr<RdKafka::Conf>> ToConf(
+      const std::map<std::string, std::string>& overrides) const;
+};
+
+}  // namespace sluice::kafka

@@ -1,0 +1,260 @@
+// Hostile bytes on the wire: each case asserts the broker answers with a
+// protocol error or closes that one connection, and keeps serving others.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "batch_builder.h"
+#include "broker/protocol/api.h"
+#include "broker/protocol/wire.h"
+#include "broker_harness.h"
+
+namespace sluice::testing {
+namespace {
+
+namespace p = sluice::broker::protocol;
+
+class Conn {
+ public:
+  explicit Conn(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    timeval tv{3, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~Conn() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  void SendRaw(const std::string& bytes) {
+    (void)!::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
+  // Frames `body` after a v1 request header.
+  void Send(std::int16_t key, std::int16_t version, const std::string& body,
+            std::int32_t corr = 7) {
+    p::Writer w;
+    w.Int32(0);
+    w.Int16(key);
+    w.Int16(version);
+    w.Int32(corr);
+    w.String("bad-input-test");
+    w.Raw(body);
+    std::string b = w.Take();
+    p::StoreBe32(b.data(), static_cast<std::int32_t>(b.size() - 4));
+    SendRaw(b);
+  }
+  // The response body after the correlation id, or nullopt when the broker closed.
+  std::optional<std::string> Receive() {
+    char hdr[4];
+    if (!ReadFull(hdr, 4)) return std::nullopt;
+    std::string body(static_cast<std::size_t>(p::LoadBe32(hdr)), '\0');
+    if (!ReadFull(body.data(), body.size())) return std::nullopt;
+    return body.substr(4);
+  }
+
+ private:
+  bool ReadFull(char* b, std::size_t n) {
+    while (n > 0) {
+      ssize_t r = ::recv(fd_, b, n, 0);
+      if (r <= 0) return false;
+      b += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+  int fd_;
+  bool connected_ = false;
+};
+
+std::int16_t ApiVersionsError(Conn& c, std::int16_t version) {
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kApiVersions), version, "");
+  auto r = c.Receive();
+  if (!r) return -999;
+  p::Reader in(*r);
+  return in.Int16();
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override { broker_.Start(); }
+  // The broker is still alive and serving a fresh connection.
+  void ExpectStillServing() {
+    Conn c(broker_.port());
+    ASSERT_TRUE(c.connected());
+    EXPECT_EQ(ApiVersionsError(c, 2), p::error::kNone);
+  }
+  BrokerProcess broker_{{"--max-request-bytes", "65536"}};
+};
+
+TEST_F(BadInput, UnsupportedApiVersionsVersionIsAnsweredWithUnsupportedVersion) {
+  Conn c(broker_.port());
+  EXPECT_EQ(ApiVersionsError(c, 99), p::error::kUnsupportedVersion);
+  EXPECT_EQ(ApiVersionsError(c, 0), p::error::kNone) << "the connection stays usable";
+}
+
+TEST_F(BadInput, UnknownApiKeyClosesTheConnection) {
+  Conn c(broker_.port());
+  c.Send(999, 0, "");
+  EXPECT_FALSE(c.Receive().has_value());
+  ExpectStillServing();
+}
+
+TEST_F(BadInput, UnsupportedVersionOfAnotherApiClosesTheConnection) {
+  Conn c(broker_.port());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 42, "");
+  EXPECT_FALSE(c.Receive().has_value());
+  ExpectStillServing();
+}
+
+TEST_F(BadInput, OversizedRequestClosesTheConnection) {
+  Conn c(broker_.port());
+  p::Writer w;
+  w.Int32(1 << 30);
+  c.SendRaw(w.Take());
+  EXPECT_FALSE(c.Receive().has_value());
+  ExpectStillServing();
+}
+
+TEST_F(BadInput, NegativeFrameSizeClosesTheConnection) {
+  Conn c(broker_.port());
+  c.SendRaw(std::string("\xff\xff\xff\xfe", 4));
+  EXPECT_FALSE(c.Receive().has_value());
+  ExpectStillServing();
+}
+
+TEST_F(BadInput, TruncatedMetadataBodyClosesTheConnection) {
+  Conn c(broker_.port());
+  p::Writer body;
+  body.Int32(5);  // five topics announced, none sent
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kMetadata), 1, body.Take());
+  EXPECT_FALSE(c.Receive().has_value());
+  ExpectStillServing();
+}
+
+std::string ProduceBody(const std::string& topic, const std::string& records,
+                        std::int16_t acks = 1) {
+  p::Writer w;
+  w.NullableString(std::nullopt);
+  w.Int16(acks);
+  w.Int32(1000);
+  w.ArrayLength(1);
+  w.String(topic);
+  w.ArrayLength(1);
+  w.Int32(0);
+  w.Bytes(records);
+  return w.Take();
+}
+
+std::int16_t ProducePartitionError(const std::string& response) {
+  p::Reader in(response);
+  in.ArrayLength();
+  in.String();
+  in.ArrayLength();
+  in.Int32();
+  return in.Int16();
+}
+
+TEST_F(BadInput, ProduceWithBadCrcIsRejectedAsCorruptMessage) {
+  Conn c(broker_.port());
+  std::string batch = BuildBatch({{"hello"}});
+  batch[batch.size() - 2] ^= 0x40;
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7, ProduceBody("crc", batch));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(ProducePartitionError(*r), p::error::kCorruptMessage);
+  // A good batch on the same connection is accepted at offset 0: nothing of the bad one was stored.
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+         ProduceBody("crc", BuildBatch({{"hello"}})));
+  r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  p::Reader in(*r);
+  in.ArrayLength();
+  in.String();
+  in.ArrayLength();
+  in.Int32();
+  EXPECT_EQ(in.Int16(), p::error::kNone);
+  EXPECT_EQ(in.Int64(), 0);
+}
+
+TEST_F(BadInput, ProduceWithInvalidAcksIsRejected) {
+  Conn c(broker_.port());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+         ProduceBody("acks", BuildBatch({{"x"}}), 5));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(ProducePartitionError(*r), p::error::kInvalidRequiredAcks);
+}
+
+TEST_F(BadInput, ProduceWithAcksZeroGetsNoResponseButIsStored) {
+  Conn c(broker_.port());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+         ProduceBody("fire", BuildBatch({{"x"}}), 0), 1);
+  // The next response on the connection answers the next request.
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+         ProduceBody("fire", BuildBatch({{"y"}}), 1), 2);
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  p::Reader in(*r);
+  in.ArrayLength();
+  in.String();
+  in.ArrayLength();
+  in.Int32();
+  EXPECT_EQ(in.Int16(), p::error::kNone);
+  EXPECT_EQ(in.Int64(), 1) << "the acks=0 batch took offset 0";
+}
+
+TEST_F(BadInput, IdempotentProducerSequenceGapIsRejectedAndRetryIsDeduplicated) {
+  Conn c(broker_.port());
+  BatchSpec s{{"a"}};
+  s.producer_id = 1000;
+  s.producer_epoch = 0;
+  s.base_sequence = 0;
+  auto send = [&](const BatchSpec& spec) {
+    c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+           ProduceBody("idem", BuildBatch(spec)));
+    auto r = c.Receive();
+    p::Reader in(*r);
+    in.ArrayLength();
+    in.String();
+    in.ArrayLength();
+    in.Int32();
+    std::int16_t e = in.Int16();
+    return std::make_pair(e, in.Int64());
+  };
+  EXPECT_EQ(send(s), std::make_pair(p::error::kNone, std::int64_t{0}));
+  EXPECT_EQ(send(s), std::make_pair(p::error::kNone, std::int64_t{0}))
+      << "a retry gets the original offset";
+  s.base_sequence = 5;
+  EXPECT_EQ(send(s).first, p::error::kOutOfOrderSequence);
+  s.base_sequence = 1;
+  EXPECT_EQ(send(s), std::make_pair(p::error::kNone, std::int64_t{1}));
+}
+
+TEST_F(BadInput, RandomGarbageNeverTakesTheBrokerDown) {
+  std::mt19937 rng(1234);
+  for (int i = 0; i < 200; ++i) {
+    Conn c(broker_.port());
+    ASSERT_TRUE(c.connected()) << "iteration " << i;
+    std::string body(rng() % 200, '\0');
+    for (auto& ch : body) ch = static_cast<char>(rng());
+    // Valid API key and version, random body: the decoder must cope.
+    auto api = p::SupportedApis()[rng() % p::SupportedApis().size()];
+    if (api.key == p::ApiKey::kJoinGroup || api.key == p::ApiKey::kSyncGroup ||
+        api.key == p::ApiKey::kFetch) {
+      continue;  // valid-looking random requests there may legitimately wait
+    }
+    c.Send(static_cast<std::int16_t>(api.key), api.max_version, body);
+    c.Receive();
+  }
+  ExpectStillServing();
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,55 @@
+// Test harness: runs the real `sluice broker` binary on a free port with a
+// scratch data dir, and runs client programs (kcat, /usr/bin/python3
+// scripts) against it as subprocesses.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sluice::testing {
+
+int FreePort();
+
+class BrokerProcess {
+ public:
+  // extra_args are appended after `broker --listen ... --data-dir ...`.
+  explicit BrokerProcess(std::vector<std::string> extra_args = {});
+  ~BrokerProcess();
+
+  void Start();  // blocks until the port accepts connections
+  void Stop();   // SIGTERM and wait
+  void Kill();   // SIGKILL: a crash, no clean shutdown
+  void Restart() {
+    Stop();
+    Start();
+  }
+
+  std::string bootstrap() const { return "127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  const std::filesystem::path& data_dir() const { return data_dir_; }
+  std::string log() const;
+
+ private:
+  std::filesystem::path root_, data_dir_;
+  std::vector<std::string> extra_args_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs `command` through /bin/sh; stdout is captured, stderr goes to ours.
+CommandResult RunShell(const std::string& command);
+
+// /usr/bin/python3 <SLUICE_SOURCE_DIR>/tests/broker/clients/<script> <args...>
+CommandResult RunPython(const std::string& script, const std::string& args);
+
+std::string SourceDir();
+
+}  // namespace sluice::testing

@@ -1,0 +1,220 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "batch_builder.h"
+#include "broker/protocol/record_batch.h"
+#include "broker/storage/log_manager.h"
+#include "broker/storage/partition_log.h"
+
+namespace sluice::broker::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/sluice-log-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<std::int64_t> BaseOffsets(const std::string& records) {
+  std::vector<std::int64_t> out;
+  auto batches = protocol::SplitBatches(records);
+  if (!batches.ok()) return out;
+  for (const auto& b : *batches) out.push_back(b.base_offset);
+  return out;
+}
+
+TEST(PartitionLog, AppendAssignsConsecutiveOffsetsAndReadReturnsStoredBytes) {
+  TempDir dir;
+  auto log = PartitionLog::Open(dir.path(), {});
+  ASSERT_TRUE(log.ok());
+  std::string b1 = testing::BuildBatch({{"a", "b", "c"}});
+  std::string b2 = testing::BuildBatch({{"d"}});
+  EXPECT_EQ(*(*log)->Append(b1), 0);
+  EXPECT_EQ(*(*log)->Append(b2), 3);
+  EXPECT_EQ((*log)->log_end_offset(), 4);
+  auto r = (*log)->Read(0, 1 << 20);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(BaseOffsets(r->records), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(r->records.size(), b1.size() + b2.size());
+  // Bytes after the base offset and leader epoch are exactly as received.
+  EXPECT_EQ(r->records.substr(16, b1.size() - 16), b1.substr(16));
+  // Reading from inside a batch starts at that batch.
+  EXPECT_EQ(BaseOffsets((*log)->Read(2, 1 << 20)->records), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(BaseOffsets((*log)->Read(3, 1 << 20)->records), (std::vector<std::int64_t>{3}));
+  EXPECT_TRUE((*log)->Read(4, 1 << 20)->records.empty());
+}
+
+TEST(PartitionLog, ReadOutsideTheLogIsOutOfRange) {
+  TempDir dir;
+  auto log = PartitionLog::Open(dir.path(), {});
+  (*log)->Append(testing::BuildBatch({{"a"}}));
+  EXPECT_FALSE((*log)->Read(2, 100).ok());
+  EXPECT_FALSE((*log)->Read(-1, 100).ok());
+}
+
+TEST(PartitionLog, MaxBytesStopsAtBatchBoundaryButReturnsAtLeastOneBatch) {
+  TempDir dir;
+  auto log = PartitionLog::Open(dir.path(), {});
+  for (int i = 0; i < 5; ++i) (*log)->Append(testing::BuildBatch({{std::string(100, 'x')}}));
+  EXPECT_EQ(BaseOffsets((*log)->Read(0, 1)->records).size(), 1u);
+  auto one = testing::BuildBatch({{std::string(100, 'x')}}).size();
+  EXPECT_EQ(BaseOffsets((*log)->Read(0, static_cast<std::int64_t>(2 * one + 1))->records).size(),
+            2u);
+}
+
+TEST(PartitionLog, RecoveryTruncatesATornTail) {
+  TempDir dir;
+  std::string good = testing::BuildBatch({{"kept-1", "kept-2"}});
+  {
+    auto log = PartitionLog::Open(dir.path(), {});
+    (*log)->Append(good);
+    (*log)->Append(testing::BuildBatch({{"kept-3"}}));
+  }
+  // A crash mid-write: half a batch at the end of the active segment.
+  fs::path seg = dir.path() / "00000000000000000000.log";
+  auto size_before = fs::file_size(seg);
+  std::string torn = testing::BuildBatch({{"lost"}});
+  {
+    std::ofstream out(seg, std::ios::app | std::ios::binary);
+    out.write(torn.data(), static_cast<std::streamsize>(torn.size() / 2));
+  }
+  auto log = PartitionLog::Open(dir.path(), {});
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ((*log)->truncated_bytes(), static_cast<std::int64_t>(torn.size() / 2));
+  EXPECT_EQ(fs::file_size(seg), size_before);
+  EXPECT_EQ((*log)->log_end_offset(), 3);
+  EXPECT_EQ(*(*log)->Append(testing::BuildBatch({{"after"}})), 3);
+}
+
+TEST(PartitionLog, RecoveryTruncatesACorruptBatchAndEverythingAfterIt) {
+  TempDir dir;
+  {
+    auto log = PartitionLog::Open(dir.path(), {});
+    (*log)->Append(testing::BuildBatch({{"ok"}}));
+    (*log)->Append(testing::BuildBatch({{"bitrot"}}));
+    (*log)->Append(testing::BuildBatch({{"after"}}));
+  }
+  fs::path seg = dir.path() / "00000000000000000000.log";
+  auto first = testing::BuildBatch({{"ok"}}).size();
+  {
+    std::fstream f(seg, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(first + 70));
+    f.put('Z');
+  }
+  auto log = PartitionLog::Open(dir.path(), {});
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ((*log)->log_end_offset(), 1);
+}
+
+TEST(PartitionLog, SegmentsRollAndReopenWithTheirIndexes) {
+  TempDir dir;
+  LogOptions o;
+  o.segment_bytes = 2048;
+  o.index_interval_bytes = 256;
+  {
+    auto log = PartitionLog::Open(dir.path(), o);
+    for (int i = 0; i < 60; ++i)
+      (*log)->Append(testing::BuildBatch({{std::string(100, 'a' + i % 26)}}));
+  }
+  int logs = 0, indexes = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    logs += e.path().extension() == ".log";
+    indexes += e.path().extension() == ".index" && fs::file_size(e.path()) > 0;
+  }
+  EXPECT_GT(logs, 3);
+  EXPECT_EQ(indexes, logs);
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ((*log)->log_end_offset(), 60);
+  for (std::int64_t off : {0, 17, 33, 59}) {
+    auto r = (*log)->Read(off, 1);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(BaseOffsets(r->records), (std::vector<std::int64_t>{off}));
+  }
+}
+
+TEST(PartitionLog, RetentionBytesDeletesOldestSegmentsOnly) {
+  TempDir dir;
+  LogOptions o;
+  o.segment_bytes = 1024;
+  auto log = PartitionLog::Open(dir.path(), o);
+  for (int i = 0; i < 40; ++i) (*log)->Append(testing::BuildBatch({{std::string(100, 'x')}}));
+  std::int64_t before = (*log)->size_bytes();
+  int removed = (*log)->EnforceRetention(0, -1, 2048);
+  EXPECT_GT(removed, 0);
+  EXPECT_LT((*log)->size_bytes(), before);
+  EXPECT_GE((*log)->size_bytes(), 1024);  // never below the limit by more than a segment
+  EXPECT_GT((*log)->log_start_offset(), 0);
+  EXPECT_EQ((*log)->log_end_offset(), 40);
+  EXPECT_FALSE((*log)->Read(0, 100).ok());
+  EXPECT_TRUE((*log)->Read((*log)->log_start_offset(), 100).ok());
+}
+
+TEST(PartitionLog, RetentionMsDeletesSegmentsOlderThanTheLimit) {
+  TempDir dir;
+  LogOptions o;
+  o.segment_bytes = 1024;
+  auto log = PartitionLog::Open(dir.path(), o);
+  testing::BatchSpec old{{std::string(300, 'o')}};
+  old.timestamp = 1000;
+  for (int i = 0; i < 8; ++i) (*log)->Append(testing::BuildBatch(old));
+  testing::BatchSpec fresh{{std::string(300, 'f')}};
+  fresh.timestamp = 1'000'000;
+  for (int i = 0; i < 8; ++i) (*log)->Append(testing::BuildBatch(fresh));
+  (*log)->EnforceRetention(1'000'500, 10'000, -1);
+  EXPECT_EQ((*log)->log_start_offset(), 8) << "only the segments holding old batches go";
+}
+
+TEST(PartitionLog, OffsetForTimestampFindsFirstBatchAtOrAfter) {
+  TempDir dir;
+  auto log = PartitionLog::Open(dir.path(), {});
+  for (int i = 0; i < 5; ++i) {
+    testing::BatchSpec s{{"v"}};
+    s.timestamp = 1000 * (i + 1);
+    (*log)->Append(testing::BuildBatch(s));
+  }
+  EXPECT_EQ((*log)->OffsetForTimestamp(0), 0);
+  EXPECT_EQ((*log)->OffsetForTimestamp(2500), 2);
+  EXPECT_EQ((*log)->OffsetForTimestamp(5000), 4);
+  EXPECT_EQ((*log)->OffsetForTimestamp(9999), 5);
+}
+
+TEST(LogManager, TopicsAndConfigsPersistAcrossReopen) {
+  TempDir dir;
+  LogManagerOptions o;
+  o.data_dir = dir.path();
+  {
+    auto m = LogManager::Open(o);
+    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE((*m)->CreateTopic("orders", 3, {{"retention.ms", "60000"}}).ok());
+    EXPECT_EQ((*m)->CreateTopic("orders", 3, {}).code(), common::Code::kAlreadyExists);
+    EXPECT_EQ((*m)->CreateTopic("bad/name", 1, {}).code(), common::Code::kInvalidArgument);
+    EXPECT_EQ((*m)->CreateTopic("cfg", 1, {{"cleanup.policy", "compact"}}).code(),
+              common::Code::kInvalidArgument);
+    ASSERT_TRUE((*m)->AddPartitions("orders", 4).ok());
+    (*m)->Append((*m)->Partition("orders", 3), testing::BuildBatch({{"x"}}));
+  }
+  auto m = LogManager::Open(o);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->PartitionCount("orders"), 4);
+  EXPECT_EQ((*m)->Config("orders")->retention_ms, 60000);
+  EXPECT_EQ((*m)->Partition("orders", 3)->log_end_offset(), 1);
+  ASSERT_TRUE((*m)->DeleteTopic("orders").ok());
+  EXPECT_FALSE((*m)->PartitionCount("orders").has_value());
+  EXPECT_FALSE(fs::exists(dir.path() / "topics" / "orders"));
+}
+
+}  // namespace
+}  // namespace sluice::broker::storage
