@@ -1,0 +1,31 @@
+// The change-event envelope on Sluice's topics: Debezium-like
+// {before, after, op, ts_ms, source{schema, table, lsn, ts_ms, snapshot}}
+// in JSON, plus `columns` (the source's column set, like Debezium's JSON
+// converter with schemas enabled) so a target can create and grow its table,
+// and `unchanged` (columns an UPDATE did not send, e.g. TOASTed values).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/status.h"
+#include "connectors/change_event.h"
+#include "connectors/targets/target_change.h"
+
+namespace sluice::dataflow {
+
+// The message key (the primary-key object as compact JSON) and value.
+struct EncodedEvent {
+  std::string key;
+  std::string value;
+};
+
+EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
+                            const connectors::TableSchema& schema);
+
+// Decodes a value into what a target applies; InvalidArgument (with what
+// is wrong) for a message that is not an envelope.
+common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,
+                                                                 const std::string& value);
+
+}  // namespace sluice::dataflow

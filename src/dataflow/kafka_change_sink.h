@@ -1,0 +1,44 @@
+// The source's sink on the data path: each change event becomes one Kafka
+// message on its table's topic, keyed by primary key. A checkpoint (a
+// transaction boundary) is acknowledged to the source only once the broker
+// acknowledged every message emitted before it, so the WAL position the
+// source confirms to PostgreSQL never runs ahead of what Kafka holds.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <set>
+
+#include "connectors/change_sink.h"
+#include "kafka/producer.h"
+
+namespace sluice::dataflow {
+
+class KafkaChangeSink : public connectors::ChangeSink {
+ public:
+  explicit KafkaChangeSink(kafka::Producer& producer) : producer_(producer) {}
+
+  common::Status Emit(const connectors::ChangeEvent& event) override;
+  common::Status SchemaChanged(const connectors::TableSchema& schema) override;
+  common::Status Checkpoint(connectors::Lsn lsn) override;
+  common::Status Flush() override;
+
+  // Processes the deliveries reported so far without waiting; an error once
+  // any message failed (the source must restart from its confirmed LSN).
+  common::Status Pump();
+
+  std::int64_t acknowledged_messages() const { return watermark_; }
+
+ private:
+  common::Status Absorb(const std::vector<kafka::Delivery>& deliveries);
+
+  kafka::Producer& producer_;
+  std::map<std::string, connectors::TableSchema> schemas_;  // by topic
+  std::int64_t next_id_ = 1;
+  std::int64_t watermark_ = 0;  // every id <= watermark_ is acknowledged
+  std::set<std::int64_t> acked_above_;
+  std::deque<std::pair<std::int64_t, connectors::Lsn>> checkpoints_;  // (last id, lsn)
+  common::Status failure_;
+};
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,69 @@
+// One subscription's delivery loop: consume its datamodel's topic with its
+// own consumer group, shape each row, apply the batch to the target, send
+// refused rows to the error table, and only then commit the offsets, so a
+// crash anywhere redelivers rather than loses (the target applies
+// idempotently, so a redelivery ends in the same state).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "connectors/targets/postgres_target.h"
+#include "dataflow/row_transform.h"
+#include "kafka/consumer.h"
+
+namespace sluice::dataflow {
+
+struct SubscriptionSpec {
+  std::string id;
+  std::string topic;
+  std::string consumer_group;  // subscription.consumer_id, defaulting to the id
+  std::string target_table;
+  std::string target_schema = "public";
+  nlohmann::json transform_config;
+  std::optional<std::string> error_table;  // set when the error table is enabled
+};
+
+// What a delivery loop did since the last TakeCounters (consumption_metric).
+struct DeliveryCounters {
+  std::int64_t from_ms = 0, to_ms = 0;
+  std::int64_t consumed = 0, delivered = 0, skipped = 0, errored = 0;
+};
+
+struct RejectedRecord {
+  kafka::Message message;
+  std::string error;
+};
+
+class SubscriptionStage {
+ public:
+  static common::Result<std::unique_ptr<SubscriptionStage>> Create(
+      const kafka::ClientConfig& broker, SubscriptionSpec spec, std::string target_url);
+
+  // Polls one batch and delivers it. A target that is unreachable returns
+  // Unavailable and keeps the batch for the next call (nothing committed).
+  common::Status RunOnce(std::chrono::milliseconds poll_timeout);
+  DeliveryCounters TakeCounters();
+  // Records refused since the last call (for dlq events).
+  std::vector<RejectedRecord> TakeRejected();
+  void Close() { consumer_->Close(); }
+  const SubscriptionSpec& spec() const { return spec_; }
+
+ private:
+  SubscriptionStage(SubscriptionSpec spec, RowTransform transform, std::string target_url);
+  common::Status Deliver();
+
+  SubscriptionSpec spec_;
+  RowTransform transform_;
+  std::unique_ptr<kafka::Consumer> consumer_;
+  connectors::targets::PostgresTarget target_;
+  std::unique_ptr<connectors::targets::PostgresTarget> error_target_;
+  std::vector<kafka::Message> pending_;  // polled, not yet delivered
+  DeliveryCounters counters_;
+  std::vector<RejectedRecord> rejected_;
+};
+
+}  // namespace sluice::dataflow

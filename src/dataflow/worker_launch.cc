@@ -1,0 +1,79 @@
+#include "dataflow/worker_launch.h"
+
+#include <fmt/format.h>
+
+namespace sluice::dataflow {
+
+using nlohmann::json;
+
+common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
+  std::vector<std::string> problems;
+  WorkerLaunch w;
+  auto uuid = [&](const char* field, common::Uuid& out) {
+    auto parsed = j.contains(field) && j[field].is_string()
+                      ? common::Uuid::Parse(j[field].get<std::string>())
+                      : std::nullopt;
+    if (!parsed)
+      problems.push_back(fmt::format("{}: a UUID is required", field));
+    else
+      out = *parsed;
+  };
+  if (!j.is_object()) return common::InvalidArgument("launch config must be a JSON object");
+  uuid("worker_id", w.worker_id);
+  uuid("connector_id", w.connector_id);
+  uuid("generation", w.generation);
+  w.shard = j.value("shard", 0);
+  w.kind = j.value("kind", std::string());
+  if (w.kind != "source" && w.kind != "target") problems.push_back("kind: source or target");
+  auto broker = kafka::ClientConfig::FromJson(j.value("broker", json::object()));
+  if (!broker.ok())
+    problems.push_back("broker: " + broker.status().message());
+  else
+    w.broker = *broker;
+  if (j.contains("report") && j["report"].contains("database_url"))
+    w.report_database_url = j["report"]["database_url"].get<std::string>();
+  if (w.kind == "source") {
+    const auto& s = j.value("source", json::object());
+    w.source.type = s.value("type", std::string());
+    w.source.url = s.value("url", std::string());
+    w.source.slot = s.value("slot", std::string());
+    w.source.publication = s.value("publication", std::string());
+    w.source.topic_prefix = s.value("topic_prefix", std::string("sluice"));
+    if (w.source.type != "postgresql")
+      problems.push_back("source.type: only postgresql is supported");
+    if (w.source.url.empty()) problems.push_back("source.url is required");
+    if (w.source.slot.empty()) problems.push_back("source.slot is required");
+    if (w.source.publication.empty()) problems.push_back("source.publication is required");
+    for (const auto& t : s.value("tables", json::array())) {
+      w.source.tables.push_back(
+          {t.value("schema", std::string("public")), t.value("table", std::string())});
+    }
+    if (w.source.tables.empty()) problems.push_back("source.tables: at least one table");
+  }
+  if (w.kind == "target") {
+    w.target_url = j.value("target", json::object()).value("url", std::string());
+    if (w.target_url.empty()) problems.push_back("target.url is required");
+    for (const auto& s : j.value("subscriptions", json::array())) {
+      SubscriptionSpec spec;
+      spec.id = s.value("id", std::string());
+      spec.topic = s.value("topic", std::string());
+      spec.consumer_group = s.value("consumer_group", spec.id);
+      spec.target_table = s.value("target_table", std::string());
+      spec.target_schema = s.value("target_schema", std::string("public"));
+      spec.transform_config = s.value("transform_config", json::object());
+      if (s.contains("error_table") && s["error_table"].is_string())
+        spec.error_table = s["error_table"].get<std::string>();
+      if (spec.id.empty() || spec.topic.empty() || spec.target_table.empty())
+        problems.push_back("subscriptions[]: id, topic and target_table are required");
+      w.subscriptions.push_back(std::move(spec));
+    }
+  }
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+    return common::InvalidArgument(all);
+  }
+  return w;
+}
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,54 @@
+// What a worker process is launched with (`sluice worker --config FILE`):
+// everything it needs, decrypted, written 0600 by the launcher. Its hash is
+// worker.launched_config_hash.
+//
+//   {"worker_id": uuid, "connector_id": uuid, "shard": 0, "generation": uuid,
+//    "kind": "source" | "target",
+//    "broker": {<env.retention_configuration>},
+//    "report": {"database_url": "..."}            where heartbeats and metrics go
+//    "source": {"type": "postgresql", "url": "...", "slot": "...", "publication": "...",
+//               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
+//    "target": {"type": "postgresql", "url": "..."},
+//    "subscriptions": [{"id", "name", "topic", "consumer_group", "target_table",
+//                       "target_schema", "transform_config", "error_table"}]}
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/uuid.h"
+#include "connectors/change_event.h"
+#include "dataflow/subscription_stage.h"
+#include "kafka/client_config.h"
+
+namespace sluice::dataflow {
+
+struct SourceLaunch {
+  std::string type;
+  std::string url;
+  std::string slot;
+  std::string publication;
+  std::string topic_prefix = "sluice";
+  std::vector<connectors::TableId> tables;
+};
+
+struct WorkerLaunch {
+  common::Uuid worker_id;
+  common::Uuid connector_id;
+  int shard = 0;
+  common::Uuid generation;
+  std::string kind;  // source | target
+  kafka::ClientConfig broker;
+  std::optional<std::string> report_database_url;
+  SourceLaunch source;
+  std::string target_url;
+  std::vector<SubscriptionSpec> subscriptions;
+
+  // Every problem in one error, not the first only.
+  static common::Result<WorkerLaunch> FromJson(const nlohmann::json& j);
+};
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,22 @@
+// The body of `sluice worker`: runs one shard of one connector until `stop`
+// is set (SIGTERM) or the work fails. Returns the process exit code: 0 after
+// a clean stop, non-zero after a failure (the launcher restarts the pod, and
+// since nothing unacknowledged was confirmed, the restart replays).
+#pragma once
+
+#include <atomic>
+
+#include "dataflow/worker_launch.h"
+#include "dataflow/worker_reporter.h"
+
+namespace sluice::dataflow {
+
+struct WorkerTiming {
+  std::chrono::milliseconds heartbeat_every{3000};
+  std::chrono::milliseconds metrics_every{5000};
+};
+
+int RunWorker(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
+              WorkerTiming timing = {});
+
+}  // namespace sluice::dataflow

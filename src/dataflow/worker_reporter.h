@@ -1,0 +1,46 @@
+// How a worker process tells the back end about itself: state reports and
+// heartbeats (through Worker::accepts_reported_state under the row lock),
+// production/consumption metrics, and DLQ events. Local workers write to the
+// data-plane database directly; every write goes through the same domain
+// rules and repositories the API uses.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/production_metrics.h"
+#include "dataflow/subscription_stage.h"
+#include "dataflow/worker_launch.h"
+#include "runtime/worker_state.h"
+
+namespace sluice::store {
+class Database;
+}
+
+namespace sluice::dataflow {
+
+class WorkerReporter {
+ public:
+  virtual ~WorkerReporter() = default;
+  // A refused report (stale generation, contradicting an intent) is an
+  // error: the pod has been replaced or asked to stop and should exit.
+  virtual common::Status ReportState(runtime::WorkerState state,
+                                     std::optional<std::string> reason) = 0;
+  virtual common::Status Heartbeat() = 0;
+  virtual common::Status Production(const std::vector<connectors::TopicInterval>& intervals) = 0;
+  virtual common::Status Consumption(const SubscriptionSpec& sub,
+                                     const DeliveryCounters& counters) = 0;
+  virtual common::Status Rejected(const SubscriptionSpec& sub,
+                                  const std::vector<RejectedRecord>& records) = 0;
+};
+
+// Reports into the data-plane database at `url`.
+std::unique_ptr<WorkerReporter> MakeDatabaseReporter(const WorkerLaunch& launch,
+                                                     const std::string& url);
+// Reports nowhere (a worker run by hand for a test or a one-off).
+std::unique_ptr<WorkerReporter> MakeNullReporter();
+
+}  // namespace sluice::dataflow

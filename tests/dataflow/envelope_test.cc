@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include "dataflow/envelope.h"
+
+namespace sluice::dataflow {
+namespace {
+
+using nlohmann::json;
+
+connectors::TableSchema Schema() {
+  connectors::TableSchema s;
+  s.table = {"public", "orders"};
+  s.topic = "t";
+  s.columns = {{"id", 23, -1, "int4", true}, {"name", 25, -1, "text", false}};
+  return s;
+}
+
+TEST(Envelope, RoundTripsAnUpdateWithItsColumns) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kUpdate;
+  e.table = {"public", "orders"};
+  e.topic = "t";
+  e.key = {{"id", 7}};
+  e.after = {{"id", 7}, {"name", "x"}};
+  auto encoded = EncodeEnvelope(e, Schema());
+  auto decoded = DecodeEnvelope(encoded.key, encoded.value);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->op, 'u');
+  EXPECT_EQ(decoded->key, (json{{"id", 7}}));
+  EXPECT_EQ(decoded->after["name"], "x");
+  ASSERT_EQ(decoded->columns.size(), 2u);
+  EXPECT_TRUE(decoded->columns[0].key);
+  EXPECT_EQ(decoded->columns[1].source_type, "text");
+}
+
+TEST(Envelope, DebeziumFieldsArePresent) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kCreate;
+  e.table = {"public", "orders"};
+  e.key = {{"id", 1}};
+  e.after = {{"id", 1}};
+  e.lsn = 42;
+  auto v = json::parse(EncodeEnvelope(e, Schema()).value);
+  EXPECT_TRUE(v.contains("before"));
+  EXPECT_EQ(v["op"], "c");
+  EXPECT_EQ(v["source"]["lsn"], 42);
+  EXPECT_EQ(v["source"]["table"], "orders");
+}
+
+TEST(Envelope, GarbageIsRefusedWithAReason) {
+  EXPECT_FALSE(DecodeEnvelope("", "not json").ok());
+  EXPECT_FALSE(DecodeEnvelope("{\"id\":1}", "{\"op\":\"z\"}").ok());
+  EXPECT_FALSE(DecodeEnvelope("", "{\"op\":\"c\",\"after\":{}}").ok());  // no key
+}
+
+}  // namespace
+}  // namespace sluice::dataflow
