@@ -26,13 +26,11 @@ common::Result<ParsedSchema> ParsedSchema::Parse(SchemaType type, std::string_vi
     auto s = avro::Schema::Parse(text);
     if (!s.ok()) return s.status();
     p.avro_ = *s;
-    p.text_ = p.avro_->normalized_form();
     p.hash_ = p.avro_->ContentHash();
   } else {
     auto s = jsonschema::Schema::Parse(text);
     if (!s.ok()) return s.status();
     p.json_ = *s;
-    p.text_ = p.json_->canonical_form();
     p.hash_ = p.json_->ContentHash();
   }
   return p;

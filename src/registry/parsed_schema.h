@@ -29,16 +29,12 @@ class ParsedSchema {
   SchemaType type() const { return type_; }
   // SHA-256 hex over the normalized form: the dedupe key of the schema table.
   const std::string& hash() const { return hash_; }
-  // The text as the registry returns it: the normalized form for Avro (as
-  // Confluent returns its canonical string), the sorted-key form for JSON.
-  const std::string& text() const { return text_; }
   const avro::SchemaPtr& avro() const { return avro_; }
   const jsonschema::SchemaPtr& json() const { return json_; }
 
  private:
   SchemaType type_ = SchemaType::kAvro;
   std::string hash_;
-  std::string text_;
   avro::SchemaPtr avro_;
   jsonschema::SchemaPtr json_;
 };
