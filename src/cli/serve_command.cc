@@ -13,7 +13,7 @@
 #include "cli/command_registry.h"
 #include "store/database.h"
 #include "store/provision.h"
-#if __has_include("registry/server.h")
+#if defined(SLUICE_WITH_REGISTRY_SERVER) && __has_include("registry/server.h")
 #include "registry/server.h"
 #define SLUICE_HAVE_REGISTRY_SERVER 1
 #endif
