@@ -1,5 +1,6 @@
-// Hostile bytes on the wire: each case asserts the broker answers with a
-// protocol error or closes that one connection, and keeps serving others.
+// Raw wire behaviour. Hostile bytes: each case asserts the broker answers with
+// a protocol error or closes that one connection, and keeps serving others.
+// Fetch long-poll: a waiting fetch is answered by the append it waited for.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -254,6 +255,91 @@ TEST_F(BadInput, RandomGarbageNeverTakesTheBrokerDown) {
     c.Receive();
   }
   ExpectStillServing();
+}
+
+std::string FetchBody(const std::string& topic, std::int64_t offset, std::int32_t max_wait_ms,
+                      std::int32_t min_bytes) {
+  p::Writer w;
+  w.Int32(-1);  // replica_id
+  w.Int32(max_wait_ms);
+  w.Int32(min_bytes);
+  w.Int32(1 << 20);  // max_bytes
+  w.Int8(0);         // isolation_level
+  w.ArrayLength(1);
+  w.String(topic);
+  w.ArrayLength(1);
+  w.Int32(0);
+  w.Int64(offset);
+  w.Int32(1 << 20);
+  return w.Take();
+}
+
+struct FetchedPartition {
+  std::int16_t error;
+  std::int64_t high_watermark;
+  std::string records;
+};
+
+FetchedPartition ParseFetchV4(const std::string& r) {
+  p::Reader in(r);
+  in.Int32();  // throttle
+  in.ArrayLength();
+  in.String();
+  in.ArrayLength();
+  in.Int32();
+  FetchedPartition f;
+  f.error = in.Int16();
+  f.high_watermark = in.Int64();
+  in.Int64();  // last stable offset
+  in.ArrayLength();
+  f.records = std::string(in.Bytes());
+  return f;
+}
+
+class FetchLongPoll : public BadInput {};
+
+TEST_F(FetchLongPoll, WaitingFetchIsAnsweredByTheAppendItWaitedFor) {
+  Conn producer(broker_.port()), consumer(broker_.port());
+  producer.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+                ProduceBody("poll", BuildBatch({{"first"}})));
+  ASSERT_TRUE(producer.Receive().has_value());
+  // Waits up to 60 s for data past offset 1; the socket gives up after 3 s,
+  // so an answer means the append woke the fetch.
+  consumer.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4, FetchBody("poll", 1, 60000, 1));
+  producer.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+                ProduceBody("poll", BuildBatch({{"second"}})));
+  ASSERT_TRUE(producer.Receive().has_value());
+  auto r = consumer.Receive();
+  ASSERT_TRUE(r.has_value());
+  auto f = ParseFetchV4(*r);
+  EXPECT_EQ(f.error, p::error::kNone);
+  EXPECT_EQ(f.high_watermark, 2);
+  EXPECT_NE(f.records.find("second"), std::string::npos);
+  EXPECT_EQ(f.records.find("first"), std::string::npos);
+}
+
+TEST_F(FetchLongPoll, FetchBelowMinBytesReturnsEmptyAtMaxWait) {
+  Conn c(broker_.port());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+         ProduceBody("minb", BuildBatch({{"tiny"}})));
+  ASSERT_TRUE(c.Receive().has_value());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4, FetchBody("minb", 1, 100, 1));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  auto f = ParseFetchV4(*r);
+  EXPECT_EQ(f.error, p::error::kNone);
+  EXPECT_TRUE(f.records.empty());
+}
+
+TEST_F(FetchLongPoll, FetchPastTheEndIsOffsetOutOfRange) {
+  Conn c(broker_.port());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+         ProduceBody("oor", BuildBatch({{"x"}})));
+  ASSERT_TRUE(c.Receive().has_value());
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4, FetchBody("oor", 50, 100, 1));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(ParseFetchV4(*r).error, p::error::kOffsetOutOfRange);
 }
 
 }  // namespace

@@ -91,6 +91,9 @@ TEST(BrokerGroups, ThreeMemberGroupRebalancesOnJoinAndLeave) {
   std::set<std::string> unique;
   for (const auto& v : out["consumed"]) unique.insert(v.get<std::string>());
   EXPECT_EQ(unique.size(), 60u);
+  // DescribeGroups (via librdkafka's list_groups) while all three are in.
+  EXPECT_EQ(out["described"],
+            json::parse(R"({"state": "Stable", "members": 3, "protocol": "range"})"));
 }
 
 TEST(BrokerGroups, CommittedOffsetsSurviveRestart) {

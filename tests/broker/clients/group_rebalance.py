@@ -68,6 +68,9 @@ for k in (1, 2, 3):
     phases.append([list(a) for i, a in enumerate(assigned) if members[i] is not None] if ok else None)
 
 poll_until(lambda: len(set(consumed)) >= 60, timeout=30)
+described = admin.list_groups(group, timeout=10)
+description = {"state": described[0].state, "members": len(described[0].members),
+               "protocol": described[0].protocol} if described else None
 members[2].close()
 members[2] = None
 ok = poll_until(lambda: settled(2))
@@ -75,4 +78,4 @@ phases.append([list(assigned[i]) for i in (0, 1)] if ok else None)
 for c in members:
     if c is not None:
         c.close()
-print(json.dumps({"phases": phases, "consumed": consumed}))
+print(json.dumps({"phases": phases, "consumed": consumed, "described": description}))
