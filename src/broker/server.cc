@@ -12,15 +12,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "broker/handlers/handlers.h"
-#include "broker/protocol/api.h"
 #include "broker/protocol/wire.h"
-#include "broker/sasl_plain.h"
+#include "broker/request_processor.h"
 
 namespace sluice::broker {
-
-using protocol::ApiKey;
-namespace h = handlers;
 
 namespace {
 
@@ -49,60 +44,6 @@ bool WriteFull(int fd, const char* buf, std::size_t n) {
     n -= static_cast<std::size_t>(r);
   }
   return true;
-}
-
-h::Reply Dispatch(Broker& b, const h::RequestContext& ctx, h::Session& s, protocol::Reader& in,
-                  protocol::Writer& out) {
-  switch (static_cast<ApiKey>(ctx.api_key)) {
-    case ApiKey::kProduce:
-      return h::Produce(b, ctx, in, out);
-    case ApiKey::kFetch:
-      return h::Fetch(b, ctx, in, out);
-    case ApiKey::kListOffsets:
-      return h::ListOffsets(b, ctx, in, out);
-    case ApiKey::kMetadata:
-      return h::Metadata(b, ctx, in, out);
-    case ApiKey::kOffsetCommit:
-      return h::OffsetCommit(b, ctx, in, out);
-    case ApiKey::kOffsetFetch:
-      return h::OffsetFetch(b, ctx, in, out);
-    case ApiKey::kFindCoordinator:
-      return h::FindCoordinator(b, ctx, in, out);
-    case ApiKey::kJoinGroup:
-      return h::JoinGroup(b, ctx, in, out);
-    case ApiKey::kHeartbeat:
-      return h::Heartbeat(b, ctx, in, out);
-    case ApiKey::kLeaveGroup:
-      return h::LeaveGroup(b, ctx, in, out);
-    case ApiKey::kSyncGroup:
-      return h::SyncGroup(b, ctx, in, out);
-    case ApiKey::kDescribeGroups:
-      return h::DescribeGroups(b, ctx, in, out);
-    case ApiKey::kListGroups:
-      return h::ListGroups(b, ctx, in, out);
-    case ApiKey::kSaslHandshake:
-      return h::SaslHandshake(b, ctx, s, in, out);
-    case ApiKey::kApiVersions:
-      return h::ApiVersions(b, ctx, in, out);
-    case ApiKey::kCreateTopics:
-      return h::CreateTopics(b, ctx, in, out);
-    case ApiKey::kDeleteTopics:
-      return h::DeleteTopics(b, ctx, in, out);
-    case ApiKey::kInitProducerId:
-      return h::InitProducerId(b, ctx, in, out);
-    case ApiKey::kDescribeConfigs:
-      return h::DescribeConfigs(b, ctx, in, out);
-    case ApiKey::kSaslAuthenticate:
-      return h::SaslAuthenticate(b, ctx, s, in, out);
-    case ApiKey::kCreatePartitions:
-      return h::CreatePartitions(b, ctx, in, out);
-  }
-  return h::Reply::kClose;
-}
-
-bool AllowedBeforeAuth(std::int16_t key) {
-  auto k = static_cast<ApiKey>(key);
-  return k == ApiKey::kApiVersions || k == ApiKey::kSaslHandshake || k == ApiKey::kSaslAuthenticate;
 }
 
 }  // namespace
@@ -204,9 +145,6 @@ void Server::AcceptLoop() {
 
 void Server::Serve(Connection* c) {
   Broker& b = *broker_;
-  const bool auth_required = !b.options().sasl_users.empty();
-  h::Session session;
-  session.authenticated = !auth_required;
   std::string peer = "unknown";
   {
     sockaddr_in a{};
@@ -217,8 +155,8 @@ void Server::Serve(Connection* c) {
       peer = buf;
     }
   }
+  RequestProcessor processor(&b, peer);
   std::string frame;
-  bool raw_sasl_next = false;  // SaslHandshake v0: the next frame is a bare PLAIN token
   while (!stopping_) {
     char size_buf[4];
     if (!ReadFull(c->fd, size_buf, 4)) break;
@@ -230,66 +168,12 @@ void Server::Serve(Connection* c) {
     frame.resize(static_cast<std::size_t>(size));
     if (!ReadFull(c->fd, frame.data(), frame.size())) break;
 
-    if (raw_sasl_next) {
-      raw_sasl_next = false;
-      auto user = CheckPlainToken(frame, b.options().sasl_users);
-      if (!user.ok()) {
-        spdlog::warn("{}: SASL/PLAIN authentication failed", peer);
-        break;
-      }
-      session.authenticated = true;
-      char empty[4] = {0, 0, 0, 0};
-      if (!WriteFull(c->fd, empty, 4)) break;
-      continue;
-    }
-
-    h::RequestContext ctx;
-    ctx.client_host = peer;
-    protocol::Writer out;
-    h::Reply reply = h::Reply::kClose;
-    try {
-      protocol::Reader in(frame);
-      ctx.api_key = in.Int16();
-      ctx.api_version = in.Int16();
-      ctx.correlation_id = in.Int32();
-      ctx.client_id = in.NullableString().value_or("");
-      auto api = protocol::FindApi(ctx.api_key);
-      if (!api) {
-        spdlog::warn("{}: unknown API key {}; closing", peer, ctx.api_key);
-        break;
-      }
-      if (!session.authenticated && !AllowedBeforeAuth(ctx.api_key)) {
-        spdlog::warn("{}: API {} before SASL authentication; closing", peer, ctx.api_key);
-        break;
-      }
-      out.Int32(0);  // size, patched below
-      out.Int32(ctx.correlation_id);
-      bool in_range = ctx.api_version >= api->min_version && ctx.api_version <= api->max_version;
-      if (!in_range && api->key != ApiKey::kApiVersions) {
-        spdlog::warn("{}: API {} v{} not supported; closing", peer, ctx.api_key, ctx.api_version);
-        break;
-      }
-      reply = Dispatch(b, ctx, session, in, out);
-      if (api->key == ApiKey::kSaslHandshake && ctx.api_version == 0 && session.handshake_done) {
-        raw_sasl_next = true;
-      }
-    } catch (const protocol::DecodeError& e) {
-      spdlog::warn("{}: malformed request (api {} v{}): {}; closing", peer, ctx.api_key,
-                   ctx.api_version, e.what());
-      break;
-    } catch (const std::exception& e) {
-      spdlog::error("{}: request failed (api {} v{}): {}; closing", peer, ctx.api_key,
-                    ctx.api_version, e.what());
-      break;
-    }
-    if (reply == h::Reply::kClose) break;
-    if (reply == h::Reply::kNone) continue;
-    out.Patch32(0, static_cast<std::int32_t>(out.size() - 4));
-    if (!WriteFull(c->fd, out.buffer().data(), out.size())) break;
-    if (auth_required && !session.authenticated &&
-        static_cast<ApiKey>(ctx.api_key) == ApiKey::kSaslAuthenticate && session.handshake_done) {
-      break;  // failed authentication: the reply carries the error, then we hang up
-    }
+    std::string response;
+    auto outcome = processor.Process(frame, &response);
+    if (outcome == RequestProcessor::Outcome::kClose) break;
+    if (outcome == RequestProcessor::Outcome::kNoResponse) continue;
+    if (!WriteFull(c->fd, response.data(), response.size())) break;
+    if (processor.hang_up_after_reply()) break;
   }
   ::shutdown(c->fd, SHUT_RDWR);
 }

@@ -1,0 +1,35 @@
+// Turns one request frame (the bytes after the size prefix) into the
+// response frame, for one connection: header parsing, version and SASL
+// gating, dispatch to the handler. Transport-free so the fuzzer can drive it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+class RequestProcessor {
+ public:
+  enum class Outcome { kRespond, kNoResponse, kClose };
+
+  RequestProcessor(Broker* broker, std::string peer);
+
+  // Fills `response` (size-prefixed) when the outcome is kRespond. Never
+  // throws: anything undecodable is kClose.
+  Outcome Process(std::string_view frame, std::string* response);
+
+  // After a failed SaslAuthenticate the reply goes out, then the connection closes.
+  bool hang_up_after_reply() const { return hang_up_; }
+
+ private:
+  Broker* broker_;
+  std::string peer_;
+  handlers::Session session_;
+  bool raw_sasl_next_ = false;  // SaslHandshake v0: the next frame is a bare PLAIN token
+  bool hang_up_ = false;
+};
+
+}  // namespace sluice::broker
