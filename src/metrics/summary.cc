@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "metrics/sql_time.h"
 
 namespace sluice::metrics {
@@ -41,8 +39,100 @@ common::Status CheckRange(TimeRange range) {
   return common::Status::Ok();
 }
 
-constexpr const char* kRateAggregates =
-    "SUM(span_ms)::bigint, MIN(min_from)::bigint, MAX(max_to)::bigint, SUM(row_count)::bigint";
+// One raw row's contribution, in the rolled-up tables' column order.
+constexpr const char* kProductionRawColumns =
+    "COALESCE((x.events->>'c')::bigint, 0), COALESCE((x.events->>'u')::bigint, 0),"
+    " COALESCE((x.events->>'d')::bigint, 0), COALESCE((x.events->>'r')::bigint, 0),"
+    " COALESCE((x.events->>'total')::bigint, 0), COALESCE((x.events->>'bytes')::bigint, 0),"
+    " GREATEST(x.to_ts - x.from_ts, 0), x.from_ts, x.to_ts, 1";
+constexpr const char* kConsumptionRawColumns =
+    "x.consumed_count, x.delivered_count, x.skipped_count, x.error_count,"
+    " GREATEST(x.to_ts - x.from_ts, 0), x.from_ts, x.to_ts, 1";
+
+struct Source {
+  const char* daily;       // rollup table
+  const char* raw;         // raw table
+  const char* key;         // resource column
+  const char* key_type;    // its SQL type
+  const char* daily_cols;  // summable columns + rate inputs, rollup side
+  const char* raw_cols;    // the same, computed from a raw row aliased x
+  const char* sums;        // SELECT list over `rows` for the summable columns
+};
+
+// Parameters: $1 key array, $2/$3 range in epoch micros, $4/$5 the whole
+// closed days [lo, hi) a rollup may stand in for. Rows come from: rollups of
+// those days; raw rows before lo and from hi on (edges, the open day); and,
+// inside [lo, hi), raw rows of exactly the (key, day) pairs with no rollup
+// row, each an index range scan. So no day is counted twice and none is lost.
+std::string UnionSql(const Source& s, GroupBy group) {
+  const char* key_out = group == GroupBy::kDay ? "(d - DATE '1970-01-01')::text" : "k::text";
+  return fmt::format(
+      "WITH rolled AS MATERIALIZED ("
+      "  SELECT {key} AS k, day AS d, {dcols} FROM {daily}"
+      "  WHERE {key} = ANY($1::{kt}[])"
+      "    AND day >= " SLUICE_SQL_DATE("$4") " AND day < " SLUICE_SQL_DATE("$5") "),"
+      " missing AS MATERIALIZED ("
+      "  SELECT t.k, DATE '1970-01-01' + g.n AS d"
+      "  FROM unnest($1::{kt}[]) AS t(k) CROSS JOIN generate_series($4::int, $5::int - 1) AS g(n)"
+      "  WHERE NOT EXISTS (SELECT 1 FROM rolled r WHERE r.k = t.k"
+      "                    AND r.d = DATE '1970-01-01' + g.n)),"
+      " rows AS ("
+      "  SELECT k, d, {dcols} FROM rolled"
+      "  UNION ALL"
+      "  SELECT x.{key}, x.created_at::date, {rcols} FROM {raw} x"
+      "  WHERE x.{key} = ANY($1::{kt}[]) AND x.created_at >= " SLUICE_SQL_TS("$2")
+      "    AND x.created_at < LEAST(" SLUICE_SQL_TS("$3") ", " SLUICE_SQL_DATE("$4") ")"
+      "  UNION ALL"
+      "  SELECT x.{key}, x.created_at::date, {rcols} FROM {raw} x"
+      "  WHERE x.{key} = ANY($1::{kt}[])"
+      "    AND x.created_at >= GREATEST(" SLUICE_SQL_TS("$2") ", " SLUICE_SQL_DATE("$5") ")"
+      "    AND x.created_at < " SLUICE_SQL_TS("$3")
+      "  UNION ALL"
+      "  SELECT x.{key}, x.created_at::date, {rcols} FROM missing m"
+      "  JOIN {raw} x ON x.{key} = m.k AND x.created_at >= m.d AND x.created_at < m.d + 1)"
+      " SELECT {out}, {sums}, SUM(span_ms)::bigint, MIN(min_from)::bigint, MAX(max_to)::bigint,"
+      "        SUM(row_count)::bigint"
+      " FROM rows GROUP BY 1 ORDER BY 1",
+      fmt::arg("key", s.key), fmt::arg("kt", s.key_type), fmt::arg("dcols", s.daily_cols),
+      fmt::arg("daily", s.daily), fmt::arg("raw", s.raw), fmt::arg("rcols", s.raw_cols),
+      fmt::arg("out", key_out), fmt::arg("sums", s.sums));
+}
+
+constexpr Source kProduction{
+    "production_metric_daily",
+    "production_metric",
+    "topic",
+    "text",
+    "creates, updates, deletes, reads, total_events, bytes, span_ms, min_from, max_to, row_count",
+    kProductionRawColumns,
+    "SUM(creates)::bigint, SUM(updates)::bigint, SUM(deletes)::bigint, SUM(reads)::bigint,"
+    " SUM(total_events)::bigint, SUM(bytes)::bigint"};
+
+constexpr Source kConsumption{
+    "consumption_metric_daily",
+    "consumption_metric",
+    "subscription_id",
+    "uuid",
+    "consumed_count, delivered_count, skipped_count, error_count, span_ms, min_from, max_to,"
+    " row_count",
+    kConsumptionRawColumns,
+    "SUM(consumed_count)::bigint, SUM(delivered_count)::bigint, SUM(skipped_count)::bigint,"
+    " SUM(error_count)::bigint"};
+
+// A PostgreSQL array literal of text elements, quoted and escaped.
+std::string ArrayLiteral(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
 
 }  // namespace
 
@@ -69,37 +159,8 @@ common::Result<std::vector<ProductionTotals>> ProductionBreakdown(
     common::TimePoint now, GroupBy group, ReadPath path) {
   SLUICE_RETURN_IF_ERROR(CheckRange(range));
   auto [lo, hi] = RollupDays(range, now, path);
-  const char* key = group == GroupBy::kDay ? "(d - DATE '1970-01-01')::text" : "k";
-  // A raw row is left out exactly when a rollup row for its (topic, day) is
-  // read, so no day is counted twice and none is lost.
-  std::string sql = fmt::format(
-      "WITH rolled AS ("
-      "  SELECT topic, day, creates, updates, deletes, reads, total_events, bytes,"
-      "         span_ms, min_from, max_to, row_count"
-      "  FROM production_metric_daily"
-      "  WHERE topic IN (SELECT jsonb_array_elements_text($1::jsonb))"
-      "    AND day >= " SLUICE_SQL_DATE("$4") " AND day < " SLUICE_SQL_DATE("$5") "),"
-      " rows AS ("
-      "  SELECT topic AS k, day AS d, creates, updates, deletes, reads, total_events, bytes,"
-      "         span_ms, min_from, max_to, row_count FROM rolled"
-      "  UNION ALL"
-      "  SELECT p.topic, p.created_at::date,"
-      "         COALESCE((p.events->>'c')::bigint, 0), COALESCE((p.events->>'u')::bigint, 0),"
-      "         COALESCE((p.events->>'d')::bigint, 0), COALESCE((p.events->>'r')::bigint, 0),"
-      "         COALESCE((p.events->>'total')::bigint, 0),"
-      "         COALESCE((p.events->>'bytes')::bigint, 0),"
-      "         GREATEST(p.to_ts - p.from_ts, 0), p.from_ts, p.to_ts, 1"
-      "  FROM production_metric p"
-      "  WHERE p.topic IN (SELECT jsonb_array_elements_text($1::jsonb))"
-      "    AND p.created_at >= " SLUICE_SQL_TS("$2") " AND p.created_at < " SLUICE_SQL_TS("$3")
-      "    AND NOT EXISTS (SELECT 1 FROM rolled r"
-      "                    WHERE r.topic = p.topic AND r.day = p.created_at::date))"
-      " SELECT {0}, SUM(creates)::bigint, SUM(updates)::bigint, SUM(deletes)::bigint,"
-      "        SUM(reads)::bigint, SUM(total_events)::bigint, SUM(bytes)::bigint, {1}"
-      " FROM rows GROUP BY 1 ORDER BY 1",
-      key, kRateAggregates);
-  auto res = tx.exec_params(sql, nlohmann::json(topics).dump(), EpochMicros(range.start),
-                            EpochMicros(range.end), lo, hi);
+  auto res = tx.exec_params(UnionSql(kProduction, group), ArrayLiteral(topics),
+                            EpochMicros(range.start), EpochMicros(range.end), lo, hi);
   std::vector<ProductionTotals> out;
   for (const auto& row : res) {
     ProductionTotals t;
@@ -132,34 +193,10 @@ common::Result<std::vector<ConsumptionTotals>> ConsumptionBreakdown(
     common::TimePoint now, GroupBy group, ReadPath path) {
   SLUICE_RETURN_IF_ERROR(CheckRange(range));
   auto [lo, hi] = RollupDays(range, now, path);
-  nlohmann::json ids = nlohmann::json::array();
-  for (const auto& s : subscriptions) ids.push_back(s.ToString());
-  const char* key = group == GroupBy::kDay ? "(d - DATE '1970-01-01')::text" : "k::text";
-  std::string sql = fmt::format(
-      "WITH rolled AS ("
-      "  SELECT subscription_id, day, consumed_count, delivered_count, skipped_count,"
-      "         error_count, span_ms, min_from, max_to, row_count"
-      "  FROM consumption_metric_daily"
-      "  WHERE subscription_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)"
-      "    AND day >= " SLUICE_SQL_DATE("$4") " AND day < " SLUICE_SQL_DATE("$5") "),"
-      " rows AS ("
-      "  SELECT subscription_id AS k, day AS d, consumed_count, delivered_count, skipped_count,"
-      "         error_count, span_ms, min_from, max_to, row_count FROM rolled"
-      "  UNION ALL"
-      "  SELECT c.subscription_id, c.created_at::date, c.consumed_count, c.delivered_count,"
-      "         c.skipped_count, c.error_count, GREATEST(c.to_ts - c.from_ts, 0), c.from_ts,"
-      "         c.to_ts, 1"
-      "  FROM consumption_metric c"
-      "  WHERE c.subscription_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)"
-      "    AND c.created_at >= " SLUICE_SQL_TS("$2") " AND c.created_at < " SLUICE_SQL_TS("$3")
-      "    AND NOT EXISTS (SELECT 1 FROM rolled r WHERE r.subscription_id = c.subscription_id"
-      "                    AND r.day = c.created_at::date))"
-      " SELECT {0}, SUM(consumed_count)::bigint, SUM(delivered_count)::bigint,"
-      "        SUM(skipped_count)::bigint, SUM(error_count)::bigint, {1}"
-      " FROM rows GROUP BY 1 ORDER BY 1",
-      key, kRateAggregates);
-  auto res =
-      tx.exec_params(sql, ids.dump(), EpochMicros(range.start), EpochMicros(range.end), lo, hi);
+  std::vector<std::string> ids;
+  for (const auto& sub : subscriptions) ids.push_back(sub.ToString());
+  auto res = tx.exec_params(UnionSql(kConsumption, group), ArrayLiteral(ids),
+                            EpochMicros(range.start), EpochMicros(range.end), lo, hi);
   std::vector<ConsumptionTotals> out;
   for (const auto& row : res) {
     ConsumptionTotals t;

@@ -102,6 +102,20 @@ TEST_F(SummaryTest, DaysNotRolledUpYetAreReadFromRaw) {
   });
 }
 
+TEST_F(SummaryTest, ADayRolledUpForOneTopicButNotAnotherReadsRawForTheOther) {
+  SeedProduction();
+  ASSERT_TRUE(MetricRollup(db_).RunOnce(now_).ok());
+  db_.Transact([](pqxx::work& tx) {
+    tx.exec("DELETE FROM production_metric_daily WHERE topic = 'pg.items' AND day = '2026-03-08'");
+  });
+  TimeRange range{At(-3, 0), now_};
+  db_.Transact([&](pqxx::work& tx) {
+    auto mixed = SummarizeProduction(tx, topics_, range, now_);
+    auto raw = SummarizeProduction(tx, topics_, range, now_, ReadPath::kRawOnly);
+    EXPECT_EQ(*mixed, *raw);
+  });
+}
+
 TEST_F(SummaryTest, TopicsOutsideTheSetAreNotCounted) {
   SeedProduction();
   db_.Transact([&](pqxx::work& tx) {
