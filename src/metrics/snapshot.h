@@ -21,8 +21,9 @@ struct ValidationOptions {
 };
 
 // CDC event counts of one production snapshot (production_metric.events).
-// Rule: total == r + c + u + d. The summary shows both the total and the
-// split, and a chart whose parts do not add up to its total is a lie.
+// Rule: total >= r + c + u + d. The source counts every event it produced in
+// total, truncates included, which have no column of their own; a total
+// below its parts, though, can only be a broken counter.
 struct EventCounts {
   std::int64_t total = 0;
   std::int64_t r = 0;
