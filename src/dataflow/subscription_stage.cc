@@ -25,25 +25,32 @@ const std::vector<connectors::targets::TargetColumn> kErrorColumns = {
     {"failed_at", "timestamptz", false}};
 }  // namespace
 
-SubscriptionStage::SubscriptionStage(SubscriptionSpec spec, RowTransform transform,
-                                     std::string target_url)
-    : spec_(std::move(spec)),
-      transform_(std::move(transform)),
-      target_({target_url, spec_.target_schema, spec_.target_table, true}) {
-  if (spec_.error_table) {
+SubscriptionStage::SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
+                                     std::unique_ptr<connectors::targets::Target> target)
+    : spec_(std::move(spec)), transforms_(std::move(transforms)), target_(std::move(target)) {
+  if (spec_.error_table && spec_.error_target_url) {
     error_target_ = std::make_unique<connectors::targets::PostgresTarget>(
-        connectors::targets::PostgresTargetOptions{target_url, spec_.target_schema,
+        connectors::targets::PostgresTargetOptions{*spec_.error_target_url, spec_.target_schema,
                                                    *spec_.error_table, true});
   }
 }
 
 common::Result<std::unique_ptr<SubscriptionStage>> SubscriptionStage::Create(
-    const kafka::ClientConfig& broker, SubscriptionSpec spec, std::string target_url) {
-  auto transform = RowTransform::Create(spec.transform_config);
-  if (!transform.ok()) return transform.status();
+    const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target_spec) {
+  std::vector<RowTransform> transforms;
+  for (const auto* config : {&spec.datamodel_config, &spec.transform_config}) {
+    auto transform = RowTransform::Create(*config);
+    if (!transform.ok()) return transform.status();
+    transforms.push_back(std::move(transform).value());
+  }
+  auto target = connectors::targets::MakeTarget(target_spec.type, target_spec.config,
+                                                spec.target_schema, spec.target_table);
+  if (!target.ok()) return target.status();
+  if (spec.error_table && !spec.error_target_url && target_spec.type == "postgresql")
+    spec.error_target_url = target_spec.config.value("url", std::string());
   std::string group = spec.consumer_group.empty() ? spec.id : spec.consumer_group;
   std::unique_ptr<SubscriptionStage> stage(
-      new SubscriptionStage(std::move(spec), std::move(transform).value(), std::move(target_url)));
+      new SubscriptionStage(std::move(spec), std::move(transforms), std::move(target).value()));
   auto consumer = kafka::Consumer::Create(broker, group);
   if (!consumer.ok()) return consumer.status();
   stage->consumer_ = std::move(consumer).value();
@@ -74,18 +81,27 @@ common::Status SubscriptionStage::Deliver() {
       undecodable.push_back({pending_[i], change.status().message()});
       continue;
     }
-    if (!transform_.Keeps(*change)) {
+    bool kept = true;
+    for (const auto& t : transforms_) {
+      if (!t.Keeps(*change)) {
+        kept = false;
+        break;
+      }
+      t.Apply(*change);
+    }
+    if (!kept) {
       ++skipped;
       continue;
     }
-    transform_.Apply(*change);
+    change->position =
+        fmt::format("{}/{}/{}", pending_[i].topic, pending_[i].partition, pending_[i].offset);
     batch.push_back(std::move(change).value());
     origin.push_back(i);
   }
   std::vector<RejectedRecord> refused = std::move(undecodable);
   std::size_t refused_by_target = 0;
   if (!batch.empty()) {
-    auto result = target_.Apply(batch);
+    auto result = target_->Apply(batch);
     if (!result.ok()) return result.status();  // keep pending_, retry later
     refused_by_target = result->size();
     for (const auto& r : *result) refused.push_back({pending_[origin[r.index]], r.error});

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "connectors/targets/postgres_target.h"
+#include "connectors/targets/target.h"
 #include "dataflow/row_transform.h"
 #include "kafka/consumer.h"
 
@@ -24,7 +25,17 @@ struct SubscriptionSpec {
   std::string target_table;
   std::string target_schema = "public";
   nlohmann::json transform_config;
+  nlohmann::json datamodel_config;         // the datamodel's shaping, applied first
   std::optional<std::string> error_table;  // set when the error table is enabled
+  // Where the error table lives: a PostgreSQL URL (the error-table target
+  // connector's, or the target's own when it is PostgreSQL).
+  std::optional<std::string> error_target_url;
+};
+
+// The target the stage writes to: its connector type and config.
+struct TargetSpec {
+  std::string type = "postgresql";
+  nlohmann::json config;  // postgresql: {url}; http: {url, headers}; jsonl: {directory}
 };
 
 // What a delivery loop did since the last TakeCounters (consumption_metric).
@@ -41,7 +52,7 @@ struct RejectedRecord {
 class SubscriptionStage {
  public:
   static common::Result<std::unique_ptr<SubscriptionStage>> Create(
-      const kafka::ClientConfig& broker, SubscriptionSpec spec, std::string target_url);
+      const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target);
 
   // Polls one batch and delivers it. A target that is unreachable returns
   // Unavailable and keeps the batch for the next call (nothing committed).
@@ -53,13 +64,14 @@ class SubscriptionStage {
   const SubscriptionSpec& spec() const { return spec_; }
 
  private:
-  SubscriptionStage(SubscriptionSpec spec, RowTransform transform, std::string target_url);
+  SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
+                    std::unique_ptr<connectors::targets::Target> target);
   common::Status Deliver();
 
   SubscriptionSpec spec_;
-  RowTransform transform_;
+  std::vector<RowTransform> transforms_;  // datamodel's, then subscription's
   std::unique_ptr<kafka::Consumer> consumer_;
-  connectors::targets::PostgresTarget target_;
+  std::unique_ptr<connectors::targets::Target> target_;
   std::unique_ptr<connectors::targets::PostgresTarget> error_target_;
   std::vector<kafka::Message> pending_;  // polled, not yet delivered
   DeliveryCounters counters_;

@@ -51,8 +51,12 @@ common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
     if (w.source.tables.empty()) problems.push_back("source.tables: at least one table");
   }
   if (w.kind == "target") {
-    w.target_url = j.value("target", json::object()).value("url", std::string());
-    if (w.target_url.empty()) problems.push_back("target.url is required");
+    const auto& t = j.value("target", json::object());
+    w.target.type = t.value("type", std::string("postgresql"));
+    w.target.config = t;
+    if (w.target.type == "jsonl" ? !t.contains("directory") : !t.contains("url"))
+      problems.push_back(w.target.type == "jsonl" ? "target.directory is required"
+                                                  : "target.url is required");
     for (const auto& s : j.value("subscriptions", json::array())) {
       SubscriptionSpec spec;
       spec.id = s.value("id", std::string());
@@ -61,8 +65,11 @@ common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
       spec.target_table = s.value("target_table", std::string());
       spec.target_schema = s.value("target_schema", std::string("public"));
       spec.transform_config = s.value("transform_config", json::object());
+      spec.datamodel_config = s.value("datamodel_config", json::object());
       if (s.contains("error_table") && s["error_table"].is_string())
         spec.error_table = s["error_table"].get<std::string>();
+      if (s.contains("error_target_url") && s["error_target_url"].is_string())
+        spec.error_target_url = s["error_target_url"].get<std::string>();
       if (spec.id.empty() || spec.topic.empty() || spec.target_table.empty())
         problems.push_back("subscriptions[]: id, topic and target_table are required");
       w.subscriptions.push_back(std::move(spec));

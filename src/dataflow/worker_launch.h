@@ -8,7 +8,7 @@
 //    "report": {"database_url": "..."}            where heartbeats and metrics go
 //    "source": {"type": "postgresql", "url": "...", "slot": "...", "publication": "...",
 //               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
-//    "target": {"type": "postgresql", "url": "..."},
+//    "target": {"type": "postgresql" | "http" | "jsonl", ...its config: url / directory...},
 //    "subscriptions": [{"id", "name", "topic", "consumer_group", "target_table",
 //                       "target_schema", "transform_config", "error_table"}]}
 #pragma once
@@ -44,7 +44,7 @@ struct WorkerLaunch {
   kafka::ClientConfig broker;
   std::optional<std::string> report_database_url;
   SourceLaunch source;
-  std::string target_url;
+  TargetSpec target;
   std::vector<SubscriptionSpec> subscriptions;
 
   // Every problem in one error, not the first only.

@@ -76,7 +76,7 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
               const WorkerTiming& timing) {
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
   for (const auto& spec : launch.subscriptions) {
-    auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target_url);
+    auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target);
     if (!stage.ok()) return Fail(reporter, stage.status());
     stages.push_back(std::move(stage).value());
   }

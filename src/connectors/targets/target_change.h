@@ -21,6 +21,7 @@ struct TargetChange {
   nlohmann::json key;                 // primary-key columns
   nlohmann::json after;               // the row image; columns absent from it are left as they are
   std::vector<TargetColumn> columns;  // the table's columns as of this change
+  std::string position;               // "topic/partition/offset" it was read from, when known
 };
 
 // A change the target refused, with the target's own words.

@@ -1,0 +1,29 @@
+// The demo `sluice up --demo` runs: a sample source database with writes
+// going on, a target database, and one pipeline between them, created
+// through the same tables the API writes.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "store/database.h"
+#include "store/embedded_cluster.h"
+
+namespace sluice::cli {
+
+struct DemoPipeline {
+  std::string pipeline_id;
+  std::string source_url;
+  std::string target_url;
+};
+
+// Creates (or finds, on a second run) the demo databases, rows and workers.
+common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::EmbeddedCluster& cluster,
+                                      const std::string& broker_bootstrap);
+
+// Inserts, updates and deletes rows in the demo source until `stop`.
+std::thread StartDemoWriter(std::string source_url, const std::atomic<bool>& stop);
+
+}  // namespace sluice::cli

@@ -1,0 +1,174 @@
+// requires-subsystems: api orchestrator dataflow broker
+// `sluice up`: everything on one machine. An embedded PostgreSQL under the
+// data dir (unless SLUICE_DATABASE_URL is set), the embedded broker, the
+// API (and the schema registry), the orchestrator launching workers as
+// local processes, and with --demo a pipeline with writes going on.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "api/bootstrap.h"
+#include "api/server.h"
+#include "auth/secret_key.h"
+#include "cli/command_registry.h"
+#include "cli/demo_pipeline.h"
+#include "common/net.h"
+#include "common/uuid.h"
+#include "orchestrator/orchestrator.h"
+#include "store/provision.h"
+#if __has_include("registry/server.h")
+#include "registry/server.h"
+#define SLUICE_HAVE_REGISTRY_SERVER 1
+#endif
+
+namespace {
+
+struct UpFlags {
+  std::string data_dir = "./var";
+  std::string listen = "127.0.0.1:8080";
+  std::string registry_listen = "127.0.0.1:8081";
+  std::string broker_listen = "127.0.0.1:9092";
+  bool demo = false;
+};
+
+bool WaitForPort(const std::string& host, int port, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::string SelfPath() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "sluice" : p.string();
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "sluice up: %s\n", what.c_str());
+  return 1;
+}
+
+// The demo's login: SLUICE_SUPERUSER_* when given, else a generated password
+// kept in <data-dir>/admin-password (0600), never printed.
+void EnsureDemoLogin(sluice::store::Database& db, const std::string& data_dir) {
+  if (std::getenv("SLUICE_SUPERUSER_EMAIL")) return;
+  auto path = std::filesystem::path(data_dir) / "admin-password";
+  if (std::filesystem::exists(path)) return;
+  std::string password = sluice::common::Uuid::V4().ToString();
+  auto st = sluice::api::CreateSuperuser(db, "admin@sluice.local", password);
+  if (!st.ok()) return;
+  std::ofstream(path) << password << "\n";
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::printf("demo login: admin@sluice.local, password in %s\n", path.c_str());
+}
+
+int Up(const UpFlags& f) {
+  std::string api_host, reg_host, broker_host;
+  int api_port = 0, reg_port = 0, broker_port = 0;
+  if (!sluice::common::SplitHostPort(f.listen, &api_host, &api_port) ||
+      !sluice::common::SplitHostPort(f.registry_listen, &reg_host, &reg_port) ||
+      !sluice::common::SplitHostPort(f.broker_listen, &broker_host, &broker_port))
+    return Fail("--listen, --registry-listen and --broker-listen take HOST:PORT");
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  std::filesystem::create_directories(f.data_dir);
+  auto provisioned = sluice::store::ProvisionDatabase(f.data_dir);
+  if (!provisioned.ok()) return Fail(provisioned.status().message());
+  const auto& url = (*provisioned)->url();
+  sluice::store::Database db(url, 8);
+
+  // The broker is its own process, supervised like a worker.
+  sluice::runtime::ProcessSupervisor services;
+  std::filesystem::create_directories(std::filesystem::path(f.data_dir) / "broker");
+  services.Ensure("broker", {{SelfPath(), "broker", "--listen", f.broker_listen, "--data-dir",
+                              (std::filesystem::path(f.data_dir) / "broker").string()},
+                             {},
+                             (std::filesystem::path(f.data_dir) / "broker.log").string()});
+  if (!WaitForPort(broker_host, broker_port, std::chrono::seconds(20)))
+    return Fail("the broker did not start; see " + f.data_dir + "/broker.log");
+  std::printf("broker listening on %s\n", f.broker_listen.c_str());
+
+  auto key = sluice::auth::SecretKey::Load(f.data_dir);
+  if (!key.ok()) return Fail(key.status().message());
+  if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) return Fail(st.message());
+  sluice::api::ApiServer api(db, std::move(*key));
+  if (auto st = api.Start(api_host, api_port); !st.ok()) return Fail(st.message());
+  std::printf("api listening on http://%s:%d\n", api_host.c_str(), api.port());
+#ifdef SLUICE_HAVE_REGISTRY_SERVER
+  sluice::registry::RegistryServer registry(db);
+  if (auto st = registry.Start(reg_host, reg_port); !st.ok()) return Fail(st.message());
+  std::printf("registry listening on %s\n", f.registry_listen.c_str());
+#endif
+
+  sluice::orchestrator::OrchestratorOptions options;
+  options.sluice_bin = SelfPath();
+  options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
+  options.report_database_url = url;
+  sluice::orchestrator::Orchestrator orchestrator(db, options);
+  orchestrator.Start();
+
+  std::atomic<bool> stop{false};
+  std::thread writer;
+  if (f.demo) {
+    auto* cluster = (*provisioned)->cluster();
+    if (!cluster) return Fail("--demo needs the embedded PostgreSQL (unset SLUICE_DATABASE_URL)");
+    EnsureDemoLogin(db, f.data_dir);
+    auto demo = sluice::cli::SeedDemo(db, *cluster, f.broker_listen);
+    if (!demo.ok()) return Fail(demo.status().message());
+    writer = sluice::cli::StartDemoWriter(demo->source_url, stop);
+    std::printf("demo pipeline %s: %s -> %s (table orders)\n", demo->pipeline_id.c_str(),
+                demo->source_url.c_str(), demo->target_url.c_str());
+  }
+  std::printf("sluice is up; Ctrl-C stops it\n");
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  spdlog::info("up: signal {}, shutting down", sig);
+  stop = true;
+  if (writer.joinable()) writer.join();
+  orchestrator.Stop();
+#ifdef SLUICE_HAVE_REGISTRY_SERVER
+  registry.Stop();
+#endif
+  api.Stop();
+  return 0;  // workers, broker and the embedded cluster stop as their owners go
+}
+
+sluice::cli::RegisterCommand reg([](CLI::App& root) {
+  auto f = std::make_shared<UpFlags>();
+  auto* cmd = root.add_subcommand("up", "Run everything on this machine");
+  cmd->add_option("--data-dir", f->data_dir, "Where the database, broker and workers keep state")
+      ->capture_default_str();
+  cmd->add_option("--listen", f->listen, "API HOST:PORT")->capture_default_str();
+  cmd->add_option("--registry-listen", f->registry_listen, "Schema registry HOST:PORT")
+      ->capture_default_str();
+  cmd->add_option("--broker-listen", f->broker_listen, "Broker HOST:PORT")->capture_default_str();
+  cmd->add_flag("--demo", f->demo, "Create a demo pipeline with writes going on");
+  cmd->callback([f] { sluice::cli::ExitCode() = Up(*f); });
+});
+
+}  // namespace

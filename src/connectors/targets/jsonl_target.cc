@@ -1,0 +1,55 @@
+#include "connectors/targets/jsonl_target.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "common/time.h"
+
+namespace sluice::connectors::targets {
+
+namespace fs = std::filesystem;
+
+common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
+    const std::vector<TargetChange>& batch) {
+  std::error_code ec;
+  fs::create_directories(options_.directory, ec);
+  fs::path path = fs::path(options_.directory) / (options_.table + ".jsonl");
+  if (fs::exists(path, ec) && fs::file_size(path, ec) >= options_.rotate_bytes) {
+    fs::rename(path,
+               fs::path(options_.directory) /
+                   fmt::format("{}.{}.jsonl", options_.table, common::NowEpochMillis()),
+               ec);
+  }
+  std::string lines;
+  for (const auto& c : batch) {
+    nlohmann::json line = {{"op", std::string(1, c.op)}, {"key", c.key}, {"after", c.after}};
+    if (!c.position.empty()) line["position"] = c.position;
+    lines += line.dump() + "\n";
+  }
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return common::Unavailable(fmt::format("cannot open {}: {}", path.string(), strerror(errno)));
+  std::size_t written = 0;
+  while (written < lines.size()) {
+    ssize_t n = write(fd, lines.data() + written, lines.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string why = strerror(errno);
+      close(fd);
+      return common::Unavailable(fmt::format("cannot write {}: {}", path.string(), why));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  // Durable before the offsets are committed.
+  int synced = fsync(fd);
+  close(fd);
+  if (synced != 0) return common::Unavailable(fmt::format("cannot fsync {}", path.string()));
+  return std::vector<RejectedChange>{};
+}
+
+}  // namespace sluice::connectors::targets

@@ -1,0 +1,30 @@
+// The JSONL file target: one line per change, {"op", "key", "after",
+// "position"}, appended to <directory>/<table>.jsonl and fsynced per batch;
+// the file is rotated to <table>.<epoch ms>.jsonl past rotate_bytes. A file
+// is a log, so a redelivered change appears again: `position` (topic/
+// partition/offset) lets a reader drop the repeat.
+#pragma once
+
+#include <string>
+
+#include "connectors/targets/target.h"
+
+namespace sluice::connectors::targets {
+
+struct JsonlTargetOptions {
+  std::string directory;
+  std::string table;
+  std::size_t rotate_bytes = 64 * 1024 * 1024;
+};
+
+class JsonlTarget : public Target {
+ public:
+  explicit JsonlTarget(JsonlTargetOptions options) : options_(std::move(options)) {}
+  common::Result<std::vector<RejectedChange>> Apply(
+      const std::vector<TargetChange>& batch) override;
+
+ private:
+  JsonlTargetOptions options_;
+};
+
+}  // namespace sluice::connectors::targets

@@ -1,0 +1,56 @@
+#include "connectors/targets/target.h"
+
+#include <fmt/format.h>
+
+#include "connectors/targets/http_target.h"
+#include "connectors/targets/jsonl_target.h"
+#include "connectors/targets/postgres_target.h"
+
+namespace sluice::connectors::targets {
+
+namespace {
+class PostgresAdapter : public Target {
+ public:
+  explicit PostgresAdapter(PostgresTargetOptions o) : target_(std::move(o)) {}
+  common::Result<std::vector<RejectedChange>> Apply(
+      const std::vector<TargetChange>& batch) override {
+    return target_.Apply(batch);
+  }
+
+ private:
+  PostgresTarget target_;
+};
+}  // namespace
+
+common::Result<std::unique_ptr<Target>> MakeTarget(const std::string& type,
+                                                   const nlohmann::json& config,
+                                                   const std::string& schema,
+                                                   const std::string& table) {
+  if (type == "postgresql") {
+    auto url = config.value("url", std::string());
+    if (url.empty()) return common::InvalidArgument("postgresql target: url is required");
+    return std::unique_ptr<Target>(new PostgresAdapter({url, schema, table, true}));
+  }
+  if (type == "jsonl") {
+    auto dir = config.value("directory", std::string());
+    if (dir.empty()) return common::InvalidArgument("jsonl target: directory is required");
+    JsonlTargetOptions o{dir, table};
+    if (config.contains("rotate_bytes")) o.rotate_bytes = config["rotate_bytes"].get<std::size_t>();
+    return std::unique_ptr<Target>(new JsonlTarget(o));
+  }
+  if (type == "http") {
+    HttpTargetOptions o;
+    o.url = config.value("url", std::string());
+    if (o.url.empty()) return common::InvalidArgument("http target: url is required");
+    o.table = table;
+    if (config.contains("headers") && config["headers"].is_object())
+      for (const auto& [k, v] : config["headers"].items())
+        if (v.is_string()) o.headers[k] = v.get<std::string>();
+    if (config.contains("timeout_ms"))
+      o.timeout = std::chrono::milliseconds(config["timeout_ms"].get<int>());
+    return std::unique_ptr<Target>(new HttpTarget(o));
+  }
+  return common::InvalidArgument(fmt::format("no target runtime for type '{}'", type));
+}
+
+}  // namespace sluice::connectors::targets

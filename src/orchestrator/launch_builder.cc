@@ -1,0 +1,161 @@
+#include "orchestrator/launch_builder.h"
+
+#include <fmt/format.h>
+
+#include "connectors/topic_naming.h"
+#include "runtime/shard_planner.h"
+
+namespace sluice::orchestrator {
+
+using nlohmann::json;
+
+namespace {
+
+std::string UriEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.c_str(); }
+
+json ParseJson(const pqxx::field& f) {
+  if (f.is_null()) return json::object();
+  auto j = json::parse(f.c_str(), nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+}  // namespace
+
+std::string PostgresUrl(const json& c) {
+  if (c.contains("url") && c["url"].is_string()) return c["url"].get<std::string>();
+  std::string url = "postgresql://" + UriEscape(c.value("user", std::string("postgres")));
+  if (c.contains("password") && c["password"].is_string() &&
+      !c["password"].get<std::string>().empty())
+    url += ":" + UriEscape(c["password"].get<std::string>());
+  url += "@" + c.value("host", std::string("127.0.0.1")) + ":" +
+         std::to_string(c.value("port", 5432)) + "/" +
+         UriEscape(c.value("database", std::string()));
+  if (c.contains("sslmode")) url += "?sslmode=" + c["sslmode"].get<std::string>();
+  return url;
+}
+
+std::string DefaultSlotName(const runtime::Worker& worker) {
+  std::string id = worker.connector_id.ToString();
+  id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
+  return fmt::format("sluice_{}_{}", id.substr(0, 16), worker.shard_index);
+}
+
+common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker) {
+  auto rows = tx.exec_params(
+      "SELECT c.connector_type, c.way, c.json_configuration, e.retention_configuration, c.name "
+      "FROM connector c LEFT JOIN env e ON e.id = c.env_id WHERE c.id = $1",
+      worker.connector_id.ToString());
+  if (rows.empty()) return common::NotFound("connector no longer exists");
+  std::string type = Text(rows[0][0]), way = Text(rows[0][1]);
+  json config = ParseJson(rows[0][2]);
+  json broker = ParseJson(rows[0][3]);
+  json launch = {{"connector_id", worker.connector_id.ToString()},
+                 {"shard", worker.shard_index},
+                 {"kind", way},
+                 {"broker", broker}};
+  if (way == "source") {
+    if (type != "postgresql")
+      return common::FailedPrecondition(fmt::format("no runtime for source type {}", type));
+    std::vector<runtime::Placeable> placed;
+    std::vector<json> tables;
+    for (const auto& r : tx.exec_params(
+             "SELECT id, source_schema, source_table, shard_index FROM datamodel WHERE "
+             "source_connector_id = $1 AND coalesce(enabled, true) AND source_table IS NOT NULL "
+             "ORDER BY source_schema, source_table",
+             worker.connector_id.ToString())) {
+      placed.push_back(
+          {Text(r[0]), r[3].is_null() ? std::nullopt : std::optional<int>(r[3].as<int>())});
+      tables.push_back({{"schema", r[1].is_null() ? "public" : Text(r[1])}, {"table", Text(r[2])}});
+    }
+    json captured = json::array();
+    for (std::size_t i = 0; i < placed.size(); ++i)
+      if (runtime::Captures(worker.shard_index, placed[i], placed)) captured.push_back(tables[i]);
+    std::string slot = config.value("slot_name", DefaultSlotName(worker));
+    launch["source"] = {{"type", type},
+                        {"url", PostgresUrl(config)},
+                        {"slot", slot},
+                        {"publication", config.value("publication_name", slot)},
+                        {"topic_prefix", config.value("topic_prefix", std::string("sluice"))},
+                        {"tables", captured}};
+    return launch;
+  }
+  json target;
+  if (type == "postgresql") {
+    target = {{"type", type}, {"url", PostgresUrl(config)}};
+  } else if (type == "http") {
+    target = {{"type", type},
+              {"url", config.value("url", std::string())},
+              {"headers", config.value("headers", json::object())}};
+    if (config.contains("timeout_ms")) target["timeout_ms"] = config["timeout_ms"];
+  } else if (type == "jsonl") {
+    target = {{"type", type}, {"directory", config.value("directory", std::string())}};
+    if (config.contains("rotate_bytes")) target["rotate_bytes"] = config["rotate_bytes"];
+  } else {
+    return common::FailedPrecondition(fmt::format("no runtime for target type {}", type));
+  }
+  std::vector<runtime::Placeable> placed;
+  std::vector<json> subs;
+  for (const auto& r : tx.exec_params(
+           "SELECT s.id, d.source_topic, coalesce(s.consumer_id, s.id::text), "
+           "s.target_table_name, s.transform_config, s.error_table_enabled, s.error_table_name, "
+           "s.shard_index, s.name, d.config, et.json_configuration, et.connector_type FROM "
+           "subscription s "
+           "JOIN datamodel d ON d.id = s.datamodel_id "
+           "LEFT JOIN connector et ON et.id = s.error_table_target_id "
+           "WHERE s.target_connector_id = $1 AND coalesce(s.enabled, true) ORDER BY s.id",
+           worker.connector_id.ToString())) {
+    placed.push_back(
+        {Text(r[0]), r[7].is_null() ? std::nullopt : std::optional<int>(r[7].as<int>())});
+    json sub = {{"id", Text(r[0])},
+                {"name", Text(r[8])},
+                {"topic", Text(r[1])},
+                {"consumer_group", Text(r[2])},
+                {"target_table", Text(r[3])},
+                {"target_schema", config.value("schema", std::string("public"))},
+                {"transform_config", ParseJson(r[4])},
+                // The datamodel's shaping runs in the delivery stage, before the
+                // subscription's own: the raw CDC topic is what is consumed.
+                // datamodel.config carries its shaping under "transform".
+                {"datamodel_config", ParseJson(r[9]).value("transform", json::object())}};
+    if (!r[5].is_null() && r[5].as<bool>()) {
+      sub["error_table"] = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
+      // Rejected rows go to the error-table target connector when one is
+      // named (a PostgreSQL one), else beside the rows when that is PostgreSQL.
+      if (!r[10].is_null() && Text(r[11]) == "postgresql")
+        sub["error_target_url"] = PostgresUrl(ParseJson(r[10]));
+    }
+    subs.push_back(sub);
+  }
+  json captured = json::array();
+  for (std::size_t i = 0; i < placed.size(); ++i)
+    if (runtime::Captures(worker.shard_index, placed[i], placed)) captured.push_back(subs[i]);
+  launch["target"] = target;
+  launch["subscriptions"] = captured;
+  return launch;
+}
+
+common::Result<json> BuildLaunch(pqxx::transaction_base& tx, const runtime::Worker& worker,
+                                 const LaunchContext& context) {
+  auto launch = BuildLaunchConfig(tx, worker);
+  if (!launch.ok()) return launch;
+  json full = *launch;
+  full["worker_id"] = worker.id.ToString();
+  full["generation"] = worker.launch_generation.ToString();
+  if (context.report_database_url)
+    full["report"] = {{"database_url", *context.report_database_url}};
+  return full;
+}
+
+}  // namespace sluice::orchestrator

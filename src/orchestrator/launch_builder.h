@@ -1,0 +1,38 @@
+// Builds a worker's launch config (dataflow/worker_launch.h) from today's
+// rows: the connector, its env's broker, and the datamodels or
+// subscriptions the shard captures. The same function serves the launch and
+// the drift check, so "running an outdated config" compares like with like.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <pqxx/pqxx>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/worker.h"
+
+namespace sluice::orchestrator {
+
+struct LaunchContext {
+  // Where local workers report (the data-plane database), or nullopt.
+  std::optional<std::string> report_database_url;
+};
+
+// The launch config without per-launch fields (worker id, generation), so
+// its hash only changes when the configuration does.
+common::Result<nlohmann::json> BuildLaunchConfig(pqxx::transaction_base& tx,
+                                                 const runtime::Worker& worker);
+
+// The full launch config of `worker`'s current generation.
+common::Result<nlohmann::json> BuildLaunch(pqxx::transaction_base& tx,
+                                           const runtime::Worker& worker,
+                                           const LaunchContext& context);
+
+// libpq URL from a postgresql connector config {host, port, database, user, password, sslmode}.
+std::string PostgresUrl(const nlohmann::json& config);
+
+// Names of the replication slot and publication of a source shard.
+std::string DefaultSlotName(const runtime::Worker& worker);
+
+}  // namespace sluice::orchestrator

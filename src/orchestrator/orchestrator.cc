@@ -1,0 +1,217 @@
+#include "orchestrator/orchestrator.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "events/event_store.h"
+#include "runtime/launch_config.h"
+#include "runtime/worker_repository.h"
+
+namespace sluice::orchestrator {
+
+using runtime::Worker;
+using runtime::WorkerRepository;
+using runtime::WorkerState;
+namespace fs = std::filesystem;
+
+Orchestrator::Orchestrator(store::Database& db, OrchestratorOptions options)
+    : db_(db),
+      options_(std::move(options)),
+      supervisor_(std::make_unique<runtime::ProcessSupervisor>(options_.supervisor)) {
+  fs::create_directories(options_.run_dir);
+  supervisor_->OnExit([this](const runtime::ProcessExit& exit) {
+    // The crash is evidence whatever the row says; it folds by fingerprint,
+    // so a crash loop is one event whose count grows.
+    auto id = common::Uuid::Parse(exit.key.substr(0, 36));
+    if (!id) return;
+    try {
+      auto w = db_.Transact([&](pqxx::work& tx) { return WorkerRepository::Find(tx, *id); });
+      if (!w) return;
+      std::string how = exit.signal ? fmt::format("killed by signal {}", exit.signal)
+                                    : fmt::format("exited with status {}", exit.exit_code);
+      RecordWorkerEvent(*w, "worker.crashed", "error", "Worker process crashed",
+                        fmt::format("shard {} {}", w->shard_index, how),
+                        {{"restarts", exit.restarts + 1},
+                         {"exit_code", exit.exit_code},
+                         {"signal", exit.signal}});
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot record worker crash: {}", e.what());
+    }
+  });
+}
+
+Orchestrator::~Orchestrator() { Stop(); }
+
+std::string Orchestrator::PodKey(const Worker& w) {
+  return w.id.ToString() + ":" + w.launch_generation.ToString();
+}
+
+common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
+  auto config = BuildLaunchConfig(tx, w);
+  if (!config.ok()) {
+    w.Apply({w.launch_generation, WorkerState::kError, config.status().message()},
+            common::Clock::now());
+    WorkerRepository::Update(tx, w);
+    return config.status();
+  }
+  w.launched_config_hash = runtime::LaunchConfigHash(*config);
+  auto launch = BuildLaunch(tx, w, {options_.report_database_url});
+  auto path = fs::path(options_.run_dir) / (w.id.ToString() + ".json");
+  {
+    // Written 0600: it holds decrypted credentials.
+    std::ofstream out(path, std::ios::trunc);
+    out << launch->dump(2);
+  }
+  chmod(path.c_str(), 0600);
+  supervisor_->Ensure(PodKey(w),
+                      {{options_.sluice_bin, "worker", "--config", path.string()},
+                       {},
+                       (fs::path(options_.run_dir) / (w.id.ToString() + ".log")).string()});
+  WorkerRepository::Update(tx, w);
+  return common::Status::Ok();
+}
+
+common::Status Orchestrator::Tick() {
+  try {
+    std::set<std::string> wanted;
+    std::vector<Worker> to_stop;
+    std::vector<Worker> stale;
+    // Phase 1, under the row locks: decide, and write intents. No process is
+    // waited on while a lock is held: a stopping pod's own final report
+    // needs the same row.
+    db_.Transact([&](pqxx::work& tx) {
+      auto now = common::Clock::now();
+      for (auto& w : WorkerRepository::LockExpectingPods(tx)) {
+        if (w.state == WorkerState::kStopping) {
+          to_stop.push_back(w);
+          continue;
+        }
+        if (w.IsStale(now, options_.stale_after)) {
+          w.MarkStale(now, options_.stale_after);
+          WorkerRepository::Update(tx, w);
+          stale.push_back(w);
+          continue;
+        }
+        if (!supervisor_->IsRunning(PodKey(w))) {
+          // Expected to run but not ours: launched by a previous back end or
+          // lost. A new generation fences off whatever may still be out there.
+          w.Start(now, std::nullopt);
+          auto st = Launch(tx, w);
+          if (!st.ok()) spdlog::warn("cannot launch worker {}: {}", w.id.ToString(), st.message());
+        }
+        wanted.insert(PodKey(w));
+      }
+      // A pod that reported ERROR exits and is restarted by the supervisor
+      // with backoff; its row recovers when the new pod reports LIVE.
+      for (const auto& r :
+           tx.exec("SELECT id, launch_generation FROM worker WHERE state = 'ERROR'"))
+        wanted.insert(std::string(r[0].c_str()) + ":" + r[1].c_str());
+    });
+    // Phase 2: processes. Stops run off this thread (a stop may wait for
+    // the whole timeout) and finish the row afterwards.
+    for (const auto& w : to_stop) {
+      auto key = PodKey(w);
+      {
+        std::lock_guard lock(stops_mu_);
+        if (!stopping_.insert(key).second) continue;
+      }
+      std::thread([this, w, key] {
+        bool killed = supervisor_->Stop(key, options_.stop_timeout);
+        try {
+          auto forced = db_.Transact([&](pqxx::work& tx) -> std::optional<Worker> {
+            auto row = WorkerRepository::FindForUpdate(tx, w.id);
+            if (!row || row->state != WorkerState::kStopping ||
+                row->launch_generation != w.launch_generation)
+              return std::nullopt;
+            // Either killed, or gone without saying STOPPED: the stop is over.
+            auto at = row->stop_requested_at.value_or(common::Clock::now()) + options_.stop_timeout;
+            row->ForceStopIfTimedOut(std::max(at, common::Clock::now()), options_.stop_timeout);
+            if (!killed) row->reason.reset();
+            WorkerRepository::Update(tx, *row);
+            return killed ? std::optional<Worker>(*row) : std::nullopt;
+          });
+          if (forced)
+            RecordWorkerEvent(*forced, "worker.stop_forced", "warn", "Worker stop was forced",
+                              forced->reason.value_or(""), {});
+        } catch (const std::exception& e) {
+          spdlog::warn("cannot finish stopping {}: {}", key, e.what());
+        }
+        std::lock_guard lock(stops_mu_);
+        stopping_.erase(key);
+      }).detach();
+      wanted.insert(key);
+    }
+    for (const auto& key : supervisor_->Keys()) {
+      bool in_stop;
+      {
+        std::lock_guard lock(stops_mu_);
+        in_stop = stopping_.count(key) > 0;
+      }
+      if (!wanted.count(key) && !in_stop) supervisor_->Stop(key, options_.stop_timeout);
+    }
+    for (const auto& w : stale)
+      RecordWorkerEvent(w, "worker.heartbeat_lost", "error", "Worker stopped reporting",
+                        w.reason.value_or(""), {});
+    return common::Status::Ok();
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("orchestrator tick failed: {}", e.what()));
+  }
+}
+
+void Orchestrator::RecordWorkerEvent(const Worker& w, const std::string& code,
+                                     const std::string& level, const std::string& summary,
+                                     const std::string& reason, nlohmann::json details) {
+  db_.Transact([&](pqxx::work& tx) {
+    auto c = tx.exec_params("SELECT env_id, team_id, name FROM connector WHERE id = $1",
+                            w.connector_id.ToString());
+    if (c.empty() || c[0][0].is_null() || c[0][1].is_null()) return;
+    events::ResourceEvent ev;
+    ev.ts = common::Clock::now();
+    ev.level = *events::ParseLevel(level);
+    ev.type = events::Type::kConnector;
+    ev.code = code;
+    ev.summary = summary;
+    if (!reason.empty()) ev.reason = reason;
+    details["shard_index"] = w.shard_index;
+    ev.details = details;
+    ev.resource.env_id = *common::Uuid::Parse(c[0][0].c_str());
+    ev.resource.team_id = *common::Uuid::Parse(c[0][1].c_str());
+    ev.resource.connector_id = w.connector_id;
+    ev.resource.connector_name = c[0][2].is_null() ? "" : c[0][2].c_str();
+    ev.pod = fmt::format("shard-{}", w.shard_index);
+    auto recorded = events::EventStore::Record(tx, ev, {});
+    if (!recorded.ok()) spdlog::warn("cannot record {}: {}", code, recorded.status().message());
+  });
+}
+
+void Orchestrator::Start() {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      auto st = Tick();
+      if (!st.ok()) spdlog::warn("{}", st.message());
+      for (auto waited = std::chrono::milliseconds(0); waited < options_.tick && !stop_;
+           waited += std::chrono::milliseconds(50))
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+}
+
+void Orchestrator::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  // Detached stops finish against the supervisor and database; wait for them.
+  for (int i = 0; i < 600; ++i) {
+    {
+      std::lock_guard lock(stops_mu_);
+      if (stopping_.empty()) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace sluice::orchestrator

@@ -1,0 +1,63 @@
+// The back end's control loop for workers, run by `sluice serve`/`up`. Each
+// tick it reconciles the worker rows with the pods: launches what should run
+// (a new generation each launch, so a replaced pod's late reports are
+// refused), stops what should not, forces stops that time out, and marks
+// pods stale once neither their launch nor a heartbeat is inside the window.
+// Rows are taken FOR UPDATE SKIP LOCKED, so several back ends may run it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "orchestrator/launch_builder.h"
+#include "runtime/process_supervisor.h"
+#include "store/database.h"
+
+namespace sluice::orchestrator {
+
+struct OrchestratorOptions {
+  std::string sluice_bin;                 // the binary workers run as
+  std::string run_dir = "./var/run";      // launch configs (0600) and worker logs
+  std::chrono::seconds stale_after{90};   // heartbeat window (spec: 90 s)
+  std::chrono::seconds stop_timeout{30};  // before a stop is forced
+  std::chrono::milliseconds tick{1000};
+  std::optional<std::string> report_database_url;  // where local workers report
+  runtime::SupervisorOptions supervisor;
+};
+
+class Orchestrator {
+ public:
+  Orchestrator(store::Database& db, OrchestratorOptions options);
+  ~Orchestrator();
+
+  // One reconciliation pass (tests call it directly).
+  common::Status Tick();
+  // Ticks on a background thread until Stop().
+  void Start();
+  void Stop();
+
+  runtime::ProcessSupervisor& supervisor() { return *supervisor_; }
+  static std::string PodKey(const runtime::Worker& w);
+
+ private:
+  common::Status Launch(pqxx::work& tx, runtime::Worker& w);
+  void RecordWorkerEvent(const runtime::Worker& w, const std::string& code,
+                         const std::string& level, const std::string& summary,
+                         const std::string& reason, nlohmann::json details);
+
+  store::Database& db_;
+  OrchestratorOptions options_;
+  std::unique_ptr<runtime::ProcessSupervisor> supervisor_;
+  std::mutex stops_mu_;
+  std::set<std::string> stopping_;  // pod keys with a stop in flight
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace sluice::orchestrator

@@ -1,0 +1,229 @@
+// The orchestrator with real worker processes: launches what should run,
+// restarts what crashes (and says so in one folded event), marks a silent
+// pod ERROR after the heartbeat window, and forces a stop that hangs.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "broker/broker_harness.h"
+#include "common/uuid.h"
+#include "connectors/topic_naming.h"
+#include "orchestrator/orchestrator.h"
+#include "orchestrator/placement.h"
+#include "runtime/worker_repository.h"
+#include "support/test_database.h"
+
+namespace sluice::orchestrator {
+namespace {
+
+using namespace std::chrono_literals;
+using runtime::WorkerState;
+
+class OrchestratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    broker_.Start();
+    db_ = std::make_unique<store::Database>(plane_.url(), 8);
+    run_dir_ =
+        std::filesystem::temp_directory_path() / ("sluice-orch-" + common::Uuid::V4().ToString());
+    {
+      pqxx::connection c(source_.url());
+      pqxx::nontransaction(c).exec(
+          "CREATE TABLE items (id int PRIMARY KEY, label text); "
+          "INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 50) g");
+    }
+    source_id_ = common::Uuid::V4();
+    target_id_ = common::Uuid::V4();
+    db_->Transact([&](pqxx::work& tx) {
+      auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
+      nlohmann::json broker = {{"bootstrap_servers", broker_.bootstrap()}};
+      tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', $2)",
+                     env, broker.dump());
+      tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
+      auto connector = [&](const common::Uuid& id, const char* name, const char* way,
+                           const std::string& url) {
+        tx.exec_params(
+            "INSERT INTO connector (id, name, connector_type, json_configuration, way, "
+            "team_id, env_id) VALUES ($1, $2, 'postgresql', $3, $4, $5, $6)",
+            id.ToString(), name, nlohmann::json{{"url", url}}.dump(), way, team, env);
+      };
+      connector(source_id_, "src", "source", source_.url());
+      connector(target_id_, "dst", "target", target_.url());
+      auto dm = common::Uuid::V4().ToString();
+      tx.exec_params(
+          "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic, "
+          "source_schema, source_table) VALUES ($1, 'items', '{}', $2, $3, 'public', 'items')",
+          dm, source_id_.ToString(), connectors::TopicForTable("sluice", {"public", "items"}));
+      tx.exec_params(
+          "INSERT INTO subscription (id, name, config, transform_config, datamodel_id, "
+          "target_connector_id, error_table_enabled, target_table_name, "
+          "requires_unique_destination) VALUES ($1, 's', '{}', '{}', $2, $3, false, "
+          "'items_copy', true)",
+          common::Uuid::V4().ToString(), dm, target_id_.ToString());
+    });
+    OrchestratorOptions options;
+    options.sluice_bin = std::getenv("SLUICE_BIN");
+    options.run_dir = run_dir_.string();
+    options.stale_after = 3s;
+    options.stop_timeout = 2s;
+    options.report_database_url = plane_.url();
+    options.supervisor = {.initial_backoff = 200ms, .max_backoff = 1000ms};
+    orchestrator_ = std::make_unique<Orchestrator>(*db_, options);
+  }
+  void TearDown() override {
+    orchestrator_.reset();
+    try {
+      pqxx::connection c(source_.url());
+      pqxx::nontransaction(c).exec(
+          "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active");
+    } catch (...) {
+    }
+    std::filesystem::remove_all(run_dir_);
+  }
+
+  void StartConnector(const common::Uuid& id) {
+    db_->Transact([&](pqxx::work& tx) {
+      for (auto& w : runtime::WorkerRepository::EnsureShards(tx, id, 1)) {
+        w.Start(common::Clock::now(), std::nullopt);
+        runtime::WorkerRepository::Update(tx, w);
+      }
+    });
+  }
+  runtime::Worker WorkerOf(const common::Uuid& connector) {
+    return db_->Transact(
+        [&](pqxx::work& tx) { return runtime::WorkerRepository::ForConnector(tx, connector)[0]; });
+  }
+  template <typename Pred>
+  bool TickUntil(Pred pred, std::chrono::seconds limit = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      EXPECT_TRUE(orchestrator_->Tick().ok());
+      if (pred()) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return pred();
+  }
+  int TargetRows() {
+    try {
+      pqxx::connection c(target_.url());
+      return pqxx::nontransaction(c).exec1("SELECT count(*) FROM items_copy")[0].as<int>();
+    } catch (...) {
+      return -1;
+    }
+  }
+  int EventCount(const std::string& code) {
+    return db_->Transact([&](pqxx::work& tx) {
+      auto r = tx.exec_params("SELECT coalesce(sum(count), 0) FROM resource_event WHERE code = $1",
+                              code);
+      return r[0][0].as<int>();
+    });
+  }
+
+  testing::BrokerProcess broker_;
+  testing::TestDatabase plane_, source_, target_;
+  std::unique_ptr<store::Database> db_;
+  std::filesystem::path run_dir_;
+  common::Uuid source_id_, target_id_;
+  std::unique_ptr<Orchestrator> orchestrator_;
+};
+
+TEST_F(OrchestratorTest, StartedPipelineGoesLiveAndRowsFlow) {
+  StartConnector(source_id_);
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] {
+    return WorkerOf(source_id_).state == WorkerState::kLive &&
+           WorkerOf(target_id_).state == WorkerState::kLive && TargetRows() == 50;
+  }));
+  auto w = WorkerOf(source_id_);
+  EXPECT_TRUE(w.launched_config_hash.has_value());
+  EXPECT_TRUE(w.last_heartbeat_at.has_value());
+}
+
+TEST_F(OrchestratorTest, KilledWorkerIsRestartedAndTheCrashIsOneFoldedEvent) {
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
+  for (int i = 0; i < 2; ++i) {
+    auto pid = orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_)));
+    ASSERT_TRUE(pid);
+    kill(*pid, SIGKILL);
+    ASSERT_TRUE(TickUntil([&] {
+      auto now = orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_)));
+      return now && *now != *pid;
+    }));
+  }
+  ASSERT_TRUE(TickUntil([&] { return EventCount("worker.crashed") >= 2; }));
+  auto rows = db_->Transact([&](pqxx::work& tx) {
+    return tx.exec1("SELECT count(*) FROM resource_event WHERE code = 'worker.crashed'")[0]
+        .as<int>();
+  });
+  EXPECT_EQ(rows, 1) << "a crash loop folds into one row";
+}
+
+TEST_F(OrchestratorTest, SilentPodIsMarkedErrorAfterTheHeartbeatWindow) {
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
+  auto pid = orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_)));
+  ASSERT_TRUE(pid);
+  kill(*pid, SIGSTOP);  // alive, but says nothing
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kError; }, 20s));
+  EXPECT_NE(WorkerOf(target_id_).reason.value_or("").find("no heartbeat"), std::string::npos);
+  EXPECT_GE(EventCount("worker.heartbeat_lost"), 1);
+  kill(*pid, SIGCONT);
+}
+
+TEST_F(OrchestratorTest, StopOfAHungWorkerIsForcedAfterTheTimeout) {
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
+  auto w = WorkerOf(target_id_);
+  auto pid = orchestrator_->supervisor().Pid(Orchestrator::PodKey(w));
+  ASSERT_TRUE(pid);
+  kill(*pid, SIGSTOP);  // a stopped process cannot act on SIGTERM
+  db_->Transact([&](pqxx::work& tx) {
+    auto row = *runtime::WorkerRepository::FindForUpdate(tx, w.id);
+    row.RequestStop(common::Clock::now());
+    runtime::WorkerRepository::Update(tx, row);
+  });
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kStopped; }));
+  auto stopped = WorkerOf(target_id_);
+  EXPECT_FALSE(stopped.stop_requested_at.has_value());
+  EXPECT_NE(stopped.reason.value_or("").find("killed"), std::string::npos);
+  EXPECT_TRUE(TickUntil([&] { return EventCount("worker.stop_forced") >= 1; }, 10s));
+}
+
+TEST_F(OrchestratorTest, GracefulStopEndsStoppedWithoutAReason) {
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
+  auto w = WorkerOf(target_id_);
+  db_->Transact([&](pqxx::work& tx) {
+    auto row = *runtime::WorkerRepository::FindForUpdate(tx, w.id);
+    row.RequestStop(common::Clock::now());
+    runtime::WorkerRepository::Update(tx, row);
+  });
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kStopped; }));
+  EXPECT_FALSE(WorkerOf(target_id_).reason.has_value());
+  EXPECT_FALSE(orchestrator_->supervisor().IsRunning(Orchestrator::PodKey(w)));
+}
+
+TEST_F(OrchestratorTest, StartPlacesUnplacedTablesAndKeepsPlacedOnes) {
+  db_->Transact([&](pqxx::work& tx) {
+    tx.exec_params(
+        "INSERT INTO datamodel (id, name, config, source_connector_id, source_table, "
+        "shard_index) VALUES ($1, 'placed', '{}', $2, 'other', 1)",
+        common::Uuid::V4().ToString(), source_id_.ToString());
+    EXPECT_EQ(PlaceConnectorWork(tx, source_id_, 2), 1);  // only the unplaced one moves
+    EXPECT_EQ(PlaceConnectorWork(tx, source_id_, 2), 0);  // a re-plan changes nothing
+    auto rows = tx.exec_params(
+        "SELECT name, shard_index FROM datamodel WHERE source_connector_id = $1 "
+        "ORDER BY name",
+        source_id_.ToString());
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0][1].as<int>(), 0);  // items -> the least-loaded shard
+    EXPECT_EQ(rows[1][1].as<int>(), 1);  // placed stays
+  });
+}
+
+}  // namespace
+}  // namespace sluice::orchestrator
