@@ -69,10 +69,17 @@ common::Status ApiServer::Start(const std::string& host, int port) {
   if (http_) return common::FailedPrecondition("server already started");
   http_ = std::make_unique<httplib::Server>();
   http_->set_payload_max_length(4 << 20);
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  // One catch-all per method; httplib reads the body before calling it, and
+  // our Router does the matching (so 404 and 405 render as JSON errors).
+  auto dispatch = [this](const httplib::Request& req, httplib::Response& res) {
     Dispatch(req, res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  };
+  http_->Get(".*", dispatch);
+  http_->Post(".*", dispatch);
+  http_->Put(".*", dispatch);
+  http_->Patch(".*", dispatch);
+  http_->Delete(".*", dispatch);
+  http_->Options(".*", dispatch);
   if (port == 0) {
     port_ = http_->bind_to_any_port(host);
     if (port_ <= 0) return common::Unavailable("cannot bind " + host + ":0");
@@ -84,7 +91,9 @@ common::Status ApiServer::Start(const std::string& host, int port) {
   }
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   // listen_after_bind sets is_running once its accept loop starts.
-  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && !http_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   spdlog::info("API listening on http://{}:{}{}", host, port_, kApiPrefix);
   return common::Status::Ok();
 }
