@@ -11,6 +11,12 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterServiceAccountsRoutes(r, ctx);
   RegisterUserLogRoutes(r, ctx);
   RegisterSyncRoutes(r, ctx);
+  RegisterConnectorsRoutes(r, ctx);
+  RegisterDatamodelsRoutes(r, ctx);
+  RegisterPipelinesRoutes(r, ctx);
+  RegisterSubscriptionsRoutes(r, ctx);
+  RegisterWarehousesRoutes(r, ctx);
+  RegisterWizardRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 

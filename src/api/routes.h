@@ -15,6 +15,12 @@ void RegisterRequestsRoutes(Router& r, ApiContext& ctx);
 void RegisterServiceAccountsRoutes(Router& r, ApiContext& ctx);
 void RegisterUserLogRoutes(Router& r, ApiContext& ctx);
 void RegisterSyncRoutes(Router& r, ApiContext& ctx);
+void RegisterConnectorsRoutes(Router& r, ApiContext& ctx);
+void RegisterDatamodelsRoutes(Router& r, ApiContext& ctx);
+void RegisterPipelinesRoutes(Router& r, ApiContext& ctx);
+void RegisterSubscriptionsRoutes(Router& r, ApiContext& ctx);
+void RegisterWarehousesRoutes(Router& r, ApiContext& ctx);
+void RegisterWizardRoutes(Router& r, ApiContext& ctx);
 void RegisterOpenApiRoutes(Router& r, ApiContext& ctx);
 
 // All of the above, in order.

@@ -1,0 +1,137 @@
+// Connectors and the connector-type catalog. A connector belongs to a team
+// and mirrors its env; its way comes from the type; its configuration is
+// validated against the type, encrypted at rest and redacted on every read.
+#include "api/access.h"
+#include "api/connectors_repository.h"
+#include "api/idempotency.h"
+#include "api/json_fields.h"
+#include "api/paging.h"
+#include "api/routes.h"
+#include "catalog/config_validation.h"
+
+namespace sluice::api {
+namespace {
+
+using auth::Action;
+
+Json TypeJson(const catalog::ConnectorType& t) {
+  return {{"id", t.id},
+          {"connector_type", t.system},
+          {"way", catalog::WayName(t.way)},
+          {"title", t.title},
+          {"configuration_schema", t.Schema()}};
+}
+
+Response ListTypes(Request&) {
+  Json items = Json::array();
+  for (const auto& t : catalog::AllConnectorTypes()) items.push_back(TypeJson(t));
+  return Response::Ok({{"items", items}});
+}
+
+Response GetType(Request& req) {
+  const auto* t = catalog::FindConnectorType(req.params.at("type"));
+  if (!t) throw ApiError(404, "not_found", "connector type not found");
+  return Response::Ok(TypeJson(*t));
+}
+
+Response List(ApiContext& ctx, Request& req) {
+  auto team_id = req.PathUuid("team_id");
+  Page page = ParsePage(req);
+  ConnectorFilter filter{req.Query("name"), req.Query("way")};
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceRead);
+    Json items = Json::array();
+    for (const auto& c : ListConnectors(tx, team_id, filter, page.fetch(), page.offset)) {
+      items.push_back(ConnectorJson(c));
+    }
+    return PageBody(std::move(items), page);
+  }));
+}
+
+Response Create(ApiContext& ctx, Request& req) {
+  auto team_id = req.PathUuid("team_id");
+  Json body = req.Body();
+  FieldReader f(body);
+  ConnectorRow c;
+  c.id = common::Uuid::V4();
+  c.name = f.RequiredString("name", 100);
+  if (f.Has("way")) InvalidField("way", "follows from the type and cannot be chosen");
+  std::string type_id = f.RequiredString("type", 100);
+  auto config = f.OptionalObject("configuration");
+  f.Finish();
+  const auto& type = RequireConnectorType(type_id);
+  c.connector_type = type.system;
+  c.way = catalog::WayName(type.way);
+  c.configuration = ValidatedConfiguration(type, config.value_or(Json::object()));
+  return IdempotentCreate(ctx, req, "connectors:create", body, [&](pqxx::work& tx) {
+    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+    c.team_id = team_id;
+    c.env_id = team.env_id;
+    InsertConnector(tx, c);
+    return Response::Created(ConnectorJson(*FindConnector(tx, c.id)));
+  });
+}
+
+Response Get(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("connector_id");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    return ConnectorJson(RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead));
+  }));
+}
+
+Response Patch(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("connector_id");
+  Json body = req.Body();
+  FieldReader f(body);
+  auto name = f.OptionalString("name", 100);
+  auto type_id = f.OptionalString("type", 100);
+  auto config = f.OptionalObject("configuration");
+  if (f.Has("way")) InvalidField("way", "follows from the type and cannot be chosen");
+  f.Finish();
+  if (name && name->empty()) InvalidField("name", "must not be empty");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    ConnectorRow c = RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    const catalog::ConnectorType* type = c.type();
+    if (type_id && (!type || *type_id != type->id)) {
+      InvalidField("type", "cannot change; create a new connector instead");
+    }
+    if (name) c.name = name;
+    if (config) {
+      if (!type) throw ApiError(409, "failed_precondition", "the connector's type is unknown");
+      // The configuration is replaced whole; echoed "********" keeps a secret.
+      c.configuration = ValidatedConfiguration(
+          *type, catalog::KeepUnchangedSecrets(*type, *config, c.configuration));
+    }
+    UpdateConnector(tx, c);
+    return ConnectorJson(*FindConnector(tx, id));
+  }));
+}
+
+Response Delete(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("connector_id");
+  ctx.db.Transact([&](pqxx::work& tx) {
+    RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    DeleteConnector(tx, id);
+  });
+  return Response::NoContent();
+}
+
+}  // namespace
+
+void RegisterConnectorsRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "connectors");
+  g.Get("/connector-types", "List connector types and their configuration schemas", ListTypes);
+  g.Get("/connector-types/{type}", "Read one connector type", GetType);
+  g.Get("/teams/{team_id}/connectors", "List a team's connectors (?name= case-insensitive, ?way=)",
+        [&ctx](Request& q) { return List(ctx, q); });
+  g.Post("/teams/{team_id}/connectors", "Create a connector (Idempotency-Key supported)",
+         [&ctx](Request& q) { return Create(ctx, q); });
+  g.Get("/connectors/{connector_id}", "Read a connector (secrets redacted)",
+        [&ctx](Request& q) { return Get(ctx, q); });
+  g.Patch("/connectors/{connector_id}", "Rename a connector or replace its configuration",
+          [&ctx](Request& q) { return Patch(ctx, q); });
+  g.Delete("/connectors/{connector_id}", "Delete a connector not used by a pipeline",
+           [&ctx](Request& q) { return Delete(ctx, q); });
+}
+
+}  // namespace sluice::api

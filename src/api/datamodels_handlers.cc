@@ -1,0 +1,97 @@
+// Datamodels: what a source connector produced, republished on a topic.
+// Created under their source connector and owned by its team.
+#include "api/access.h"
+#include "api/datamodels_repository.h"
+#include "api/idempotency.h"
+#include "api/paging.h"
+#include "api/routes.h"
+
+namespace sluice::api {
+namespace {
+
+using auth::Action;
+
+Response List(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("connector_id");
+  Page page = ParsePage(req);
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+    Json items = Json::array();
+    for (const auto& d : ListDatamodels(tx, id, req.Query("name"), page.fetch(), page.offset)) {
+      items.push_back(DatamodelJson(d));
+    }
+    return PageBody(std::move(items), page);
+  }));
+}
+
+Response Create(ApiContext& ctx, Request& req) {
+  auto connector_id = req.PathUuid("connector_id");
+  Json body = req.Body();
+  FieldReader f(body);
+  DatamodelRow d;
+  d.id = common::Uuid::V4();
+  ReadDatamodelFields(f, d, true);
+  f.Finish();
+  return IdempotentCreate(ctx, req, "datamodels:create", body, [&](pqxx::work& tx) {
+    ConnectorRow source =
+        RequireConnector(tx, req.caller(), connector_id, Action::kTeamResourceWrite);
+    if (source.way != "source") {
+      throw ApiError(422, "invalid_field", "datamodels belong to a source connector");
+    }
+    d.source_connector_id = connector_id;
+    CompleteDatamodel(tx, source, d);
+    InsertDatamodel(tx, d);
+    return Response::Created(DatamodelJson(*FindDatamodel(tx, d.id)));
+  });
+}
+
+Response Get(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("datamodel_id");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    return DatamodelJson(RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceRead));
+  }));
+}
+
+Response Patch(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("datamodel_id");
+  Json body = req.Body();
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    DatamodelRow d = RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceWrite);
+    FieldReader f(body);
+    ReadDatamodelFields(f, d, false);
+    f.Finish();
+    if (d.source_connector_id) {
+      if (auto source = FindConnector(tx, *d.source_connector_id))
+        CompleteDatamodel(tx, *source, d);
+    }
+    UpdateDatamodel(tx, d);
+    return DatamodelJson(*FindDatamodel(tx, id));
+  }));
+}
+
+Response Delete(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("datamodel_id");
+  ctx.db.Transact([&](pqxx::work& tx) {
+    RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceWrite);
+    DeleteDatamodel(tx, id);
+  });
+  return Response::NoContent();
+}
+
+}  // namespace
+
+void RegisterDatamodelsRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "datamodels");
+  g.Get("/connectors/{connector_id}/datamodels", "List a source connector's datamodels",
+        [&ctx](Request& q) { return List(ctx, q); });
+  g.Post("/connectors/{connector_id}/datamodels", "Create a datamodel (Idempotency-Key supported)",
+         [&ctx](Request& q) { return Create(ctx, q); });
+  g.Get("/datamodels/{datamodel_id}", "Read a datamodel",
+        [&ctx](Request& q) { return Get(ctx, q); });
+  g.Patch("/datamodels/{datamodel_id}", "Change a datamodel",
+          [&ctx](Request& q) { return Patch(ctx, q); });
+  g.Delete("/datamodels/{datamodel_id}", "Delete a datamodel not used by a pipeline",
+           [&ctx](Request& q) { return Delete(ctx, q); });
+}
+
+}  // namespace sluice::api

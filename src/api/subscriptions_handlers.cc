@@ -1,0 +1,155 @@
+// Subscriptions: one delivery of a datamodel into a target table. Owned by
+// the team of its target connector. Switching `backfill` on resets the
+// consumer group to earliest when a broker client is installed; the outcome
+// is answered in "backfill_reset" and written to the user log.
+#include "api/access.h"
+#include "api/connectors_repository.h"
+#include "api/consumer_groups.h"
+#include "api/datamodels_repository.h"
+#include "api/idempotency.h"
+#include "api/paging.h"
+#include "api/pipelines_repository.h"
+#include "api/routes.h"
+#include "api/subscriptions_repository.h"
+#include "api/user_log_repository.h"
+
+namespace sluice::api {
+namespace {
+
+using auth::Action;
+
+SubscriptionRow RequireSubscription(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
+                                    Action action) {
+  auto s = FindSubscription(tx, id);
+  if (!s) throw ApiError(404, "not_found", "subscription not found");
+  RequireTeamResource(tx, caller, SubscriptionTeam(tx, *s), action, "subscription");
+  return *s;
+}
+
+// Resets the group the runtime consumes the datamodel's topic with.
+Json ResetForBackfill(pqxx::work& tx, const Principal& caller, const SubscriptionRow& s) {
+  std::string group = s.consumer_id.value_or(s.id.ToString());
+  std::optional<std::string> topic;
+  if (s.datamodel_id) {
+    if (auto d = FindDatamodel(tx, *s.datamodel_id)) topic = d->source_topic;
+  }
+  Json broker = Json::object();
+  if (s.target_connector_id) {
+    auto rows = tx.exec_params(
+        "SELECT e.retention_configuration::text FROM connector c JOIN env e ON e.id = c.env_id "
+        "WHERE c.id = $1",
+        s.target_connector_id->ToString());
+    if (!rows.empty()) broker = Json::parse(rows[0][0].as<std::string>(), nullptr, false);
+  }
+  Json out = {{"consumer_group", group}, {"topic", topic ? Json(*topic) : Json(nullptr)}};
+  if (!topic) {
+    out["status"] = "skipped";
+    out["message"] = "the subscription has no source topic";
+  } else {
+    common::Status st = ResetConsumerGroup(broker, group, *topic);
+    out["status"] =
+        st.ok() ? "reset" : (st.code() == common::Code::kUnavailable ? "skipped" : "failed");
+    if (!st.ok()) out["message"] = st.message();
+  }
+  LogAction(tx, caller, "backfill");
+  return out;
+}
+
+Response ListByPipeline(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("pipeline_id");
+  Page page = ParsePage(req);
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    auto p = FindPipeline(tx, id);
+    if (!p) throw ApiError(404, "not_found", "pipeline not found");
+    RequireTeamResource(tx, req.caller(), p->team_id, Action::kTeamResourceRead, "pipeline");
+    Json items = Json::array();
+    for (const auto& s : ListPipelineSubscriptions(tx, id, page.fetch(), page.offset)) {
+      items.push_back(SubscriptionJson(s));
+    }
+    return PageBody(std::move(items), page);
+  }));
+}
+
+Response ListByTeam(ApiContext& ctx, Request& req) {
+  auto team_id = req.PathUuid("team_id");
+  Page page = ParsePage(req);
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceRead);
+    Json items = Json::array();
+    for (const auto& s : ListTeamSubscriptions(tx, team_id, page.fetch(), page.offset)) {
+      items.push_back(SubscriptionJson(s));
+    }
+    return PageBody(std::move(items), page);
+  }));
+}
+
+Response Create(ApiContext& ctx, Request& req) {
+  auto team_id = req.PathUuid("team_id");
+  Json body = req.Body();
+  FieldReader f(body);
+  SubscriptionRow s;
+  s.id = common::Uuid::V4();
+  ReadSubscriptionFields(f, s, true);
+  f.Finish();
+  return IdempotentCreate(ctx, req, "subscriptions:create", body, [&](pqxx::work& tx) {
+    RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+    CheckSubscriptionReferences(tx, team_id, s);
+    InsertSubscription(tx, s);
+    return Response::Created(SubscriptionJson(*FindSubscription(tx, s.id)));
+  });
+}
+
+Response Get(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("subscription_id");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    return SubscriptionJson(RequireSubscription(tx, req.caller(), id, Action::kTeamResourceRead));
+  }));
+}
+
+Response Patch(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("subscription_id");
+  Json body = req.Body();
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    SubscriptionRow s = RequireSubscription(tx, req.caller(), id, Action::kTeamResourceWrite);
+    bool was_backfill = s.backfill;
+    auto team = SubscriptionTeam(tx, s);
+    FieldReader f(body);
+    ReadSubscriptionFields(f, s, false);
+    f.Finish();
+    if (team) CheckSubscriptionReferences(tx, *team, s);
+    UpdateSubscription(tx, s);
+    Json out = SubscriptionJson(*FindSubscription(tx, id));
+    if (s.backfill && !was_backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);
+    return out;
+  }));
+}
+
+Response Delete(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("subscription_id");
+  ctx.db.Transact([&](pqxx::work& tx) {
+    RequireSubscription(tx, req.caller(), id, Action::kTeamResourceWrite);
+    DeleteSubscription(tx, id);
+  });
+  return Response::NoContent();
+}
+
+}  // namespace
+
+void RegisterSubscriptionsRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "subscriptions");
+  g.Get("/teams/{team_id}/subscriptions", "List subscriptions into a team's targets",
+        [&ctx](Request& q) { return ListByTeam(ctx, q); });
+  g.Post("/teams/{team_id}/subscriptions", "Create a subscription (Idempotency-Key supported)",
+         [&ctx](Request& q) { return Create(ctx, q); });
+  g.Get("/pipelines/{pipeline_id}/subscriptions", "List a pipeline's subscriptions",
+        [&ctx](Request& q) { return ListByPipeline(ctx, q); });
+  g.Get("/subscriptions/{subscription_id}", "Read a subscription",
+        [&ctx](Request& q) { return Get(ctx, q); });
+  g.Patch("/subscriptions/{subscription_id}",
+          "Change a subscription; backfill switched on resets its consumer group",
+          [&ctx](Request& q) { return Patch(ctx, q); });
+  g.Delete("/subscriptions/{subscription_id}", "Delete a subscription (its metrics stay)",
+           [&ctx](Request& q) { return Delete(ctx, q); });
+}
+
+}  // namespace sluice::api

@@ -1,0 +1,120 @@
+// Warehouses (configuration side): a credentialed connection to a compute
+// engine, owned by a team. Its token is encrypted at rest and redacted.
+#include "api/access.h"
+#include "api/connectors_repository.h"
+#include "api/idempotency.h"
+#include "api/json_fields.h"
+#include "api/paging.h"
+#include "api/routes.h"
+#include "api/warehouses_repository.h"
+#include "catalog/config_validation.h"
+
+namespace sluice::api {
+namespace {
+
+using auth::Action;
+
+const catalog::ConnectorType& RequireWarehouseType(const std::string& id) {
+  const auto* t = catalog::FindWarehouseType(id);
+  if (!t) throw ApiError(400, "unknown_type", "unknown warehouse type " + id);
+  return *t;
+}
+
+WarehouseRow RequireWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
+                              Action action) {
+  auto w = FindWarehouse(tx, id);
+  if (!w) throw ApiError(404, "not_found", "warehouse not found");
+  RequireTeamResource(tx, caller, w->team_id, action, "warehouse");
+  return *w;
+}
+
+Response List(ApiContext& ctx, Request& req) {
+  auto team_id = req.PathUuid("team_id");
+  Page page = ParsePage(req);
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceRead);
+    Json items = Json::array();
+    for (const auto& w :
+         ListWarehouses(tx, team_id, req.Query("name"), page.fetch(), page.offset)) {
+      items.push_back(WarehouseJson(w));
+    }
+    return PageBody(std::move(items), page);
+  }));
+}
+
+Response Create(ApiContext& ctx, Request& req) {
+  auto team_id = req.PathUuid("team_id");
+  Json body = req.Body();
+  FieldReader f(body);
+  WarehouseRow w;
+  w.id = common::Uuid::V4();
+  w.name = f.RequiredString("name", 100);
+  w.warehouse_type = f.RequiredString("warehouse_type", 50);
+  auto config = f.OptionalObject("configuration");
+  f.Finish();
+  const auto& type = RequireWarehouseType(w.warehouse_type);
+  w.configuration = ValidatedConfiguration(type, config.value_or(Json::object()));
+  return IdempotentCreate(ctx, req, "warehouses:create", body, [&](pqxx::work& tx) {
+    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+    if (!team.env_id) throw ApiError(409, "failed_precondition", "the team has no env");
+    w.team_id = team_id;
+    w.env_id = *team.env_id;
+    InsertWarehouse(tx, w);
+    return Response::Created(WarehouseJson(*FindWarehouse(tx, w.id)));
+  });
+}
+
+Response Get(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("warehouse_id");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    return WarehouseJson(RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceRead));
+  }));
+}
+
+Response Patch(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("warehouse_id");
+  Json body = req.Body();
+  FieldReader f(body);
+  auto name = f.OptionalString("name", 100);
+  auto config = f.OptionalObject("configuration");
+  f.Finish();
+  if (name && name->empty()) InvalidField("name", "must not be empty");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    WarehouseRow w = RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    if (name) w.name = *name;
+    if (config) {
+      const auto& type = RequireWarehouseType(w.warehouse_type);
+      w.configuration = ValidatedConfiguration(
+          type, catalog::KeepUnchangedSecrets(type, *config, w.configuration));
+    }
+    UpdateWarehouse(tx, w);
+    return WarehouseJson(*FindWarehouse(tx, id));
+  }));
+}
+
+Response Delete(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("warehouse_id");
+  ctx.db.Transact([&](pqxx::work& tx) {
+    RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    DeleteWarehouse(tx, id);
+  });
+  return Response::NoContent();
+}
+
+}  // namespace
+
+void RegisterWarehousesRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "warehouses");
+  g.Get("/teams/{team_id}/warehouses", "List a team's warehouses",
+        [&ctx](Request& q) { return List(ctx, q); });
+  g.Post("/teams/{team_id}/warehouses", "Create a warehouse (Idempotency-Key supported)",
+         [&ctx](Request& q) { return Create(ctx, q); });
+  g.Get("/warehouses/{warehouse_id}", "Read a warehouse (token redacted)",
+        [&ctx](Request& q) { return Get(ctx, q); });
+  g.Patch("/warehouses/{warehouse_id}", "Rename a warehouse or replace its configuration",
+          [&ctx](Request& q) { return Patch(ctx, q); });
+  g.Delete("/warehouses/{warehouse_id}", "Delete a warehouse no task runs on",
+           [&ctx](Request& q) { return Delete(ctx, q); });
+}
+
+}  // namespace sluice::api
