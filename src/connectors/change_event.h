@@ -1,0 +1,82 @@
+// What a source emits: one row-level change (or snapshot read) of one table,
+// already decoded into JSON values, plus the schema the row was read with.
+// Encoding (Avro/JSON, schema ids) happens downstream in the registry.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace sluice::connectors {
+
+// A PostgreSQL WAL position; 0 means "none".
+using Lsn = std::uint64_t;
+
+// Debezium-style operation letters: the production metrics count these.
+enum class Op : char {
+  kRead = 'r',    // initial snapshot
+  kCreate = 'c',  // INSERT
+  kUpdate = 'u',
+  kDelete = 'd',
+  kTruncate = 't',
+  kMessage = 'm',  // pg_logical_emit_message, when requested
+};
+
+struct TableId {
+  std::string schema;
+  std::string name;
+  std::string Qualified() const { return schema + "." + name; }
+  bool operator==(const TableId&) const = default;
+  auto operator<=>(const TableId&) const = default;
+};
+
+struct ColumnSchema {
+  std::string name;
+  std::uint32_t type_oid = 0;
+  std::int32_t type_modifier = -1;
+  std::string type_name;  // e.g. "int4", "numeric", "_text"; empty when unknown
+  bool key = false;       // part of the event key (primary key)
+  bool operator==(const ColumnSchema&) const = default;
+};
+
+// The column set of a table as the source currently sees it. `version`
+// counts changes seen by this source run, starting at 1.
+struct TableSchema {
+  TableId table;
+  std::string topic;
+  std::vector<ColumnSchema> columns;
+  int version = 1;
+
+  std::vector<std::string> KeyColumns() const;
+  // Same names, types and key flags (the version number is ignored).
+  bool SameShape(const TableSchema& other) const { return columns == other.columns; }
+};
+
+struct ChangeEvent {
+  Op op = Op::kCreate;
+  TableId table;
+  std::string topic;
+  // Primary-key columns as a JSON object; null for truncates and messages.
+  nlohmann::json key;
+  // Row images as JSON objects (column -> value), or null when absent:
+  // before is null for inserts and reads, after is null for deletes.
+  nlohmann::json before;
+  nlohmann::json after;
+  // Columns whose value did not change and was not sent (TOASTed values on
+  // UPDATE). They are absent from `after`; a later stage keeps the old value.
+  std::vector<std::string> unchanged_columns;
+  int schema_version = 1;
+  // Where the change came from: 0 for snapshot reads.
+  Lsn lsn = 0;         // the change's own WAL record
+  Lsn commit_lsn = 0;  // its transaction's commit record
+  std::uint32_t xid = 0;
+  std::int64_t commit_time_micros = 0;  // since the Unix epoch; 0 for reads
+  // For kMessage: the logical message's prefix and content.
+  std::string message_prefix;
+  std::string message_content;
+};
+
+const char* OpName(Op op);
+
+}  // namespace sluice::connectors

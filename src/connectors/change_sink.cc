@@ -1,0 +1,47 @@
+#include "connectors/change_sink.h"
+
+#include <utility>
+
+namespace sluice::connectors {
+
+std::vector<std::string> TableSchema::KeyColumns() const {
+  std::vector<std::string> keys;
+  for (const auto& c : columns) {
+    if (c.key) keys.push_back(c.name);
+  }
+  return keys;
+}
+
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kRead:
+      return "r";
+    case Op::kCreate:
+      return "c";
+    case Op::kUpdate:
+      return "u";
+    case Op::kDelete:
+      return "d";
+    case Op::kTruncate:
+      return "t";
+    case Op::kMessage:
+      return "m";
+  }
+  return "?";
+}
+
+void ChangeSink::SetAckCallback(AckCallback callback) {
+  std::lock_guard lock(mu_);
+  callback_ = std::move(callback);
+}
+
+void ChangeSink::Acknowledge(Lsn lsn) {
+  AckCallback cb;
+  {
+    std::lock_guard lock(mu_);
+    cb = callback_;
+  }
+  if (cb) cb(lsn);
+}
+
+}  // namespace sluice::connectors

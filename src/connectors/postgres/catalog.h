@@ -1,0 +1,36 @@
+// What the source reads from the PostgreSQL catalog: a table's published
+// columns and its primary key, so snapshot rows and streamed rows agree on
+// the schema and the event key.
+#pragma once
+
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/change_event.h"
+
+namespace sluice::connectors::postgres {
+
+// "schema.table" (unquoted) -> TableId; a bare name means schema public.
+common::Result<TableId> ParseTableName(const std::string& qualified);
+// The table as an SQL identifier: "schema"."table".
+std::string QuoteTable(pqxx::transaction_base& tx, const TableId& table);
+
+// Primary-key column names in index order; empty when the table has none.
+common::Result<std::vector<std::string>> PrimaryKeyColumns(pqxx::transaction_base& tx,
+                                                           const TableId& table);
+
+struct CatalogColumn {
+  ColumnSchema column;
+  std::string sql_type;  // format_type(), for casts in keyset predicates
+};
+// The columns pgoutput publishes (no dropped or generated ones), in order,
+// with key = primary-key membership.
+common::Result<std::vector<CatalogColumn>> TableColumns(pqxx::transaction_base& tx,
+                                                        const TableId& table);
+
+// Applies the session settings the type mapping relies on.
+void ApplySessionSettings(pqxx::connection& conn);
+
+}  // namespace sluice::connectors::postgres

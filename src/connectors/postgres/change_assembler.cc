@@ -1,0 +1,264 @@
+#include "connectors/postgres/change_assembler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "connectors/postgres/lsn.h"
+#include "connectors/postgres/type_mapping.h"
+#include "connectors/topic_naming.h"
+
+namespace sluice::connectors::postgres {
+
+using common::Result;
+using common::Status;
+using nlohmann::json;
+
+ChangeAssembler::ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::string topic_prefix,
+                                 KeyLookup key_lookup, ProductionMetrics* metrics)
+    : sink_(sink),
+      schemas_(schemas),
+      topic_prefix_(std::move(topic_prefix)),
+      key_lookup_(std::move(key_lookup)),
+      metrics_(metrics) {}
+
+Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start) {
+  current_lsn_ = wal_start;
+  return std::visit(
+      [&](const auto& m) -> Status {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, BeginMessage>) {
+          in_transaction_ = true;
+          xid_ = m.xid;
+          commit_time_micros_ = PgEpochToUnixMicros(m.commit_time);
+          commit_lsn_ = m.final_lsn;
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, CommitMessage>) {
+          in_transaction_ = false;
+          last_checkpoint_ = m.end_lsn;
+          return sink_->Checkpoint(m.end_lsn);
+        } else if constexpr (std::is_same_v<T, OriginMessage>) {
+          return Status::Ok();  // replicated-in changes are emitted like local ones
+        } else if constexpr (std::is_same_v<T, RelationMessage>) {
+          return OnRelation(m);
+        } else if constexpr (std::is_same_v<T, TypeMessage>) {
+          type_names_[m.type_oid] = m.type_name;
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, InsertMessage>) {
+          ChangeEvent e;
+          e.op = Op::kCreate;
+          return OnRow(m.xid, m.relation_id, std::move(e), 0, nullptr, &m.new_tuple);
+        } else if constexpr (std::is_same_v<T, UpdateMessage>) {
+          ChangeEvent e;
+          e.op = Op::kUpdate;
+          return OnRow(m.xid, m.relation_id, std::move(e), m.old_kind,
+                       m.old_kind ? &m.old_tuple : nullptr, &m.new_tuple);
+        } else if constexpr (std::is_same_v<T, DeleteMessage>) {
+          ChangeEvent e;
+          e.op = Op::kDelete;
+          return OnRow(m.xid, m.relation_id, std::move(e), m.old_kind, &m.old_tuple, nullptr);
+        } else if constexpr (std::is_same_v<T, TruncateMessage>) {
+          for (std::uint32_t id : m.relation_ids) {
+            auto it = relations_.find(id);
+            if (it == relations_.end()) {
+              return common::FailedPrecondition(
+                  fmt::format("TRUNCATE of relation {} before its Relation message", id));
+            }
+            ChangeEvent e;
+            e.op = Op::kTruncate;
+            e.table = it->second.schema.table;
+            e.topic = it->second.schema.topic;
+            e.schema_version = it->second.schema.version;
+            e.lsn = current_lsn_;
+            SLUICE_RETURN_IF_ERROR(Deliver(m.xid, std::move(e)));
+          }
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, LogicalMessage>) {
+          return Status::Ok();  // heartbeats and application messages carry no rows
+        } else if constexpr (std::is_same_v<T, StreamStartMessage>) {
+          stream_xid_ = m.xid;
+          streams_[m.xid];  // open (or continue) its buffer
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, StreamStopMessage>) {
+          stream_xid_ = 0;
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, StreamCommitMessage>) {
+          auto it = streams_.find(m.xid);
+          if (it != streams_.end()) {
+            std::vector<Pending> pending = std::move(it->second);
+            streams_.erase(it);
+            for (auto& p : pending) {
+              if (auto* schema = std::get_if<TableSchema>(&p.item)) {
+                SLUICE_RETURN_IF_ERROR(sink_->SchemaChanged(*schema));
+              } else {
+                auto& e = std::get<ChangeEvent>(p.item);
+                e.commit_lsn = m.commit_lsn;
+                e.xid = m.xid;
+                e.commit_time_micros = PgEpochToUnixMicros(m.commit_time);
+                SLUICE_RETURN_IF_ERROR(EmitNow(e));
+              }
+            }
+          }
+          last_checkpoint_ = m.end_lsn;
+          return sink_->Checkpoint(m.end_lsn);
+        } else if constexpr (std::is_same_v<T, StreamAbortMessage>) {
+          auto it = streams_.find(m.xid);
+          if (it == streams_.end()) return Status::Ok();
+          if (m.subxid == m.xid || m.subxid == 0) {
+            streams_.erase(it);
+          } else {
+            auto& v = it->second;
+            v.erase(std::remove_if(v.begin(), v.end(),
+                                   [&](const Pending& p) { return p.subxid == m.subxid; }),
+                    v.end());
+          }
+          return Status::Ok();
+        }
+      },
+      message);
+}
+
+Status ChangeAssembler::OnRelation(const RelationMessage& m) {
+  Relation rel;
+  rel.replica_identity = m.replica_identity;
+  rel.schema.table = {m.namespace_name.empty() ? "pg_catalog" : m.namespace_name, m.relation_name};
+  rel.schema.topic = TopicForTable(topic_prefix_, rel.schema.table);
+  std::vector<std::string> pk;
+  if (key_lookup_) {
+    auto keys = key_lookup_(rel.schema.table);
+    if (!keys.ok()) return keys.status();
+    pk = std::move(*keys);
+  }
+  for (const auto& c : m.columns) {
+    ColumnSchema col;
+    col.name = c.name;
+    col.type_oid = c.type_oid;
+    col.type_modifier = c.type_modifier;
+    auto tn = type_names_.find(c.type_oid);
+    col.type_name = tn != type_names_.end() ? tn->second : BuiltinTypeName(c.type_oid);
+    col.key = pk.empty() ? c.key : std::find(pk.begin(), pk.end(), c.name) != pk.end();
+    rel.schema.columns.push_back(std::move(col));
+  }
+  // Announce a schema the first time a table is seen and whenever its column
+  // set differs from the last one announced; Relation messages also repeat
+  // unchanged after cache invalidations, and those stay silent.
+  auto known = schemas_->find(rel.schema.table);
+  bool changed = known == schemas_->end() || !known->second.SameShape(rel.schema);
+  if (known != schemas_->end()) {
+    rel.schema.version = known->second.version + (changed ? 1 : 0);
+  }
+  relations_[m.relation_id] = rel;
+  if (!changed) return Status::Ok();
+  (*schemas_)[rel.schema.table] = rel.schema;
+  return Deliver(m.xid, rel.schema);
+}
+
+Result<json> ChangeAssembler::TupleToJson(const Relation& rel, const TupleData& tuple,
+                                          bool key_only,
+                                          std::vector<std::string>* unchanged) const {
+  const auto& cols = rel.schema.columns;
+  if (tuple.size() != cols.size()) {
+    return common::InvalidArgument(fmt::format("tuple of {} columns for {} with {} columns",
+                                               tuple.size(), rel.schema.table.Qualified(),
+                                               cols.size()));
+  }
+  json out = json::object();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (key_only && !cols[i].key) continue;
+    const TupleValue& v = tuple[i];
+    switch (v.kind) {
+      case TupleValue::Kind::kNull:
+        out[cols[i].name] = nullptr;
+        break;
+      case TupleValue::Kind::kUnchangedToast:
+        if (unchanged) unchanged->push_back(cols[i].name);
+        break;
+      case TupleValue::Kind::kText: {
+        auto value = TextToJson(cols[i].type_oid, v.data);
+        if (!value.ok()) return value.status();
+        out[cols[i].name] = std::move(*value);
+        break;
+      }
+      case TupleValue::Kind::kBinary:
+        return common::InvalidArgument(
+            fmt::format("binary tuple value in {}.{}: the source asks for text",
+                        rel.schema.table.Qualified(), cols[i].name));
+    }
+  }
+  return out;
+}
+
+Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, ChangeEvent event,
+                              char old_kind, const TupleData* old_tuple,
+                              const TupleData* new_tuple) {
+  auto it = relations_.find(relation_id);
+  if (it == relations_.end()) {
+    return common::FailedPrecondition(
+        fmt::format("change of relation {} before its Relation message", relation_id));
+  }
+  const Relation& rel = it->second;
+  event.table = rel.schema.table;
+  event.topic = rel.schema.topic;
+  event.schema_version = rel.schema.version;
+  event.lsn = current_lsn_;
+  if (old_tuple) {
+    std::vector<std::string> old_unchanged;
+    auto before = TupleToJson(rel, *old_tuple, old_kind == 'K', &old_unchanged);
+    if (!before.ok()) return before.status();
+    event.before = std::move(*before);
+  }
+  if (new_tuple) {
+    auto after = TupleToJson(rel, *new_tuple, false, &event.unchanged_columns);
+    if (!after.ok()) return after.status();
+    event.after = std::move(*after);
+    // With the whole old row at hand (REPLICA IDENTITY FULL) an unchanged
+    // TOASTed value is known: fill it in instead of leaving it to later stages.
+    if (event.before.is_object()) {
+      auto& u = event.unchanged_columns;
+      u.erase(std::remove_if(u.begin(), u.end(),
+                             [&](const std::string& col) {
+                               auto found = event.before.find(col);
+                               if (found == event.before.end()) return false;
+                               event.after[col] = *found;
+                               return true;
+                             }),
+              u.end());
+    }
+  }
+  event.key = json::object();
+  for (const auto& col : rel.schema.columns) {
+    if (!col.key) continue;
+    if (event.after.is_object() && event.after.contains(col.name)) {
+      event.key[col.name] = event.after[col.name];
+    } else if (event.before.is_object() && event.before.contains(col.name)) {
+      event.key[col.name] = event.before[col.name];
+    }
+  }
+  return Deliver(xid, std::move(event));
+}
+
+Status ChangeAssembler::Deliver(std::uint32_t xid, std::variant<ChangeEvent, TableSchema> item) {
+  if (stream_xid_ != 0) {
+    // Inside a streamed block: hold until Stream Commit. `xid` may name a
+    // subtransaction, which a Stream Abort can drop on its own.
+    // A schema announcement is kept even then: the relation cache already
+    // moved on, so dropping it would leave the new shape unannounced.
+    bool schema = std::holds_alternative<TableSchema>(item);
+    streams_[stream_xid_].push_back({xid != 0 && !schema ? xid : stream_xid_, std::move(item)});
+    return Status::Ok();
+  }
+  if (auto* schema = std::get_if<TableSchema>(&item)) return sink_->SchemaChanged(*schema);
+  auto& e = std::get<ChangeEvent>(item);
+  e.xid = xid_;
+  e.commit_time_micros = commit_time_micros_;
+  e.commit_lsn = commit_lsn_;
+  return EmitNow(e);
+}
+
+Status ChangeAssembler::EmitNow(ChangeEvent& event) {
+  SLUICE_RETURN_IF_ERROR(sink_->Emit(event));
+  if (metrics_) metrics_->Record(event.topic, event.op);
+  return Status::Ok();
+}
+
+}  // namespace sluice::connectors::postgres

@@ -1,0 +1,82 @@
+// Turns decoded pgoutput messages into change events on a sink: keeps the
+// relation cache (relation id -> table schema), maps tuple values to JSON,
+// shapes before/after images, buffers streamed in-progress transactions
+// until they commit (dropping them, or one subtransaction, on abort), and
+// marks every commit as a checkpoint so the sink can acknowledge it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/change_sink.h"
+#include "connectors/postgres/pgoutput_decoder.h"
+#include "connectors/production_metrics.h"
+
+namespace sluice::connectors::postgres {
+
+// Schemas the source knows, by table; the snapshot reader and the stream
+// share it so a stream after a snapshot does not announce the same schema again.
+using SchemaCache = std::map<TableId, TableSchema>;
+
+class ChangeAssembler {
+ public:
+  // Primary-key columns of a table, from the catalog. Used in preference to
+  // the replica identity, which is every column under REPLICA IDENTITY FULL.
+  using KeyLookup = std::function<common::Result<std::vector<std::string>>(const TableId&)>;
+
+  ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::string topic_prefix,
+                  KeyLookup key_lookup = nullptr, ProductionMetrics* metrics = nullptr);
+
+  // `wal_start` is the XLogData start position of the message.
+  common::Status Apply(const PgOutputMessage& message, Lsn wal_start);
+
+  // True while a transaction is half received or a streamed one is buffered:
+  // then the server's keepalive position must not be confirmed.
+  bool InTransaction() const { return in_transaction_ || !streams_.empty(); }
+  // End LSN of the last commit handed to the sink as a checkpoint.
+  Lsn last_checkpoint() const { return last_checkpoint_; }
+
+ private:
+  struct Relation {
+    TableSchema schema;
+    char replica_identity = 'd';
+  };
+  struct Pending {
+    std::uint32_t subxid = 0;
+    std::variant<ChangeEvent, TableSchema> item;
+  };
+
+  common::Status OnRelation(const RelationMessage& m);
+  common::Status OnRow(std::uint32_t xid, std::uint32_t relation_id, ChangeEvent event,
+                       char old_kind, const TupleData* old_tuple, const TupleData* new_tuple);
+  common::Status Deliver(std::uint32_t xid, std::variant<ChangeEvent, TableSchema> item);
+  common::Status EmitNow(ChangeEvent& event);
+  common::Result<nlohmann::json> TupleToJson(const Relation& rel, const TupleData& tuple,
+                                             bool key_only,
+                                             std::vector<std::string>* unchanged) const;
+
+  ChangeSink* sink_;
+  SchemaCache* schemas_;
+  std::string topic_prefix_;
+  KeyLookup key_lookup_;
+  ProductionMetrics* metrics_;
+
+  std::unordered_map<std::uint32_t, Relation> relations_;
+  std::unordered_map<std::uint32_t, std::string> type_names_;
+
+  bool in_transaction_ = false;
+  std::uint32_t xid_ = 0;
+  std::int64_t commit_time_micros_ = 0;
+  Lsn commit_lsn_ = 0;
+  Lsn current_lsn_ = 0;
+
+  std::uint32_t stream_xid_ = 0;  // top-level xid of the open stream block
+  std::map<std::uint32_t, std::vector<Pending>> streams_;
+  Lsn last_checkpoint_ = 0;
+};
+
+}  // namespace sluice::connectors::postgres

@@ -1,0 +1,249 @@
+#include "connectors/postgres/postgres_source.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "connectors/postgres/catalog.h"
+#include "connectors/postgres/lsn.h"
+
+namespace sluice::connectors::postgres {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+// Slot and publication names go into replication commands verbatim.
+bool SimpleIdentifier(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::uint64_t GetU64(const std::string& s, std::size_t at) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<std::uint8_t>(s[at + i]);
+  return v;
+}
+
+}  // namespace
+
+PostgresSource::PostgresSource(PostgresSourceOptions options, ChangeSink* sink,
+                               ProductionMetrics* metrics)
+    : options_(std::move(options)), sink_(sink), metrics_(metrics) {}
+
+PostgresSource::~PostgresSource() {
+  Stop();
+  sink_->SetAckCallback(nullptr);
+}
+
+Status PostgresSource::DropSlot(const std::string& url, const std::string& slot) {
+  auto conn = ReplicationConnection::Connect(url);
+  if (!conn.ok()) return conn.status();
+  return (*conn)->DropSlot(slot);
+}
+
+Status PostgresSource::EnsurePublication() {
+  try {
+    pqxx::work tx(*catalog_);
+    auto existing = tx.exec("SELECT 1 FROM pg_publication WHERE pubname = " +
+                            tx.quote(options_.publication_name));
+    std::string list;
+    if (existing.empty()) {
+      for (const auto& t : options_.tables) {
+        if (!list.empty()) list += ", ";
+        list += QuoteTable(tx, t);
+      }
+      tx.exec(fmt::format("CREATE PUBLICATION {} FOR TABLE {}",
+                          tx.quote_name(options_.publication_name), list));
+    } else {
+      // Reuse it, adding any chosen table it lacks.
+      for (const auto& t : options_.tables) {
+        auto has = tx.exec(fmt::format(
+            "SELECT 1 FROM pg_publication_tables WHERE pubname = {} AND schemaname = {} AND "
+            "tablename = {}",
+            tx.quote(options_.publication_name), tx.quote(t.schema), tx.quote(t.name)));
+        if (has.empty()) {
+          tx.exec(fmt::format("ALTER PUBLICATION {} ADD TABLE {}",
+                              tx.quote_name(options_.publication_name), QuoteTable(tx, t)));
+        }
+      }
+    }
+    tx.commit();
+  } catch (const std::exception& e) {
+    return common::Unavailable(
+        fmt::format("publication {}: {}", options_.publication_name, e.what()));
+  }
+  return Status::Ok();
+}
+
+Status PostgresSource::Start() {
+  if (!SimpleIdentifier(options_.slot_name) || !SimpleIdentifier(options_.publication_name)) {
+    return common::InvalidArgument(
+        "slot and publication names must be lower-case letters, digits and '_'");
+  }
+  if (options_.tables.empty()) return common::InvalidArgument("no tables chosen");
+  if (options_.proto_version != 1 && options_.proto_version != 2) {
+    return common::InvalidArgument("proto_version must be 1 or 2");
+  }
+  try {
+    catalog_ = std::make_unique<pqxx::connection>(options_.url);
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("source database: {}", e.what()));
+  }
+  SLUICE_RETURN_IF_ERROR(EnsurePublication());
+
+  bool slot_exists = false;
+  try {
+    pqxx::work tx(*catalog_);
+    auto rows = tx.exec("SELECT plugin FROM pg_replication_slots WHERE slot_name = " +
+                        tx.quote(options_.slot_name));
+    if (!rows.empty()) {
+      if (rows[0][0].c_str() != std::string("pgoutput")) {
+        return common::FailedPrecondition(fmt::format("slot {} uses plugin {}, not pgoutput",
+                                                      options_.slot_name, rows[0][0].c_str()));
+      }
+      slot_exists = true;
+    }
+    tx.commit();
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("reading replication slots: {}", e.what()));
+  }
+
+  auto conn = ReplicationConnection::Connect(options_.url);
+  if (!conn.ok()) return conn.status();
+  repl_ = std::move(*conn);
+
+  auto key_lookup = [this](const TableId& table) -> Result<std::vector<std::string>> {
+    try {
+      pqxx::work tx(*catalog_);
+      return PrimaryKeyColumns(tx, table);
+    } catch (const std::exception& e) {
+      return common::Unavailable(e.what());
+    }
+  };
+  assembler_ = std::make_unique<ChangeAssembler>(sink_, &schemas_, options_.topic_prefix,
+                                                 key_lookup, metrics_);
+  sink_->SetAckCallback([this](Lsn lsn) {
+    Lsn cur = acked_.load();
+    while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {
+    }
+  });
+
+  SnapshotOptions snap;
+  snap.url = options_.url;
+  snap.chunk_size = options_.snapshot_chunk_size;
+  snap.topic_prefix = options_.topic_prefix;
+  snap.on_progress = options_.on_snapshot_progress;
+  snap.max_chunks = options_.snapshot_max_chunks;
+
+  Lsn start = 0;  // 0/0: from the slot's confirmed position
+  if (!slot_exists) {
+    auto created = repl_->CreateSlot(options_.slot_name, options_.snapshot);
+    if (!created.ok()) return created.status();
+    start = created->consistent_point;
+    if (options_.snapshot) {
+      progress_ = SnapshotProgress::For(options_.tables, {});
+      snap.snapshot_name = created->snapshot_name;
+    } else {
+      progress_ = {};
+    }
+  } else {
+    progress_ = options_.snapshot
+                    ? SnapshotProgress::For(options_.tables, options_.snapshot_progress)
+                    : SnapshotProgress{};
+    if (options_.snapshot_progress.tables.empty()) progress_ = {};  // nothing was pending
+  }
+  // The exported snapshot lives until the next command on repl_: read it all first.
+  SLUICE_RETURN_IF_ERROR(ReadSnapshot(snap, &progress_, sink_, &schemas_, metrics_));
+  snapshot_done_ = progress_.Done();
+  if (!snapshot_done_) return Status::Ok();  // interrupted on purpose (max_chunks)
+
+  std::string plugin_options = fmt::format("proto_version '{}', publication_names '\"{}\"'",
+                                           options_.proto_version, options_.publication_name);
+  if (repl_->server_version() >= 140000) {
+    plugin_options += ", messages 'true'";
+    if (options_.proto_version >= 2) plugin_options += ", streaming 'on'";
+  }
+  SLUICE_RETURN_IF_ERROR(repl_->StartReplication(options_.slot_name, start, plugin_options));
+  received_ = start;
+  last_status_ = std::chrono::steady_clock::now();
+  spdlog::info("streaming slot {} from {}", options_.slot_name, FormatLsn(start));
+  return Status::Ok();
+}
+
+Lsn PostgresSource::FlushPosition() const { return std::max(acked_.load(), idle_position_); }
+
+Status PostgresSource::SendStatus(bool reply_requested) {
+  Lsn flush = FlushPosition();
+  SLUICE_RETURN_IF_ERROR(
+      repl_->SendStatus(std::max(received_, flush), flush, flush, reply_requested));
+  confirmed_ = std::max(confirmed_, flush);
+  last_status_ = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
+
+Status PostgresSource::HandleCopyData(const std::string& data) {
+  if (data.empty()) return common::InvalidArgument("empty CopyData message");
+  if (data[0] == 'w') {
+    // XLogData: start, current server WAL end, send time, then the payload.
+    if (data.size() < 25) return common::InvalidArgument("truncated XLogData header");
+    Lsn wal_start = GetU64(data, 1);
+    received_ = std::max(received_, wal_start);
+    auto message = decoder_.Decode(std::string_view(data).substr(25));
+    if (!message.ok()) return message.status();
+    return assembler_->Apply(*message, wal_start);
+  }
+  if (data[0] == 'k') {
+    // Primary keepalive: server WAL end, server time, reply requested.
+    if (data.size() < 18) return common::InvalidArgument("truncated keepalive");
+    Lsn wal_end = GetU64(data, 1);
+    bool reply = data[17] != 0;
+    // Nothing half-received and every checkpoint acknowledged: the server has
+    // sent everything before its position, so confirming it loses nothing and
+    // keeps an idle slot (or one whose tables see no writes) advancing.
+    if (!assembler_->InTransaction() && acked_.load() >= assembler_->last_checkpoint()) {
+      idle_position_ = std::max(idle_position_, wal_end);
+      received_ = std::max(received_, wal_end);
+    }
+    if (reply || FlushPosition() > confirmed_) return SendStatus(false);
+    return Status::Ok();
+  }
+  return common::InvalidArgument(fmt::format("unexpected CopyData message type 0x{:02x}",
+                                             static_cast<unsigned char>(data[0])));
+}
+
+Status PostgresSource::Poll(std::chrono::milliseconds max_wait) {
+  if (!repl_) return common::FailedPrecondition("source not started");
+  if (!snapshot_done_) return common::FailedPrecondition("snapshot not finished");
+  auto deadline = std::chrono::steady_clock::now() + max_wait;
+  while (true) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_status_ >= options_.status_interval) SLUICE_RETURN_IF_ERROR(SendStatus(false));
+    if (now >= deadline) return Status::Ok();
+    auto until_status = last_status_ + options_.status_interval;
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::min(deadline, until_status) - now);
+    auto data = repl_->Read(std::max(wait, std::chrono::milliseconds(0)));
+    if (!data.ok()) return data.status();
+    if (data->has_value()) SLUICE_RETURN_IF_ERROR(HandleCopyData(**data));
+  }
+}
+
+Status PostgresSource::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) SLUICE_RETURN_IF_ERROR(Poll(std::chrono::milliseconds(200)));
+  return Status::Ok();
+}
+
+void PostgresSource::Stop() {
+  if (repl_ && snapshot_done_) {
+    (void)SendStatus(false);  // what is acknowledged by now is safe to confirm
+  }
+  repl_.reset();
+}
+
+}  // namespace sluice::connectors::postgres

@@ -1,0 +1,29 @@
+// PostgreSQL text-format values to JSON, by type OID. The rules keep values
+// exact: numeric stays a string (JSON numbers are doubles to most readers),
+// timestamps become ISO-8601, json/jsonb nest, bytea becomes base64 and
+// arrays become JSON arrays. Unknown types pass through as their text.
+//
+// Assumes the session settings the source connects with (SessionOptions):
+// DateStyle ISO, TimeZone UTC, bytea_output hex, extra_float_digits 3.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace sluice::connectors::postgres {
+
+// libpq "options" making every value's text form predictable.
+const char* SessionOptions();
+
+// The element type of a built-in array type, or 0 when `oid` is no known array.
+std::uint32_t ArrayElementType(std::uint32_t oid);
+// The pg_catalog name of a built-in type ("int4", "_text"), or "" if unknown.
+std::string BuiltinTypeName(std::uint32_t oid);
+
+common::Result<nlohmann::json> TextToJson(std::uint32_t type_oid, std::string_view text);
+
+}  // namespace sluice::connectors::postgres

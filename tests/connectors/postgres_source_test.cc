@@ -1,0 +1,514 @@
+// The PostgreSQL source against the real test cluster (wal_level=logical):
+// publication, slot, snapshot and streaming end to end. The in-memory sink
+// is a test double for the broker: it is what acknowledges (or withholds
+// acknowledgement of) emitted events.
+#include "connectors/postgres/postgres_source.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <pqxx/pqxx>
+#include <random>
+#include <thread>
+
+#include "common/uuid.h"
+#include "connectors/postgres/lsn.h"
+#include "memory_sink.h"
+#include "support/test_database.h"
+
+namespace sluice::connectors::postgres {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::MemorySink;
+
+class PostgresSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conn_ = std::make_unique<pqxx::connection>(db_.url());
+    std::string tag = common::Uuid::V4().ToString().substr(0, 8);
+    slot_ = "sluice_test_" + tag;
+    publication_ = "pub_" + tag;
+  }
+  void TearDown() override {
+    for (auto& s : sources_) s.reset();
+    // A leftover slot holds WAL and blocks DROP DATABASE.
+    pqxx::nontransaction tx(*conn_);
+    auto rows = tx.exec("SELECT 1 FROM pg_replication_slots WHERE slot_name = " + tx.quote(slot_));
+    if (!rows.empty()) {
+      auto st = PostgresSource::DropSlot(db_.url(), slot_);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+    }
+  }
+
+  void Exec(const std::string& sql) {
+    pqxx::work tx(*conn_);
+    tx.exec(sql);
+    tx.commit();
+  }
+  std::string Query1(const std::string& sql) {
+    pqxx::work tx(*conn_);
+    auto r = tx.exec(sql);
+    tx.commit();
+    return r.empty() || r[0][0].is_null() ? "" : r[0][0].c_str();
+  }
+  Lsn SlotConfirmed() {
+    auto text =
+        Query1("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = '" +
+               slot_ + "'");
+    auto lsn = ParseLsn(text);
+    return lsn.ok() ? *lsn : 0;
+  }
+
+  PostgresSourceOptions Options(std::vector<TableId> tables) {
+    PostgresSourceOptions o;
+    o.url = db_.url();
+    o.slot_name = slot_;
+    o.publication_name = publication_;
+    o.tables = std::move(tables);
+    o.status_interval = 100ms;
+    return o;
+  }
+  PostgresSource* Source(PostgresSourceOptions o, ChangeSink* sink) {
+    sources_.push_back(std::make_unique<PostgresSource>(std::move(o), sink));
+    return sources_.back().get();
+  }
+  // Polls until `done` holds; fails the test after 15 s.
+  template <typename Pred>
+  void PollUntil(PostgresSource* source, Pred done) {
+    auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (!done()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "condition not reached";
+      auto st = source->Poll(50ms);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+  }
+  static std::size_t Count(const MemorySink& sink, Op op) {
+    std::size_t n = 0;
+    for (const auto& e : sink.events) n += e.op == op ? 1 : 0;
+    return n;
+  }
+  // The table as JSON rows keyed like MemorySink::Materialize.
+  std::map<std::string, json> TableRows(const std::string& table, const std::string& key_col) {
+    pqxx::work tx(*conn_);
+    auto rows = tx.exec(
+        fmt::format("SELECT json_build_object('{0}', {0})::text, row_to_json(t)::text FROM {1} t",
+                    key_col, table));
+    std::map<std::string, json> out;
+    for (const auto& r : rows) out[json::parse(r[0].c_str()).dump()] = json::parse(r[1].c_str());
+    return out;
+  }
+
+  sluice::testing::TestDatabase db_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::string slot_;
+  std::string publication_;
+  std::vector<std::unique_ptr<PostgresSource>> sources_;
+};
+
+TEST_F(PostgresSourceTest, SnapshotEmitsExistingRowsAsReadsInKeyChunks) {
+  Exec(
+      "CREATE TABLE items (id int PRIMARY KEY, v text); "
+      "INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 5) g");
+  MemorySink sink;
+  auto o = Options({{"public", "items"}});
+  o.snapshot_chunk_size = 2;
+  int progress_calls = 0;
+  o.on_snapshot_progress = [&](const SnapshotProgress&) { ++progress_calls; };
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  ASSERT_TRUE(source->snapshot_done());
+  ASSERT_EQ(sink.events.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(sink.events[i].op, Op::kRead);
+    EXPECT_EQ(sink.events[i].key, json({{"id", i + 1}}));
+    EXPECT_EQ(sink.events[i].after["v"], "v" + std::to_string(i + 1));
+    EXPECT_EQ(sink.events[i].topic, "sluice.public.items");
+  }
+  EXPECT_EQ(progress_calls, 3);  // 2 + 2 + 1
+  ASSERT_EQ(sink.schemas.size(), 1u);
+  EXPECT_EQ(sink.schemas[0].KeyColumns(), std::vector<std::string>{"id"});
+}
+
+TEST_F(PostgresSourceTest, StreamEmitsInsertUpdateDeleteKeyedByPrimaryKey) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY, v text)");
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "items"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO items VALUES (1, 'a'), (2, 'b')");
+  Exec("UPDATE items SET v = 'c' WHERE id = 1");
+  Exec("UPDATE items SET id = 3 WHERE id = 2");
+  Exec("DELETE FROM items WHERE id = 1");
+  PollUntil(source, [&] { return sink.events.size() >= 5; });
+  ASSERT_EQ(sink.events.size(), 5u);
+  EXPECT_EQ(sink.events[0].op, Op::kCreate);
+  EXPECT_EQ(sink.events[2].op, Op::kUpdate);
+  EXPECT_EQ(sink.events[2].after, json({{"id", 1}, {"v", "c"}}));
+  EXPECT_TRUE(sink.events[2].before.is_null());         // key unchanged: no old tuple
+  EXPECT_EQ(sink.events[3].before, json({{"id", 2}}));  // key changed: old key
+  EXPECT_EQ(sink.events[3].key, json({{"id", 3}}));
+  EXPECT_EQ(sink.events[4].op, Op::kDelete);
+  EXPECT_EQ(sink.events[4].key, json({{"id", 1}}));
+  EXPECT_NE(sink.events[4].lsn, 0u);
+  EXPECT_GT(sink.events[4].commit_time_micros, 0);
+  EXPECT_EQ(sink.Materialize("sluice.public.items"), TableRows("items", "id"));
+}
+
+TEST_F(PostgresSourceTest, UpdateWithUnchangedToastKeepsColumnMarkedUnchanged) {
+  Exec(
+      "CREATE TABLE docs (id int PRIMARY KEY, body text, n int); "
+      "ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL");  // out of line, uncompressed
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "docs"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO docs VALUES (1, repeat('x', 20000), 0)");
+  Exec("UPDATE docs SET n = 1 WHERE id = 1");
+  PollUntil(source, [&] { return sink.events.size() >= 2; });
+  const auto& update = sink.events[1];
+  ASSERT_EQ(update.op, Op::kUpdate);
+  EXPECT_FALSE(update.after.contains("body"));  // not NULL: absent and marked
+  EXPECT_EQ(update.unchanged_columns, std::vector<std::string>{"body"});
+  EXPECT_EQ(update.after["n"], 1);
+  auto rows = sink.Materialize("sluice.public.docs");
+  EXPECT_EQ(rows.begin()->second["body"].get<std::string>().size(), 20000u);
+}
+
+TEST_F(PostgresSourceTest, ReplicaIdentityFullCarriesWholeOldRow) {
+  Exec(
+      "CREATE TABLE docs (id int PRIMARY KEY, body text, n int); "
+      "ALTER TABLE docs REPLICA IDENTITY FULL; "
+      "ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL");
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "docs"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO docs VALUES (1, repeat('y', 5000), 0)");
+  Exec("UPDATE docs SET n = 1 WHERE id = 1");
+  Exec("DELETE FROM docs WHERE id = 1");
+  PollUntil(source, [&] { return sink.events.size() >= 3; });
+  EXPECT_EQ(sink.events[1].before["n"], 0);
+  EXPECT_EQ(sink.events[1].after["body"].get<std::string>().size(), 5000u);
+  EXPECT_TRUE(sink.events[1].unchanged_columns.empty());
+  EXPECT_EQ(sink.events[1].key, json({{"id", 1}}));  // the primary key, not every column
+  EXPECT_EQ(sink.events[2].before["n"], 1);
+  EXPECT_EQ(sink.events[2].key, json({{"id", 1}}));
+}
+
+TEST_F(PostgresSourceTest, TruncateIsEmitted) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY); INSERT INTO items VALUES (1)");
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "items"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("TRUNCATE items");
+  Exec("INSERT INTO items VALUES (2)");
+  PollUntil(source, [&] { return sink.events.size() >= 3; });
+  EXPECT_EQ(sink.events[1].op, Op::kTruncate);
+  EXPECT_EQ(sink.events[1].topic, "sluice.public.items");
+  EXPECT_EQ(sink.Materialize("sluice.public.items"), TableRows("items", "id"));
+}
+
+TEST_F(PostgresSourceTest, AddedColumnRaisesSchemaChange) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY, v text); INSERT INTO items VALUES (1, 'a')");
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "items"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO items VALUES (2, 'b')");
+  PollUntil(source, [&] { return sink.events.size() >= 2; });
+  EXPECT_EQ(sink.schemas.size(), 1u);  // the stream's first Relation matches the snapshot's
+  Exec("ALTER TABLE items ADD COLUMN tag text");
+  Exec("INSERT INTO items VALUES (3, 'c', 'new')");
+  PollUntil(source, [&] { return sink.events.size() >= 3; });
+  ASSERT_EQ(sink.schemas.size(), 2u);
+  EXPECT_EQ(sink.schemas[1].version, 2);
+  EXPECT_EQ(sink.schemas[1].columns.back().name, "tag");
+  EXPECT_EQ(sink.events[2].schema_version, 2);
+  EXPECT_EQ(sink.events[2].after["tag"], "new");
+}
+
+TEST_F(PostgresSourceTest, AllCommonTypesMapToJson) {
+  const std::string columns =
+      "i2 smallint, i4 int, i8 bigint, num numeric, f8 float8, b bool, t text, vc varchar(10), "
+      "tstz timestamptz, ts timestamp, d date, tm time, j json, jb jsonb, u uuid, by bytea, "
+      "ia int[], ta text[], nested int[][], mood mood";
+  const std::string values =
+      "1, 2, 9007199254740993, 12345678901234567890.123456789, 1.25, true, 'txt', 'v', "
+      "'2024-01-02 03:04:05.5+02', '2024-01-02 03:04:05', '2024-01-02', '03:04:05', "
+      "'{\"a\": 1}', '{\"b\": [1, 2]}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x0102', "
+      "'{1,NULL,3}', '{\"a b\",c}', '{{1,2},{3,4}}', 'happy'";
+  Exec("CREATE TYPE mood AS ENUM ('sad', 'happy'); CREATE TABLE typed (id int PRIMARY KEY, " +
+       columns + "); INSERT INTO typed VALUES (1, " + values + ")");
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "typed"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO typed VALUES (2, " + values + ")");
+  PollUntil(source, [&] { return sink.events.size() >= 2; });
+  json expected = {{"i2", 1},
+                   {"i4", 2},
+                   {"i8", 9007199254740993LL},
+                   {"num", "12345678901234567890.123456789"},
+                   {"f8", 1.25},
+                   {"b", true},
+                   {"t", "txt"},
+                   {"vc", "v"},
+                   {"tstz", "2024-01-02T01:04:05.5Z"},
+                   {"ts", "2024-01-02T03:04:05"},
+                   {"d", "2024-01-02"},
+                   {"tm", "03:04:05"},
+                   {"j", {{"a", 1}}},
+                   {"jb", {{"b", {1, 2}}}},
+                   {"u", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
+                   {"by", "AQI="},
+                   {"ia", json::parse("[1,null,3]")},
+                   {"ta", {"a b", "c"}},
+                   {"nested", json::parse("[[1,2],[3,4]]")},
+                   {"mood", "happy"}};
+  for (const auto& e : sink.events) {  // the snapshot read and the streamed insert agree
+    json after = e.after;
+    after.erase("id");
+    EXPECT_EQ(after, expected) << OpName(e.op) << ": " << after.dump();
+  }
+  EXPECT_EQ(sink.events[0].op, Op::kRead);
+  EXPECT_EQ(sink.events[1].op, Op::kCreate);
+}
+
+TEST_F(PostgresSourceTest, FlushLsnAdvancesOnlyAfterSinkAck) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY)");
+  MemorySink sink(/*auto_ack=*/false);
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Lsn before = SlotConfirmed();
+  Exec("INSERT INTO items VALUES (1)");
+  PollUntil(source, [&] { return !sink.checkpoints.empty(); });
+  Lsn commit_end = sink.checkpoints.back();
+  // Keep polling (status updates and keepalives flow) without acknowledging.
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(source->Poll(50ms).ok());
+  EXPECT_LT(source->confirmed_lsn(), commit_end);
+  EXPECT_LT(SlotConfirmed(), commit_end);
+  EXPECT_EQ(SlotConfirmed(), before);
+  sink.AckAll();
+  PollUntil(source, [&] { return SlotConfirmed() >= commit_end; });
+  EXPECT_EQ(source->acknowledged_lsn(), commit_end);
+}
+
+TEST_F(PostgresSourceTest, RestartReplaysUnacknowledgedChanges) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY)");
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  MemorySink first(/*auto_ack=*/false);
+  auto* source = Source(o, &first);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO items VALUES (1)");
+  Exec("INSERT INTO items VALUES (2)");
+  PollUntil(source, [&] { return first.checkpoints.size() >= 2; });
+  // Only the first transaction becomes durable, then the source "crashes".
+  first.set_auto_ack(true);
+  first.Checkpoint(first.checkpoints[0]);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(source->Poll(50ms).ok());
+  sources_.clear();
+
+  MemorySink second;
+  auto* restarted = Source(o, &second);
+  ASSERT_TRUE(restarted->Start().ok());
+  Exec("INSERT INTO items VALUES (3)");
+  PollUntil(restarted, [&] { return second.events.size() >= 2; });
+  ASSERT_EQ(second.events.size(), 2u);
+  EXPECT_EQ(second.events[0].key, json({{"id", 2}}));  // replayed, not lost
+  EXPECT_EQ(second.events[1].key, json({{"id", 3}}));
+}
+
+TEST_F(PostgresSourceTest, SnapshotThenStreamMissesNothing) {
+  Exec(
+      "CREATE TABLE items (id int PRIMARY KEY, v int); "
+      "INSERT INTO items SELECT g, 0 FROM generate_series(1, 3000) g");
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::thread writer([&] {
+    pqxx::connection c(db_.url());
+    std::mt19937 rng(7);
+    int next_id = 100000;
+    while (!stop.load() || writes.load() < 50) {
+      pqxx::work tx(c);
+      int id = static_cast<int>(rng() % 3000) + 1;
+      switch (rng() % 3) {
+        case 0:
+          tx.exec("INSERT INTO items VALUES (" + std::to_string(next_id++) + ", 1)");
+          break;
+        case 1:
+          tx.exec("UPDATE items SET v = v + 1 WHERE id = " + std::to_string(id));
+          break;
+        default:
+          tx.exec("DELETE FROM items WHERE id = " + std::to_string(id));
+          break;
+      }
+      tx.commit();
+      ++writes;
+    }
+  });
+  MemorySink sink;
+  auto o = Options({{"public", "items"}});
+  o.snapshot_chunk_size = 100;
+  auto* source = Source(o, &sink);
+  auto st = source->Start();
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Count(sink, Op::kRead), sink.events.size());
+  auto want = TableRows("items", "id");
+  PollUntil(source, [&] { return sink.Materialize("sluice.public.items") == want; });
+  EXPECT_GE(writes.load(), 50);
+}
+
+TEST_F(PostgresSourceTest, InterruptedSnapshotResumesFromProgress) {
+  Exec(
+      "CREATE TABLE items (id int PRIMARY KEY, v int); "
+      "INSERT INTO items SELECT g, g FROM generate_series(1, 10) g");
+  auto o = Options({{"public", "items"}});
+  o.snapshot_chunk_size = 4;
+  o.snapshot_max_chunks = 1;
+  json persisted;
+  o.on_snapshot_progress = [&](const SnapshotProgress& p) { persisted = p.ToJson(); };
+  MemorySink first;
+  auto* source = Source(o, &first);
+  ASSERT_TRUE(source->Start().ok());
+  EXPECT_FALSE(source->snapshot_done());
+  EXPECT_EQ(first.events.size(), 4u);
+  sources_.clear();
+
+  auto progress = SnapshotProgress::FromJson(persisted);
+  ASSERT_TRUE(progress.ok());
+  EXPECT_EQ(progress->tables[0].last_key, std::vector<std::string>{"4"});
+  o.snapshot_max_chunks = 0;
+  o.snapshot_progress = *progress;
+  MemorySink second;
+  auto* resumed = Source(o, &second);
+  ASSERT_TRUE(resumed->Start().ok());
+  ASSERT_TRUE(resumed->snapshot_done());
+  ASSERT_EQ(second.events.size(), 6u);
+  EXPECT_EQ(second.events[0].key, json({{"id", 5}}));
+  Exec("INSERT INTO items VALUES (11, 11)");
+  PollUntil(resumed, [&] { return second.events.size() >= 7; });
+}
+
+TEST_F(PostgresSourceTest, IdleSlotAdvances) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY); CREATE TABLE other (id int)");
+  MemorySink sink;
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  ASSERT_TRUE(source->Poll(200ms).ok());
+  Lsn start = SlotConfirmed();
+  // Writes the publication does not cover: no events, yet WAL moves on.
+  Exec("INSERT INTO other SELECT generate_series(1, 100)");
+  Lsn target = *ParseLsn(Query1("SELECT pg_current_wal_lsn()::text"));
+  PollUntil(source, [&] { return SlotConfirmed() >= target; });
+  EXPECT_GT(SlotConfirmed(), start);
+  EXPECT_TRUE(sink.events.empty());
+}
+
+TEST_F(PostgresSourceTest, LargeTransactionIsStreamedAndEmittedOnCommitOnly) {
+  Exec(
+      "CREATE TABLE items (id int PRIMARY KEY, pad text); "
+      "ALTER DATABASE " +
+      db_.name() + " SET logical_decoding_work_mem = '64kB'");
+  MemorySink sink;
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  {
+    pqxx::work tx(*conn_);
+    tx.exec("INSERT INTO items SELECT g, repeat('p', 100) FROM generate_series(1, 2000) g");
+    tx.exec("SAVEPOINT s1");
+    tx.exec("INSERT INTO items SELECT g, 'gone' FROM generate_series(5001, 6000) g");
+    tx.exec("ROLLBACK TO SAVEPOINT s1");
+    tx.exec("INSERT INTO items SELECT g, 'kept' FROM generate_series(7001, 7100) g");
+    tx.commit();
+  }
+  {
+    pqxx::work tx(*conn_);
+    tx.exec("INSERT INTO items SELECT g, repeat('q', 100) FROM generate_series(8001, 10000) g");
+    tx.abort();
+  }
+  Exec("INSERT INTO items VALUES (0, 'last')");
+  PollUntil(source, [&] { return sink.events.size() >= 2101; });
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(source->Poll(50ms).ok());
+  EXPECT_EQ(sink.events.size(), 2101u);  // neither the rolled-back savepoint nor the abort
+  EXPECT_EQ(sink.Materialize("sluice.public.items"), TableRows("items", "id"));
+  // The server really did stream it (rather than decode it at commit).
+  std::string streamed;
+  for (int i = 0; i < 50 && (streamed.empty() || streamed == "0"); ++i) {
+    streamed = Query1("SELECT stream_txns FROM pg_stat_replication_slots WHERE slot_name = '" +
+                      slot_ + "'");
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(streamed, "0");
+}
+
+TEST_F(PostgresSourceTest, MultipleSchemasGetTheirOwnTopics) {
+  Exec(
+      "CREATE SCHEMA a; CREATE SCHEMA b; CREATE TABLE a.t (id int PRIMARY KEY); "
+      "CREATE TABLE b.t (id int PRIMARY KEY)");
+  MemorySink sink;
+  auto o = Options({{"a", "t"}, {"b", "t"}});
+  o.topic_prefix = "shop";
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO a.t VALUES (1); INSERT INTO b.t VALUES (2)");
+  PollUntil(source, [&] { return sink.events.size() >= 2; });
+  EXPECT_EQ(sink.events[0].topic, "shop.a.t");
+  EXPECT_EQ(sink.events[1].topic, "shop.b.t");
+  EXPECT_EQ(sink.events[1].key, json({{"id", 2}}));
+}
+
+TEST_F(PostgresSourceTest, ProtocolVersion1StreamsToo) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY)");
+  MemorySink sink;
+  auto o = Options({{"public", "items"}});
+  o.proto_version = 1;
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO items VALUES (1)");
+  PollUntil(source, [&] { return sink.events.size() >= 1; });
+  EXPECT_EQ(sink.events[0].op, Op::kCreate);
+}
+
+TEST_F(PostgresSourceTest, ExistingPublicationIsReusedAndCompleted) {
+  Exec(
+      "CREATE TABLE x (id int PRIMARY KEY); CREATE TABLE y (id int PRIMARY KEY); "
+      "CREATE PUBLICATION " +
+      publication_ + " FOR TABLE x");
+  MemorySink sink;
+  auto* source = Source(Options({{"public", "x"}, {"public", "y"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  EXPECT_EQ(
+      Query1("SELECT count(*) FROM pg_publication_tables WHERE pubname = '" + publication_ + "'"),
+      "2");
+  Exec("INSERT INTO y VALUES (1)");
+  PollUntil(source, [&] { return sink.events.size() >= 1; });
+}
+
+TEST_F(PostgresSourceTest, ProductionMetricsCountPerTopic) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY); INSERT INTO items VALUES (1), (2)");
+  MemorySink sink;
+  ProductionMetrics metrics(0);
+  sources_.push_back(
+      std::make_unique<PostgresSource>(Options({{"public", "items"}}), &sink, &metrics));
+  auto* source = sources_.back().get();
+  ASSERT_TRUE(source->Start().ok());
+  Exec(
+      "INSERT INTO items VALUES (3); UPDATE items SET id = 4 WHERE id = 1; "
+      "DELETE FROM items WHERE id = 2");
+  PollUntil(source, [&] { return sink.events.size() >= 5; });
+  auto interval = metrics.TakeInterval(1);
+  ASSERT_EQ(interval.size(), 1u);
+  EXPECT_EQ(interval[0].topic, "sluice.public.items");
+  EXPECT_EQ(interval[0].counts.ToJson(),
+            json({{"total", 5}, {"r", 2}, {"c", 1}, {"u", 1}, {"d", 1}}));
+}
+
+}  // namespace
+}  // namespace sluice::connectors::postgres

@@ -1,0 +1,57 @@
+// Topic naming per table and the per-topic production counters.
+#include <gtest/gtest.h>
+
+#include "connectors/postgres/lsn.h"
+#include "connectors/production_metrics.h"
+#include "connectors/topic_naming.h"
+
+namespace sluice::connectors {
+namespace {
+
+TEST(TopicNaming, TopicIsPrefixSchemaTable) {
+  EXPECT_EQ(TopicForTable("sluice", {"public", "orders"}), "sluice.public.orders");
+  EXPECT_EQ(TopicForTable("", {"public", "orders"}), "public.orders");
+}
+
+TEST(TopicNaming, IllegalCharactersAreReplaced) {
+  EXPECT_EQ(TopicForTable("p", {"My Schema", "Ordérs.v2"}), "p.My_Schema.Ord__rs_v2");
+  EXPECT_EQ(TopicForTable("p", {"", "t"}), "p._.t");
+  EXPECT_LE(TopicForTable("p", {"s", std::string(400, 'x')}).size(), 249u);
+}
+
+TEST(ProductionMetrics, CountsPerTopicPerInterval) {
+  ProductionMetrics m(1000);
+  m.Record("a", Op::kRead);
+  m.Record("a", Op::kCreate);
+  m.Record("a", Op::kUpdate);
+  m.Record("b", Op::kDelete);
+  m.Record("b", Op::kTruncate);
+  auto first = m.TakeInterval(2000);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].topic, "a");
+  EXPECT_EQ(first[0].from_ts, 1000);
+  EXPECT_EQ(first[0].to_ts, 2000);
+  EXPECT_EQ(first[0].counts.ToJson(),
+            nlohmann::json({{"total", 3}, {"r", 1}, {"c", 1}, {"u", 1}, {"d", 0}}));
+  EXPECT_EQ(first[1].counts.total, 2);  // the truncate counts as produced
+  EXPECT_EQ(first[1].counts.d, 1);
+  m.Record("a", Op::kCreate);
+  auto second = m.TakeInterval(3000);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].from_ts, 2000);
+  EXPECT_EQ(second[0].counts.c, 1);
+  EXPECT_TRUE(m.TakeInterval(4000).empty());
+}
+
+TEST(Lsn, RoundTripsTextForm) {
+  auto lsn = postgres::ParseLsn("16/B374D848");
+  ASSERT_TRUE(lsn.ok());
+  EXPECT_EQ(*lsn, 0x16B374D848ull);
+  EXPECT_EQ(postgres::FormatLsn(*lsn), "16/B374D848");
+  EXPECT_FALSE(postgres::ParseLsn("16B374D848").ok());
+  EXPECT_FALSE(postgres::ParseLsn("x/1").ok());
+  EXPECT_FALSE(postgres::ParseLsn("1/").ok());
+}
+
+}  // namespace
+}  // namespace sluice::connectors
