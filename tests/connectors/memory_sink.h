@@ -61,6 +61,14 @@ class MemorySink : public ChangeSink {
         rows.erase(key);
         continue;
       }
+      if (e.before.is_object() && e.key.is_object()) {
+        // A key-changing update moves the row: drop it under its old key.
+        nlohmann::json old_key = nlohmann::json::object();
+        for (const auto& [col, _] : e.key.items()) {
+          if (e.before.contains(col)) old_key[col] = e.before[col];
+        }
+        if (old_key != e.key) rows.erase(old_key.dump());
+      }
       nlohmann::json row = e.after;
       auto old = rows.find(key);
       for (const auto& col : e.unchanged_columns) {

@@ -49,6 +49,7 @@ class PostgresSource {
  public:
   PostgresSource(PostgresSourceOptions options, ChangeSink* sink,
                  ProductionMetrics* metrics = nullptr);
+  // The sink must outlive the source (the destructor unhooks the ack callback).
   ~PostgresSource();
 
   // Publication, slot, snapshot (when due), then START_REPLICATION.
