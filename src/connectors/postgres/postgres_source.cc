@@ -153,10 +153,15 @@ Status PostgresSource::Start() {
       progress_ = {};
     }
   } else {
-    progress_ = options_.snapshot
-                    ? SnapshotProgress::For(options_.tables, options_.snapshot_progress)
-                    : SnapshotProgress{};
-    if (options_.snapshot_progress.tables.empty()) progress_ = {};  // nothing was pending
+    if (!options_.snapshot) {
+      progress_ = {};
+    } else if (options_.snapshot_progress) {
+      progress_ = SnapshotProgress::For(options_.tables, *options_.snapshot_progress);
+    } else {
+      progress_ = SnapshotProgress::For(options_.tables, {});
+      spdlog::warn("slot {} exists but no snapshot progress was given: reading the tables again",
+                   options_.slot_name);
+    }
   }
   // The exported snapshot lives until the next command on repl_: read it all first.
   SLUICE_RETURN_IF_ERROR(ReadSnapshot(snap, &progress_, sink_, &schemas_, metrics_));

@@ -35,11 +35,13 @@ struct PostgresSourceOptions {
   int proto_version = 2;  // 1, or 2 (streams large transactions on PostgreSQL >= 14)
   bool snapshot = true;   // read the tables first when the slot is new
   int snapshot_chunk_size = 1000;
-  // What a previous run reported through on_snapshot_progress. With an
-  // existing slot, unfinished tables are read again from their last key on a
-  // fresh snapshot (the stream then replays everything since the slot's
-  // consistent point, so the result converges). Ignored for a new slot.
-  SnapshotProgress snapshot_progress;
+  // What a previous run reported through on_snapshot_progress (ignored for
+  // a new slot). With an existing slot, unfinished tables are read again from
+  // their last key on a fresh snapshot; the stream then replays everything
+  // since the slot's consistent point, so the result converges. nullopt with
+  // an existing slot means "unknown" (the run may have died mid-snapshot):
+  // every table is read again, trading duplicates for never losing rows.
+  std::optional<SnapshotProgress> snapshot_progress;
   std::function<void(const SnapshotProgress&)> on_snapshot_progress;
   int snapshot_max_chunks = 0;  // tests: interrupt the snapshot after N chunks
   std::chrono::milliseconds status_interval{1000};
