@@ -45,8 +45,7 @@ Child Spawn(const std::vector<std::string>& args,
   close(out_pipe[1]);
   close(in_pipe[0]);
   if (!input.empty()) {
-    EXPECT_EQ(write(in_pipe[1], input.data(), input.size()),
-              static_cast<ssize_t>(input.size()));
+    EXPECT_EQ(write(in_pipe[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
   }
   close(in_pipe[1]);
   return {pid, fdopen(out_pipe[0], "r")};
@@ -78,10 +77,13 @@ TEST_F(ServeProcess, ServesTheApiBootstrapsTheSuperuserAndStopsOnSigterm) {
                   {{"SLUICE_DATABASE_URL", pg_.url()},
                    {"SLUICE_SUPERUSER_EMAIL", "boot@example.com"},
                    {"SLUICE_SUPERUSER_PASSWORD", "bootstrap-pass"}});
-  char line[256] = {0};
-  ASSERT_NE(fgets(line, sizeof line, c.out), nullptr) << "serve printed nothing";
+  // spdlog shares stdout; the machine-readable line is the one to find.
+  char line[512] = {0};
   int port = 0;
-  ASSERT_EQ(std::sscanf(line, "api listening on http://127.0.0.1:%d", &port), 1) << line;
+  while (port == 0 && fgets(line, sizeof line, c.out) != nullptr) {
+    std::sscanf(line, "api listening on http://127.0.0.1:%d", &port);
+  }
+  ASSERT_GT(port, 0) << "serve never said where it listens";
 
   httplib::Client cli("127.0.0.1", port);
   auto login =
