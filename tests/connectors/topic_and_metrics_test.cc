@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "connectors/postgres/lsn.h"
+#include "connectors/postgres/postgres_source.h"
 #include "connectors/production_metrics.h"
 #include "connectors/topic_naming.h"
 
@@ -55,3 +56,50 @@ TEST(Lsn, RoundTripsTextForm) {
 
 }  // namespace
 }  // namespace sluice::connectors
+
+namespace sluice::connectors::postgres {
+namespace {
+
+class NullSink : public ChangeSink {
+ public:
+  common::Status Emit(const ChangeEvent&) override { return {}; }
+  common::Status SchemaChanged(const TableSchema&) override { return {}; }
+  common::Status Checkpoint(Lsn) override { return {}; }
+  common::Status Flush() override { return {}; }
+};
+
+TEST(PostgresSourceOptions, BadOptionsAreRejectedBeforeConnecting) {
+  NullSink sink;
+  PostgresSourceOptions o;
+  o.url = "postgresql://nobody@127.0.0.1:1/none";
+  o.slot_name = "Bad-Slot";
+  o.publication_name = "pub";
+  o.tables = {{"public", "t"}};
+  EXPECT_EQ(PostgresSource(o, &sink).Start().code(), common::Code::kInvalidArgument);
+  o.slot_name = "slot";
+  o.tables.clear();
+  EXPECT_EQ(PostgresSource(o, &sink).Start().code(), common::Code::kInvalidArgument);
+  o.tables = {{"public", "t"}};
+  o.proto_version = 3;
+  EXPECT_EQ(PostgresSource(o, &sink).Start().code(), common::Code::kInvalidArgument);
+  o.proto_version = 2;
+  EXPECT_EQ(PostgresSource(o, &sink).Start().code(), common::Code::kUnavailable);
+  EXPECT_FALSE(PostgresSource(o, &sink).Poll(std::chrono::milliseconds(1)).ok());
+}
+
+TEST(SnapshotProgress, RoundTripsAndRejectsGarbage) {
+  SnapshotProgress p;
+  p.tables.push_back({{"s", "t"}, false, {"4", "x"}, 4});
+  auto back = SnapshotProgress::FromJson(p.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->tables[0].last_key, (std::vector<std::string>{"4", "x"}));
+  EXPECT_FALSE(back->Done());
+  EXPECT_FALSE(SnapshotProgress::FromJson(nlohmann::json::parse(R"({"tables":[{"x":1}]})")).ok());
+  auto merged = SnapshotProgress::For({{"s", "t"}, {"s", "u"}}, *back);
+  ASSERT_EQ(merged.tables.size(), 2u);
+  EXPECT_EQ(merged.tables[0].rows, 4);
+  EXPECT_TRUE(merged.tables[1].last_key.empty());
+}
+
+}  // namespace
+}  // namespace sluice::connectors::postgres

@@ -95,6 +95,17 @@ Status PostgresSource::Start() {
   } catch (const std::exception& e) {
     return common::Unavailable(fmt::format("source database: {}", e.what()));
   }
+  try {
+    pqxx::work tx(*catalog_);
+    std::string wal_level = tx.exec("SHOW wal_level")[0][0].c_str();
+    if (wal_level != "logical") {
+      return common::FailedPrecondition(fmt::format(
+          "the source database has wal_level = {}; logical decoding needs wal_level = logical",
+          wal_level));
+    }
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("source database: {}", e.what()));
+  }
   SLUICE_RETURN_IF_ERROR(EnsurePublication());
 
   bool slot_exists = false;
