@@ -36,12 +36,10 @@ void ChangeSink::SetAckCallback(AckCallback callback) {
 }
 
 void ChangeSink::Acknowledge(Lsn lsn) {
-  AckCallback cb;
-  {
-    std::lock_guard lock(mu_);
-    cb = callback_;
-  }
-  if (cb) cb(lsn);
+  // Called under the lock, so once SetAckCallback(nullptr) returns no call
+  // into a source that is going away can still be running.
+  std::lock_guard lock(mu_);
+  if (callback_) callback_(lsn);
 }
 
 }  // namespace sluice::connectors

@@ -31,7 +31,8 @@ class ChangeSink {
   // checkpoints among it have been reported).
   virtual common::Status Flush() = 0;
 
-  // The source registers itself here; may be called from any thread.
+  // The source registers itself here. The callback runs on whatever thread
+  // acknowledges and must be quick; passing nullptr waits out a running call.
   void SetAckCallback(AckCallback callback);
 
  protected:
