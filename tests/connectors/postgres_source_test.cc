@@ -541,6 +541,29 @@ TEST_F(PostgresSourceTest, ExistingPublicationIsReusedAndCompleted) {
   PollUntil(source, [&] { return sink.events.size() >= 1; });
 }
 
+TEST_F(PostgresSourceTest, TableWithoutReplicaIdentityIsRefused) {
+  Exec(
+      "CREATE TABLE loose (v int); CREATE TABLE full_ident (v int); "
+      "ALTER TABLE full_ident REPLICA IDENTITY FULL");
+  auto& sink = NewSink();
+  auto st = Source(Options({{"public", "loose"}}), &sink)->Start();
+  EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_EQ(Query1("SELECT count(*) FROM pg_publication"), "0");  // nothing half-created
+  Exec("UPDATE loose SET v = 1");                                 // the application still works
+
+  // REPLICA IDENTITY FULL without a key is accepted; the whole row is the key.
+  Exec("INSERT INTO full_ident VALUES (1)");
+  sources_.clear();
+  auto* source = Source(Options({{"public", "full_ident"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("UPDATE full_ident SET v = 2");
+  PollUntil(source, [&] { return sink.events.size() >= 2; });
+  EXPECT_EQ(sink.events[1].before, json({{"v", 1}}));
+  EXPECT_EQ(sink.events[1].key, json({{"v", 2}}));
+  EXPECT_EQ(sink.events[0].key, json({{"v", 1}}));  // the snapshot read agrees
+  EXPECT_EQ(sink.schemas.size(), 1u);
+}
+
 TEST_F(PostgresSourceTest, ProductionMetricsCountPerTopic) {
   Exec("CREATE TABLE items (id int PRIMARY KEY); INSERT INTO items VALUES (1), (2)");
   auto& sink = NewSink();

@@ -50,6 +50,22 @@ Status PostgresSource::DropSlot(const std::string& url, const std::string& slot)
 Status PostgresSource::EnsurePublication() {
   try {
     pqxx::work tx(*catalog_);
+    // Publishing a table without a replica identity makes PostgreSQL refuse
+    // the application's own UPDATEs and DELETEs on it: refuse it here instead.
+    for (const auto& t : options_.tables) {
+      auto ident = tx.exec(fmt::format(
+          "SELECT c.relreplident, EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND "
+          "i.indisprimary) FROM pg_class c WHERE c.oid = {}::regclass",
+          tx.quote(QuoteTable(tx, t))));
+      std::string kind = ident[0][0].c_str();
+      bool has_pk = ident[0][1].as<bool>();
+      if (kind == "n" || (kind == "d" && !has_pk)) {
+        return common::FailedPrecondition(fmt::format(
+            "table {} has no replica identity (no primary key): add one or set REPLICA IDENTITY "
+            "FULL, or its updates and deletes would fail once published",
+            t.Qualified()));
+      }
+    }
     auto existing = tx.exec("SELECT 1 FROM pg_publication WHERE pubname = " +
                             tx.quote(options_.publication_name));
     std::string list;

@@ -83,6 +83,11 @@ Status ReadTable(pqxx::nontransaction& tx, const SnapshotOptions& options, Table
   }
   auto pk = PrimaryKeyColumns(tx, schema.table);
   if (!pk.ok()) return pk.status();
+  // No primary key (so REPLICA IDENTITY FULL): the whole row is the key, as
+  // in the stream's Relation messages.
+  if (pk->empty()) {
+    for (auto& c : schema.columns) c.key = true;
+  }
   for (const auto& name : *pk) {
     for (const auto& c : *columns) {
       if (c.column.name == name) keys.push_back(&c);
