@@ -1,0 +1,187 @@
+// Connectors over real HTTP and PostgreSQL: validation, way, encryption at
+// rest (checked by reading the raw table), redaction, names, deletes.
+#include <pqxx/pqxx>
+#include <set>
+
+#include "api/config_keys.h"
+#include "config_api/api_harness.h"
+#include "secrets/configuration_cipher.h"
+
+namespace sluice::testing {
+namespace {
+
+class ConnectorsApi : public ApiHarness {
+ protected:
+  std::string Path() const { return "/api/v1/teams/" + team_id_ + "/connectors"; }
+  Json RawConfiguration(const std::string& id) {
+    pqxx::connection c(tdb_->url());
+    pqxx::work tx(c);
+    return Json::parse(
+        tx.exec_params1("SELECT json_configuration::text FROM connector WHERE id = $1", id)[0]
+            .as<std::string>());
+  }
+};
+
+TEST_F(ConnectorsApi, ConfigurationIsEncryptedAtRestAndRedactedOnRead) {
+  auto r =
+      Post(Path(),
+           {{"name", "shop"}, {"type", "postgresql-source"}, {"configuration", PgSourceConfig()}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_EQ(r.body["configuration"]["password"], "********");
+  EXPECT_EQ(r.body["configuration"]["host"], "db.internal");
+  Json raw = RawConfiguration(r.body["id"]);
+  EXPECT_EQ(raw["enc"], "v1");
+  EXPECT_EQ(raw.dump().find("s3cret-pw"), std::string::npos);
+  EXPECT_EQ(raw.dump().find("db.internal"), std::string::npos);
+  Json plain = *secrets::DecryptConfiguration(raw, api::ConfigKeyRing());
+  EXPECT_EQ(plain["password"], "s3cret-pw");
+  EXPECT_EQ(plain["port"], 5432);  // defaults are stored for the runtime
+  EXPECT_EQ(plain["topic_prefix"], "sluice");
+  auto got = Get("/api/v1/connectors/" + r.body["id"].get<std::string>());
+  EXPECT_EQ(got.body["configuration"]["password"], "********");
+  auto list = Get(Path());
+  EXPECT_EQ(list.body["items"][0]["configuration"]["password"], "********");
+}
+
+TEST_F(ConnectorsApi, HttpHeaderValuesAreSecret) {
+  auto r = Post(
+      Path(), {{"name", "hook"},
+               {"type", "http-target"},
+               {"configuration",
+                {{"url", "https://x.example/h"}, {"headers", {{"Authorization", "Bearer tok"}}}}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_EQ(r.body["configuration"]["headers"]["Authorization"], "********");
+  EXPECT_EQ(r.body["way"], "target");
+}
+
+TEST_F(ConnectorsApi, WayIsDerivedFromTheTypeNeverAccepted) {
+  auto r = Post(
+      Path(), {{"name", "t"}, {"type", "postgresql-target"}, {"configuration", PgSourceConfig()}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_EQ(r.body["way"], "target");
+  EXPECT_EQ(r.body["connector_type"], "postgresql");
+  auto bad = Post(Path(), {{"name", "u"},
+                           {"type", "postgresql-target"},
+                           {"way", "source"},
+                           {"configuration", PgSourceConfig()}});
+  EXPECT_EQ(bad.status, 422);
+}
+
+TEST_F(ConnectorsApi, InvalidConfigurationListsEveryFailingField) {
+  auto r = Post(Path(), {{"name", "bad"},
+                         {"type", "postgresql-source"},
+                         {"configuration", {{"port", "x"}, {"sslmode", "nope"}, {"extra", 1}}}});
+  ASSERT_EQ(r.status, 422);
+  std::string msg = r.body["error"]["message"];
+  for (const char* field : {"host", "database", "user", "password", "port", "sslmode", "extra"}) {
+    EXPECT_NE(msg.find(std::string(field) + ":"), std::string::npos) << field << " in " << msg;
+  }
+}
+
+TEST_F(ConnectorsApi, UnknownTypeIs400) {
+  auto r =
+      Post(Path(), {{"name", "x"}, {"type", "oracle-source"}, {"configuration", Json::object()}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["code"], "unknown_type");
+}
+
+TEST_F(ConnectorsApi, UnknownBodyFieldIs400) {
+  auto r = Post(Path(), {{"name", "x"},
+                         {"type", "jsonl-target"},
+                         {"colour", "red"},
+                         {"configuration", {{"directory", "/tmp"}}}});
+  EXPECT_EQ(r.status, 400);
+}
+
+TEST_F(ConnectorsApi, NameIsUniquePerEnvAcrossTeamsAndSearchIsCaseInsensitive) {
+  NewConnector(team_id_, "Orders-DB", "postgresql-source");
+  std::string other = NewTeam("other");
+  auto clash =
+      Post("/api/v1/teams/" + other + "/connectors", {{"name", "Orders-DB"},
+                                                      {"type", "jsonl-target"},
+                                                      {"configuration", {{"directory", "/tmp"}}}});
+  EXPECT_EQ(clash.status, 409);
+  NewConnector(team_id_, "billing", "jsonl-target");
+  auto found = Get(Path() + "?name=ORDERS");
+  ASSERT_EQ(found.status, 200);
+  ASSERT_EQ(found.body["items"].size(), 1u);
+  EXPECT_EQ(found.body["items"][0]["name"], "Orders-DB");
+  EXPECT_EQ(found.body["items"][0]["env_id"], env_id_);  // mirrors the team's env
+}
+
+TEST_F(ConnectorsApi, PatchEchoingTheRedactedSecretKeepsIt) {
+  std::string id = NewConnector(team_id_, "src", "postgresql-source");
+  auto view = Get("/api/v1/connectors/" + id).body["configuration"];
+  view["host"] = "db2.internal";
+  auto r = Patch("/api/v1/connectors/" + id, {{"configuration", view}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  Json plain = *secrets::DecryptConfiguration(RawConfiguration(id), api::ConfigKeyRing());
+  EXPECT_EQ(plain["password"], "s3cret-pw");
+  EXPECT_EQ(plain["host"], "db2.internal");
+}
+
+TEST_F(ConnectorsApi, AnotherTeamsConnectorIsNotFoundForAMember) {
+  std::string other = NewTeam("other");
+  std::string theirs = NewConnector(other, "theirs", "jsonl-target");
+  std::string token = NewMember("ann@example.com", team_id_);
+  EXPECT_EQ(Call("GET", "/api/v1/connectors/" + theirs, nullptr, token).status, 404);
+  EXPECT_EQ(Call("DELETE", "/api/v1/connectors/" + theirs, nullptr, token).status, 404);
+  auto mine =
+      Call("POST", Path(),
+           {{"name", "mine"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "/tmp"}}}},
+           token);
+  EXPECT_EQ(mine.status, 201) << mine.body.dump();
+}
+
+TEST_F(ConnectorsApi, ConnectorTypesAreListedWithSchemas) {
+  auto r = Get("/api/v1/connector-types");
+  ASSERT_EQ(r.status, 200);
+  std::set<std::string> ids;
+  for (const auto& t : r.body["items"]) ids.insert(t["id"]);
+  for (const char* id :
+       {"postgresql-source", "kafka-source", "postgresql-target", "http-target", "jsonl-target"}) {
+    EXPECT_TRUE(ids.count(id)) << id;
+  }
+  auto pg = Get("/api/v1/connector-types/postgresql-source");
+  EXPECT_TRUE(pg.body["configuration_schema"]["properties"]["password"]["secret"]);
+}
+
+TEST_F(ConnectorsApi, WarehouseTokenIsEncryptedAtRestAndRedacted) {
+  auto r =
+      Post("/api/v1/teams/" + team_id_ + "/warehouses",
+           {{"name", "dbx"},
+            {"warehouse_type", "databricks"},
+            {"configuration", {{"host", "h"}, {"http_path", "/sql/1"}, {"token", "dapi-xyz"}}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_EQ(r.body["configuration"]["token"], "********");
+  EXPECT_EQ(r.body["state"], "draft");
+  pqxx::connection c(tdb_->url());
+  pqxx::work tx(c);
+  std::string raw = tx.exec1("SELECT json_configuration::text FROM warehouse")[0].as<std::string>();
+  EXPECT_EQ(raw.find("dapi-xyz"), std::string::npos);
+  EXPECT_EQ(
+      Post("/api/v1/teams/" + team_id_ + "/warehouses",
+           {{"name", "w2"}, {"warehouse_type", "bigquery"}, {"configuration", Json::object()}})
+          .status,
+      400);
+}
+
+TEST_F(ConnectorsApi, RotationReencryptsEveryConfigurationUnderTheNewKey) {
+  std::string id = NewConnector(team_id_, "src", "postgresql-source");
+  auto old_kid = RawConfiguration(id)["kid"];
+  auto rotated = *secrets::KeyRing::FromHex({std::string(64, 'b'), std::string(64, 'a')});
+  auto counts = db_->Transact(
+      [&](pqxx::work& tx) { return api::ReencryptConfigurations(tx, rotated, true); });
+  EXPECT_EQ(counts.connectors, 1);
+  Json raw = RawConfiguration(id);
+  EXPECT_NE(raw["kid"], old_kid);
+  EXPECT_EQ(raw["kid"], rotated.primary().id);
+  // The new key alone now opens it.
+  auto only_new = *secrets::KeyRing::FromHex({std::string(64, 'b')});
+  EXPECT_EQ((*secrets::DecryptConfiguration(raw, only_new))["password"], "s3cret-pw");
+  api::SetConfigKeyRing(only_new);
+  EXPECT_EQ(Get("/api/v1/connectors/" + id).status, 200);
+}
+
+}  // namespace
+}  // namespace sluice::testing
