@@ -48,6 +48,11 @@ Json Redact(const Json& j) {
 
 }  // namespace
 
+void TouchUser(pqxx::work& tx, const common::Uuid& user) {
+  tx.exec_params("UPDATE \"user\" SET version = version + 1, updated_at = now() WHERE id = $1",
+                 user.ToString());
+}
+
 Json EnvJson(const EnvRow& e) {
   return {{"id", e.id.ToString()},
           {"name", e.name ? Json(*e.name) : Json(nullptr)},
@@ -122,6 +127,7 @@ GrantOutcome GrantEnvRole(pqxx::work& tx, const common::Uuid& user, const common
     tx.exec_params(std::string("UPDATE env_member SET role = $3, updated_at = ") + sql::kNowUtc +
                        " WHERE user_id = $1 AND env_id = $2",
                    user.ToString(), env.ToString(), auth::EnvRoleName(role));
+    TouchUser(tx, user);
     return GrantOutcome::kUpdated;
   }
   tx.exec_params(std::string("INSERT INTO env_member (id, \"timestamp\", role, user_id, env_id, "
@@ -129,6 +135,7 @@ GrantOutcome GrantEnvRole(pqxx::work& tx, const common::Uuid& user, const common
                      sql::kNowUtc + ", $2, $3, $4, " + sql::kNowUtc + ", " + sql::kNowUtc + ")",
                  common::Uuid::V4().ToString(), auth::EnvRoleName(role), user.ToString(),
                  env.ToString());
+  TouchUser(tx, user);
   return GrantOutcome::kCreated;
 }
 
@@ -140,7 +147,9 @@ bool RevokeEnvRole(pqxx::work& tx, const common::Uuid& user, const common::Uuid&
       "DELETE FROM team_member WHERE user_id = $1 AND team_id IN "
       "(SELECT id FROM team WHERE env_id = $2)",
       user.ToString(), env.ToString());
-  return res.affected_rows() > 0;
+  if (res.affected_rows() == 0) return false;
+  TouchUser(tx, user);
+  return true;
 }
 
 Json ListEnvMembers(pqxx::work& tx, const common::Uuid& env, int fetch, std::int64_t offset) {

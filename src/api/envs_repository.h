@@ -37,6 +37,10 @@ void DeleteEnv(pqxx::work& tx, const common::Uuid& id);
 std::optional<auth::EnvRole> FindEnvRole(pqxx::work& tx, const common::Uuid& user,
                                          const common::Uuid& env);
 
+// Bumps the user's version and updated_at: a membership is part of what the
+// control-plane sync compares.
+void TouchUser(pqxx::work& tx, const common::Uuid& user);
+
 enum class GrantOutcome { kCreated, kExisted, kUpdated };
 
 // Under the (user, env) lock: inserts the membership when absent. With

@@ -132,6 +132,9 @@ Response SyncUsers(ApiContext& ctx, Request& req) {
         auto env_id = sql::GetUuid(r[0]);
         if (!wanted.count(env_id)) RevokeEnvRole(tx, u.row.id, env_id);
       }
+      // The grants above bumped the version; the control-plane's number stands.
+      tx.exec_params("UPDATE \"user\" SET version = $2 WHERE id = $1", u.row.id.ToString(),
+                     u.row.version);
       results.push_back(
           {{"id", u.row.id.ToString()}, {"result", outcome}, {"local_version", u.row.version}});
     }

@@ -100,20 +100,24 @@ GrantOutcome GrantTeamMembership(pqxx::work& tx, const common::Uuid& user, const
     tx.exec_params(std::string("UPDATE team_member SET admin = $3, updated_at = ") + sql::kNowUtc +
                        " WHERE user_id = $1 AND team_id = $2",
                    user.ToString(), team.ToString(), admin);
+    TouchUser(tx, user);
     return GrantOutcome::kUpdated;
   }
   tx.exec_params(std::string("INSERT INTO team_member (id, \"timestamp\", admin, user_id, team_id, "
                              "created_at, updated_at) VALUES ($1, ") +
                      sql::kNowUtc + ", $2, $3, $4, " + sql::kNowUtc + ", " + sql::kNowUtc + ")",
                  common::Uuid::V4().ToString(), admin, user.ToString(), team.ToString());
+  TouchUser(tx, user);
   return GrantOutcome::kCreated;
 }
 
 bool RevokeTeamMembership(pqxx::work& tx, const common::Uuid& user, const common::Uuid& team) {
   sql::LockPair(tx, "team_member", user, team);
-  return tx.exec_params("DELETE FROM team_member WHERE user_id = $1 AND team_id = $2",
-                        user.ToString(), team.ToString())
-             .affected_rows() > 0;
+  auto res = tx.exec_params("DELETE FROM team_member WHERE user_id = $1 AND team_id = $2",
+                            user.ToString(), team.ToString());
+  if (res.affected_rows() == 0) return false;
+  TouchUser(tx, user);
+  return true;
 }
 
 Json ListTeamMembers(pqxx::work& tx, const common::Uuid& team, int fetch, std::int64_t offset) {

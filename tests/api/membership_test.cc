@@ -144,5 +144,22 @@ TEST(Membership, DeletingATeamWithPendingRequestsRemovesThem) {
   EXPECT_EQ(h.Count("SELECT count(*) FROM team_request"), 0);
 }
 
+TEST(Membership, GrantsAndRevocationsBumpTheUsersVersion) {
+  ApiHarness h;
+  auto env = h.CreateEnv("prod");
+  auto u = h.CreateUser("ada@example.com");
+  auto version = [&] {
+    return h.Count("SELECT version FROM \"user\" WHERE id = '" + u.id.ToString() + "'");
+  };
+  auto v0 = version();
+  h.Grant(env, u, "reader");
+  EXPECT_EQ(version(), v0 + 1);
+  ASSERT_EQ(h.Call("DELETE", "/api/v1/envs/" + env.ToString() + "/members/" + u.id.ToString(),
+                   nullptr, h.root().token)
+                .status,
+            204);
+  EXPECT_EQ(version(), v0 + 2);
+}
+
 }  // namespace
 }  // namespace sluice::testing
