@@ -72,21 +72,31 @@ int Rotate(const RotateFlags& f) {
   return 0;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+void AddRotateKey(CLI::App& admin) {
   auto flags = std::make_shared<RotateFlags>();
-  // "admin" is registered by admin_command.cc, linked (and so initialised) first.
-  CLI::App* parent = &root;
-  try {
-    parent = root.get_subcommand("admin");
-  } catch (const CLI::OptionNotFound&) {
-  }
-  auto* cmd = parent->add_subcommand("rotate-key",
-                                     "Re-encrypt stored configurations under a new primary key");
+  auto* cmd = admin.add_subcommand("rotate-key",
+                                   "Re-encrypt stored configurations under a new primary key");
   cmd->add_option("--data-dir", flags->data_dir, "Data directory (config.key, database)")
       ->capture_default_str();
   cmd->add_flag("--retire-old-keys", flags->retire,
                 "Drop old keys from config.key (and idempotency records under them)");
   cmd->callback([flags] { sluice::cli::ExitCode() = Rotate(*flags); });
+}
+
+CLI::App* FindAdmin(CLI::App& root) {
+  for (auto* sub : root.get_subcommands([](CLI::App* a) { return a->get_name() == "admin"; })) {
+    return sub;
+  }
+  return nullptr;
+}
+
+sluice::cli::RegisterCommand reg([](CLI::App& root) {
+  // "admin" belongs to admin_command.cc, whose registrar may run after this
+  // one: attach then, just before parsing, once every command exists.
+  if (CLI::App* admin = FindAdmin(root)) return AddRotateKey(*admin);
+  root.preparse_callback([&root](std::size_t) {
+    if (CLI::App* admin = FindAdmin(root)) AddRotateKey(*admin);
+  });
 });
 
 }  // namespace

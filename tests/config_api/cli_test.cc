@@ -1,0 +1,82 @@
+// The `sluice` binary as a client of a real in-process API server, and
+// `sluice admin rotate-key` against the real database.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <pqxx/pqxx>
+
+#include "api/config_keys.h"
+#include "common/subprocess.h"
+#include "config_api/api_harness.h"
+
+namespace sluice::testing {
+namespace {
+
+class SluiceCli : public ApiHarness {
+ protected:
+  void SetUp() override {
+    ApiHarness::SetUp();
+    dir_ = ::testing::TempDir() + "/sluice_cli_" + std::to_string(::getpid());
+    ::setenv("SLUICE_CREDENTIALS", (dir_ + "/credentials.json").c_str(), 1);
+  }
+  common::ProcessResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), std::getenv("SLUICE_BIN"));
+    return common::RunProcess(args);
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string dir_;
+};
+
+TEST_F(SluiceCli, LoginThenCreateListGetDeleteConnectors) {
+  auto login = Run(
+      {"login", "--url", Url(), "--email", "root@example.com", "--password", "root-password-1"});
+  ASSERT_EQ(login.exit_code, 0) << login.output;
+  auto created = Run({"connector", "--json", "create", "--team", team_id_, "--name", "files",
+                      "--type", "jsonl-target", "--config", R"({"directory":"/tmp/x"})"});
+  ASSERT_EQ(created.exit_code, 0) << created.output;
+  auto body = Json::parse(created.output.substr(created.output.find('{')));
+  std::string id = body["id"];
+  auto table = Run({"connector", "list", "--team", team_id_, "--name", "FIL"});
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("ID"), std::string::npos);
+  EXPECT_NE(table.output.find(id), std::string::npos);
+  auto bad = Run({"connector", "create", "--team", team_id_, "--name", "x", "--type",
+                  "postgresql-source", "--config", "{}"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("password"), std::string::npos) << bad.output;
+  EXPECT_EQ(Run({"connector", "delete", id}).exit_code, 0);
+  EXPECT_NE(Run({"connector", "get", id}).exit_code, 0);
+}
+
+TEST_F(SluiceCli, PipelineCreateAndList) {
+  ASSERT_EQ(
+      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", "root-password-1"})
+          .exit_code,
+      0);
+  auto p = Run({"pipeline", "create", "--team", team_id_, "--name", "nightly"});
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto list = Run({"pipeline", "--json", "list", "--team", team_id_});
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_NE(list.output.find("\"nightly\""), std::string::npos);
+}
+
+TEST_F(SluiceCli, RotateKeyReencryptsEveryConnectorUnderTheNewKey) {
+  std::string id = NewConnector(team_id_, "src", "postgresql-source");
+  std::string fresh(64, 'c'), old(64, 'a');
+  ::setenv("SLUICE_CONFIG_KEY", (fresh + "," + old).c_str(), 1);
+  ::setenv("SLUICE_DATABASE_URL", tdb_->url().c_str(), 1);
+  auto r = Run({"admin", "rotate-key", "--data-dir", dir_});
+  ::unsetenv("SLUICE_CONFIG_KEY");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  pqxx::connection c(tdb_->url());
+  pqxx::work tx(c);
+  Json raw = Json::parse(
+      tx.exec_params1("SELECT json_configuration::text FROM connector WHERE id = $1", id)[0]
+          .as<std::string>());
+  auto only_new = *secrets::KeyRing::FromHex({fresh});
+  EXPECT_EQ(raw["kid"], only_new.primary().id);
+  EXPECT_EQ((*secrets::DecryptConfiguration(raw, only_new))["password"], "s3cret-pw");
+}
+
+}  // namespace
+}  // namespace sluice::testing
