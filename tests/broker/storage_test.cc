@@ -203,6 +203,12 @@ TEST(LogManager, TopicsAndConfigsPersistAcrossReopen) {
     EXPECT_EQ((*m)->CreateTopic("bad/name", 1, {}).code(), common::Code::kInvalidArgument);
     EXPECT_EQ((*m)->CreateTopic("cfg", 1, {{"cleanup.policy", "compact"}}).code(),
               common::Code::kInvalidArgument);
+    EXPECT_EQ((*m)->CreateTopic("cfg", 1, {{"no.such.config", "1"}}).code(),
+              common::Code::kInvalidArgument);
+    ASSERT_TRUE((*m)->CreateTopic("passive", 1,
+                                  {{"min.insync.replicas", "1"}, {"cleanup.policy", "delete"}})
+                    .ok());
+    EXPECT_EQ((*m)->Config("passive")->AsMap().at("min.insync.replicas"), "1");
     ASSERT_TRUE((*m)->AddPartitions("orders", 4).ok());
     (*m)->Append((*m)->Partition("orders", 3), testing::BuildBatch({{"x"}}));
   }

@@ -1,6 +1,7 @@
 #include "broker/storage/log_manager.h"
 
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +33,24 @@ std::optional<std::int64_t> ParseInt(const std::string& v) {
 }  // namespace
 
 Status TopicConfig::Set(const std::string& name, const std::string& value) {
+  static const std::set<std::string> kPassive = {
+      "min.insync.replicas", "compression.type",
+      "max.message.bytes",   "unclean.leader.election.enable",
+      "flush.messages",      "flush.ms",
+      "segment.ms",          "message.timestamp.type"};
+  if (name == "cleanup.policy") {
+    if (value != "delete")
+      return InvalidArgument("cleanup.policy: only 'delete' is supported (no compaction)");
+    passive[name] = value;
+    return {};
+  }
+  if (name == "message.timestamp.type" && value != "CreateTime") {
+    return InvalidArgument("message.timestamp.type: only CreateTime is supported");
+  }
+  if (kPassive.count(name)) {
+    passive[name] = value;
+    return {};
+  }
   auto n = ParseInt(value);
   if (!n) return InvalidArgument(fmt::format("config {}: not an integer: {}", name, value));
   if (name == "retention.ms") {
@@ -48,9 +67,11 @@ Status TopicConfig::Set(const std::string& name, const std::string& value) {
 }
 
 std::map<std::string, std::string> TopicConfig::AsMap() const {
-  return {{"retention.ms", std::to_string(retention_ms)},
-          {"retention.bytes", std::to_string(retention_bytes)},
-          {"segment.bytes", std::to_string(segment_bytes)}};
+  std::map<std::string, std::string> m = passive;
+  m["retention.ms"] = std::to_string(retention_ms);
+  m["retention.bytes"] = std::to_string(retention_bytes);
+  m["segment.bytes"] = std::to_string(segment_bytes);
+  return m;
 }
 
 bool IsValidTopicName(const std::string& name) {

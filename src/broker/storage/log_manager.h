@@ -28,8 +28,13 @@ struct TopicConfig {
   std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
   std::int64_t retention_bytes = -1;
   std::int64_t segment_bytes = 64 << 20;
+  // Kafka configs we accept and report back but that change nothing on a
+  // single node (min.insync.replicas, compression.type, ...).
+  std::map<std::string, std::string> passive;
 
-  // Applies one Kafka topic config (retention.ms, retention.bytes, segment.bytes).
+  // Applies one Kafka topic config. Enforced: retention.ms, retention.bytes,
+  // segment.bytes. Anything we would silently not honour (compaction, unknown
+  // names) is InvalidArgument.
   common::Status Set(const std::string& name, const std::string& value);
   std::map<std::string, std::string> AsMap() const;
 };
