@@ -17,6 +17,7 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterSubscriptionsRoutes(r, ctx);
   RegisterWarehousesRoutes(r, ctx);
   RegisterWizardRoutes(r, ctx);
+  RegisterWorkersRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 

@@ -21,6 +21,7 @@ void RegisterPipelinesRoutes(Router& r, ApiContext& ctx);
 void RegisterSubscriptionsRoutes(Router& r, ApiContext& ctx);
 void RegisterWarehousesRoutes(Router& r, ApiContext& ctx);
 void RegisterWizardRoutes(Router& r, ApiContext& ctx);
+void RegisterWorkersRoutes(Router& r, ApiContext& ctx);
 void RegisterOpenApiRoutes(Router& r, ApiContext& ctx);
 
 // All of the above, in order.

@@ -7,9 +7,11 @@
 #include <pqxx/pqxx>
 #include <random>
 
+#include "api/config_keys.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
 #include "runtime/worker_repository.h"
+#include "secrets/configuration_cipher.h"
 
 namespace sluice::cli {
 
@@ -75,7 +77,8 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::Embedded
                         "json_configuration, way, team_id, env_id, created_at, updated_at) "
                         "VALUES ($1, $2, 'postgresql', $3, $4, $5, $6, {0}, {0})",
                         now),
-            id, name, config.dump(), way, team, env);
+            id, name, secrets::EncryptConfiguration(config, api::ConfigKeyRing()).dump(), way, team,
+            env);
       };
       connector(source, "demo-source", "source", "sluice_demo_source");
       connector(target, "demo-target", "target", "sluice_demo_target");
@@ -101,10 +104,10 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::Embedded
                       "error_table_enabled, error_table_name, target_table_name, "
                       "consumer_id, backfill, enabled, requires_unique_destination, "
                       "created_at, updated_at) VALUES ($1, 'orders-copy', '{{}}', '{{}}', "
-                      "$2, $3, $4, true, 'orders_errors', 'orders', $1, false, true, true, "
+                      "$2, $3, $4, true, 'orders_errors', 'orders', $5, false, true, true, "
                       "{0}, {0})",
                       now),
-          sub, demo.pipeline_id, datamodel, target);
+          sub, demo.pipeline_id, datamodel, target, sub);
       for (const auto& c : {source, target}) {
         for (auto& w : runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(c), 1)) {
           w.Start(common::Clock::now(), std::nullopt);

@@ -1,4 +1,4 @@
-// requires-subsystems: api store
+// requires-subsystems: api store orchestrator
 // `sluice serve`: the HTTP JSON API (and, when built, the schema registry)
 // over the data-plane database. Stops cleanly on SIGINT/SIGTERM.
 #include <signal.h>
@@ -7,10 +7,17 @@
 #include <cstdio>
 #include <memory>
 
+#include <filesystem>
 #include "api/bootstrap.h"
+#include "api/config_keys.h"
+#include "api/idempotency.h"
 #include "api/server.h"
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
+#include "metrics/periodic_task.h"
+#include "orchestrator/background_tasks.h"
+#include "orchestrator/orchestrator.h"
+#include "secrets/key_ring.h"
 #include "store/database.h"
 #include "store/provision.h"
 #if defined(SLUICE_WITH_REGISTRY_SERVER) && __has_include("registry/server.h")
@@ -58,6 +65,12 @@ int Serve(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: %s\n", provisioned.status().ToString().c_str());
     return 1;
   }
+  auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
+  if (!keys.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", keys.status().ToString().c_str());
+    return 1;
+  }
+  sluice::api::SetConfigKeyRing(*keys);
   auto key = sluice::auth::SecretKey::Load(f.data_dir);
   if (!key.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", key.status().ToString().c_str());
@@ -82,12 +95,29 @@ int Serve(const ServeFlags& f) {
     api.Stop();
     return 1;
   }
-  std::printf("registry listening on %s:%d\n", reg_host.c_str(), reg_port);
+  std::printf("registry listening on %s:%d\n", reg_host.c_str(), registry.port());
 #endif
+  // The orchestrator launches workers as local processes (the embedded
+  // launcher); background jobs keep rollups, retention and the outbox going.
+  sluice::orchestrator::OrchestratorOptions orchestration;
+  {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    orchestration.sluice_bin = ec ? "sluice" : self.string();
+  }
+  orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
+  orchestration.report_database_url = (*provisioned)->url();
+  orchestration.keys = &sluice::api::ConfigKeyRing();
+  sluice::orchestrator::Orchestrator orchestrator(db, orchestration);
+  orchestrator.Start();
+  sluice::orchestrator::BackgroundTasks background(db, {});
+  sluice::metrics::PeriodicTask idempotency_cleanup(
+      std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
   std::fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("serve: signal {}, shutting down", sig);
+  orchestrator.Stop();
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
   registry.Stop();
 #endif

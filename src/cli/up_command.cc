@@ -16,13 +16,19 @@
 #include <thread>
 
 #include "api/bootstrap.h"
+#include "api/config_keys.h"
+#include "api/idempotency.h"
 #include "api/server.h"
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
 #include "cli/demo_pipeline.h"
 #include "common/net.h"
 #include "common/uuid.h"
+#include "kafka/client_config.h"
+#include "metrics/periodic_task.h"
+#include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
+#include "secrets/key_ring.h"
 #include "store/provision.h"
 #if __has_include("registry/server.h")
 #include "registry/server.h"
@@ -111,6 +117,9 @@ int Up(const UpFlags& f) {
     return Fail("the broker did not start; see " + f.data_dir + "/broker.log");
   std::printf("broker listening on %s\n", f.broker_listen.c_str());
 
+  auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
+  if (!keys.ok()) return Fail(keys.status().message());
+  sluice::api::SetConfigKeyRing(*keys);
   auto key = sluice::auth::SecretKey::Load(f.data_dir);
   if (!key.ok()) return Fail(key.status().message());
   if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) return Fail(st.message());
@@ -127,8 +136,16 @@ int Up(const UpFlags& f) {
   options.sluice_bin = SelfPath();
   options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   options.report_database_url = url;
+  options.keys = &sluice::api::ConfigKeyRing();
   sluice::orchestrator::Orchestrator orchestrator(db, options);
   orchestrator.Start();
+  sluice::orchestrator::BackgroundOptions background;
+  background.events_broker = sluice::kafka::ClientConfig{};
+  background.events_broker->bootstrap_servers = f.broker_listen;
+  sluice::orchestrator::BackgroundTasks tasks(db, background);
+  // Idempotency records stop replaying after 24 h; delete them within the hour.
+  sluice::metrics::PeriodicTask idempotency_cleanup(
+      std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
 
   std::atomic<bool> stop{false};
   std::thread writer;

@@ -4,6 +4,7 @@
 
 #include "connectors/topic_naming.h"
 #include "runtime/shard_planner.h"
+#include "secrets/configuration_cipher.h"
 
 namespace sluice::orchestrator {
 
@@ -31,6 +32,13 @@ json ParseJson(const pqxx::field& f) {
   return j.is_discarded() ? json::object() : j;
 }
 
+// The one place the runtime reads a connector configuration: decrypted.
+common::Result<json> ConnectorConfig(const pqxx::field& f, const secrets::KeyRing* keys) {
+  json stored = ParseJson(f);
+  if (!keys) return stored;
+  return secrets::DecryptConfiguration(stored, *keys);
+}
+
 }  // namespace
 
 std::string PostgresUrl(const json& c) {
@@ -52,14 +60,17 @@ std::string DefaultSlotName(const runtime::Worker& worker) {
   return fmt::format("sluice_{}_{}", id.substr(0, 16), worker.shard_index);
 }
 
-common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker) {
+common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker,
+                                       const secrets::KeyRing* keys) {
   auto rows = tx.exec_params(
       "SELECT c.connector_type, c.way, c.json_configuration, e.retention_configuration, c.name "
       "FROM connector c LEFT JOIN env e ON e.id = c.env_id WHERE c.id = $1",
       worker.connector_id.ToString());
   if (rows.empty()) return common::NotFound("connector no longer exists");
   std::string type = Text(rows[0][0]), way = Text(rows[0][1]);
-  json config = ParseJson(rows[0][2]);
+  auto decrypted = ConnectorConfig(rows[0][2], keys);
+  if (!decrypted.ok()) return decrypted.status();
+  json config = *decrypted;
   json broker = ParseJson(rows[0][3]);
   json launch = {{"connector_id", worker.connector_id.ToString()},
                  {"shard", worker.shard_index},
@@ -133,8 +144,11 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
       sub["error_table"] = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
       // Rejected rows go to the error-table target connector when one is
       // named (a PostgreSQL one), else beside the rows when that is PostgreSQL.
-      if (!r[10].is_null() && Text(r[11]) == "postgresql")
-        sub["error_target_url"] = PostgresUrl(ParseJson(r[10]));
+      if (!r[10].is_null() && Text(r[11]) == "postgresql") {
+        auto error_config = ConnectorConfig(r[10], keys);
+        if (!error_config.ok()) return error_config.status();
+        sub["error_target_url"] = PostgresUrl(*error_config);
+      }
     }
     subs.push_back(sub);
   }
@@ -147,8 +161,8 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
 }
 
 common::Result<json> BuildLaunch(pqxx::transaction_base& tx, const runtime::Worker& worker,
-                                 const LaunchContext& context) {
-  auto launch = BuildLaunchConfig(tx, worker);
+                                 const LaunchContext& context, const secrets::KeyRing* keys) {
+  auto launch = BuildLaunchConfig(tx, worker, keys);
   if (!launch.ok()) return launch;
   json full = *launch;
   full["worker_id"] = worker.id.ToString();

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "runtime/worker.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::orchestrator {
 
@@ -19,15 +20,20 @@ struct LaunchContext {
   std::optional<std::string> report_database_url;
 };
 
+// Connector configurations are encrypted at rest; `keys` decrypts them
+// (nullptr: rows are read as stored, which plain rows pass through).
+
 // The launch config without per-launch fields (worker id, generation), so
 // its hash only changes when the configuration does.
 common::Result<nlohmann::json> BuildLaunchConfig(pqxx::transaction_base& tx,
-                                                 const runtime::Worker& worker);
+                                                 const runtime::Worker& worker,
+                                                 const secrets::KeyRing* keys);
 
 // The full launch config of `worker`'s current generation.
 common::Result<nlohmann::json> BuildLaunch(pqxx::transaction_base& tx,
                                            const runtime::Worker& worker,
-                                           const LaunchContext& context);
+                                           const LaunchContext& context,
+                                           const secrets::KeyRing* keys);
 
 // libpq URL from a postgresql connector config {host, port, database, user, password, sslmode}.
 std::string PostgresUrl(const nlohmann::json& config);

@@ -52,7 +52,7 @@ std::string Orchestrator::PodKey(const Worker& w) {
 }
 
 common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
-  auto config = BuildLaunchConfig(tx, w);
+  auto config = BuildLaunchConfig(tx, w, options_.keys);
   if (!config.ok()) {
     w.Apply({w.launch_generation, WorkerState::kError, config.status().message()},
             common::Clock::now());
@@ -60,7 +60,7 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
     return config.status();
   }
   w.launched_config_hash = runtime::LaunchConfigHash(*config);
-  auto launch = BuildLaunch(tx, w, {options_.report_database_url});
+  auto launch = BuildLaunch(tx, w, {options_.report_database_url}, options_.keys);
   auto path = fs::path(options_.run_dir) / (w.id.ToString() + ".json");
   {
     // Written 0600: it holds decrypted credentials.

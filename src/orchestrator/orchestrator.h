@@ -28,6 +28,7 @@ struct OrchestratorOptions {
   std::chrono::seconds stop_timeout{30};  // before a stop is forced
   std::chrono::milliseconds tick{1000};
   std::optional<std::string> report_database_url;  // where local workers report
+  const secrets::KeyRing* keys = nullptr;          // decrypts connector configs
   runtime::SupervisorOptions supervisor;
 };
 

@@ -1,0 +1,190 @@
+// Lifecycle of what runs: start / pause / resume / restart / stop a
+// connector or a pipeline (its source and target connectors), and the
+// per-shard status with heartbeat age, reason and config drift. Handlers
+// write intents on the worker rows; the orchestrator does the rest.
+#include <fmt/format.h>
+
+#include "api/access.h"
+#include "api/config_keys.h"
+#include "api/routes.h"
+#include "orchestrator/launch_builder.h"
+#include "orchestrator/placement.h"
+#include "runtime/launch_config.h"
+#include "runtime/worker_repository.h"
+
+namespace sluice::api {
+
+namespace {
+
+using auth::Action;
+using runtime::Worker;
+using runtime::WorkerRepository;
+using runtime::WorkerState;
+
+struct Owned {
+  common::Uuid team_id;
+  std::vector<common::Uuid> connectors;
+};
+
+// The connector's team, 404 when absent or invisible to the caller.
+Owned LoadConnector(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
+                    Action action) {
+  auto r = tx.exec_params("SELECT team_id FROM connector WHERE id = $1", id.ToString());
+  if (r.empty() || r[0][0].is_null()) throw ApiError(404, "not_found", "connector not found");
+  auto team = *common::Uuid::Parse(r[0][0].c_str());
+  RequireTeam(tx, caller, team, action);
+  return {team, {id}};
+}
+
+Owned LoadPipeline(pqxx::work& tx, const Principal& caller, const common::Uuid& id, Action action) {
+  auto r = tx.exec_params(
+      "SELECT team_id, source_connector_id, target_connector_id FROM pipeline WHERE id = $1",
+      id.ToString());
+  if (r.empty()) throw ApiError(404, "not_found", "pipeline not found");
+  auto team = *common::Uuid::Parse(r[0][0].c_str());
+  RequireTeam(tx, caller, team, action);
+  Owned owned{team, {}};
+  for (int col : {1, 2})
+    if (!r[0][col].is_null()) owned.connectors.push_back(*common::Uuid::Parse(r[0][col].c_str()));
+  if (owned.connectors.empty())
+    throw ApiError(409, "incomplete", "the pipeline has no connectors to run yet");
+  return owned;
+}
+
+Json WorkerJson(pqxx::work& tx, const Worker& w) {
+  auto now = common::Clock::now();
+  Json j = {
+      {"id", w.id.ToString()},
+      {"connector_id", w.connector_id.ToString()},
+      {"shard_index", w.shard_index},
+      {"state", std::string(runtime::ToString(w.state))},
+      {"reason", w.reason ? Json(*w.reason) : Json(nullptr)},
+      {"launch_generation", w.launch_generation.ToString()},
+      {"stop_requested_at",
+       w.stop_requested_at ? Json(common::FormatIso8601(*w.stop_requested_at)) : Json(nullptr)},
+      {"last_heartbeat_at",
+       w.last_heartbeat_at ? Json(common::FormatIso8601(*w.last_heartbeat_at)) : Json(nullptr)},
+      {"heartbeat_age_seconds",
+       w.last_heartbeat_at
+           ? Json(std::chrono::duration_cast<std::chrono::seconds>(now - *w.last_heartbeat_at)
+                      .count())
+           : Json(nullptr)}};
+  // Drift: null when unmeasured (no stamp), never "no drift".
+  Json drift = nullptr;
+  auto today = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+  if (today.ok()) {
+    auto outdated = w.RunsOutdatedConfig(runtime::LaunchConfigHash(*today));
+    if (outdated) drift = *outdated;
+  }
+  j["config_outdated"] = drift;
+  return j;
+}
+
+enum class Verb { kStart, kPause, kResume, kRestart, kStop };
+
+void ApplyVerb(pqxx::work& tx, const common::Uuid& connector, Verb verb) {
+  auto now = common::Clock::now();
+  auto workers = WorkerRepository::ForConnector(tx, connector);
+  if (workers.empty()) workers = WorkerRepository::EnsureShards(tx, connector, 1);
+  // A start places the connector's unplaced tables / subscriptions on shards.
+  if (verb == Verb::kStart || verb == Verb::kResume || verb == Verb::kRestart)
+    orchestrator::PlaceConnectorWork(tx, connector, static_cast<int>(workers.size()));
+  for (auto& w : workers) {
+    auto locked = *WorkerRepository::FindForUpdate(tx, w.id);
+    switch (verb) {
+      case Verb::kStart:
+      case Verb::kResume:
+        if (locked.state == WorkerState::kLive || locked.state == WorkerState::kStarting) continue;
+        if (locked.state == WorkerState::kStopping)
+          throw ApiError(409, "stopping",
+                         "the worker is still stopping; try again when it stopped");
+        locked.Start(now, std::nullopt);
+        break;
+      case Verb::kRestart:
+        locked.Start(now, std::nullopt);  // a new generation replaces the pod
+        break;
+      case Verb::kPause:
+        locked.Pause();
+        break;
+      case Verb::kStop:
+        locked.RequestStop(now);
+        break;
+    }
+    WorkerRepository::Update(tx, locked);
+  }
+}
+
+Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
+  auto id = req.PathUuid(pipeline ? "pipeline_id" : "connector_id");
+  Json workers = Json::array();
+  ctx.db.Transact([&](pqxx::work& tx) {
+    auto owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceWrite)
+                          : LoadConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    for (const auto& c : owned.connectors) {
+      ApplyVerb(tx, c, verb);
+      for (const auto& w : WorkerRepository::ForConnector(tx, c))
+        workers.push_back(WorkerJson(tx, w));
+    }
+  });
+  return Response::Ok({{"workers", workers}});
+}
+
+Response Status(ApiContext& ctx, Request& req, bool pipeline) {
+  auto id = req.PathUuid(pipeline ? "pipeline_id" : "connector_id");
+  Json body;
+  ctx.db.Transact([&](pqxx::work& tx) {
+    Owned owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceRead)
+                           : LoadConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+    Json workers = Json::array();
+    std::string state = "PAUSED";
+    bool any = false;
+    for (const auto& c : owned.connectors) {
+      for (const auto& w : WorkerRepository::ForConnector(tx, c)) {
+        workers.push_back(WorkerJson(tx, w));
+        // The displayed state is the worker's; the loudest shard wins.
+        static const std::vector<std::string> kRank = {"ERROR", "STOPPING", "STARTING",
+                                                       "LIVE",  "STOPPED",  "PAUSED"};
+        std::string s(runtime::ToString(w.state));
+        if (!any ||
+            std::find(kRank.begin(), kRank.end(), s) < std::find(kRank.begin(), kRank.end(), state))
+          state = s;
+        any = true;
+      }
+    }
+    if (pipeline) {
+      auto r = tx.exec_params("SELECT coalesce(is_completed, false) FROM pipeline WHERE id = $1",
+                              id.ToString());
+      // "draft" is computed: an incomplete pipeline whose worker is paused.
+      if (!r[0][0].as<bool>() && state == "PAUSED") state = "DRAFT";
+    }
+    body = {{"state", state}, {"workers", workers}};
+  });
+  return Response::Ok(body);
+}
+
+}  // namespace
+
+void RegisterWorkersRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "workers");
+  struct Named {
+    const char* name;
+    Verb verb;
+  };
+  for (auto [name, verb] :
+       {Named{"start", Verb::kStart}, Named{"pause", Verb::kPause}, Named{"resume", Verb::kResume},
+        Named{"restart", Verb::kRestart}, Named{"stop", Verb::kStop}}) {
+    auto v = verb;
+    g.Post(fmt::format("/connectors/{{connector_id}}/{}", name),
+           fmt::format("{} a connector's workers", name),
+           [&ctx, v](Request& q) { return Act(ctx, q, false, v); });
+    g.Post(fmt::format("/pipelines/{{pipeline_id}}/{}", name),
+           fmt::format("{} a pipeline's workers", name),
+           [&ctx, v](Request& q) { return Act(ctx, q, true, v); });
+  }
+  g.Get("/connectors/{connector_id}/workers", "Per-shard status of a connector",
+        [&ctx](Request& q) { return Status(ctx, q, false); });
+  g.Get("/pipelines/{pipeline_id}/status", "A pipeline's displayed state and its workers",
+        [&ctx](Request& q) { return Status(ctx, q, true); });
+}
+
+}  // namespace sluice::api

@@ -1,0 +1,68 @@
+#include "orchestrator/background_tasks.h"
+
+#include <spdlog/spdlog.h>
+
+#include "events/event_store.h"
+#include "events/outbox.h"
+#include "kafka/producer.h"
+#include "metrics/periodic_task.h"
+#include "metrics/retention.h"
+#include "metrics/rollup.h"
+
+namespace sluice::orchestrator {
+
+using namespace std::chrono_literals;
+
+struct BackgroundTasks::State {
+  std::unique_ptr<kafka::Producer> producer;
+  std::unique_ptr<events::OutboxPublisher> outbox;
+  std::vector<std::unique_ptr<metrics::PeriodicTask>> tasks;
+};
+
+BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
+    : state_(std::make_unique<State>()) {
+  auto& tasks = state_->tasks;
+  tasks.push_back(std::make_unique<metrics::PeriodicTask>(10min, [&db, options] {
+    auto r =
+        metrics::MetricRollup(db, {3, options.raw_metric_retention}).RunOnce(common::Clock::now());
+    if (!r.ok()) spdlog::warn("metric rollup: {}", r.status().message());
+  }));
+  tasks.push_back(std::make_unique<metrics::PeriodicTask>(1h, [&db, options] {
+    metrics::RawRetention(db, {options.raw_metric_retention}).RunOnce(common::Clock::now());
+  }));
+  tasks.push_back(std::make_unique<metrics::PeriodicTask>(1min, [&db] {
+    auto r = events::EventStore(db).CloseExpired(common::Clock::now());
+    if (!r.ok()) spdlog::warn("closing quiet events: {}", r.status().message());
+  }));
+  if (options.events_broker) {
+    auto producer = kafka::Producer::Create(*options.events_broker);
+    if (!producer.ok()) {
+      spdlog::warn("connector_events outbox disabled: {}", producer.status().message());
+      return;
+    }
+    state_->producer = std::move(producer).value();
+    auto* p = state_->producer.get();
+    std::string topic = options.events_topic;
+    // At-least-once: a record counts as published once the broker acked it.
+    state_->outbox = std::make_unique<events::OutboxPublisher>(
+        db, [p, topic](const events::OutboxRecord& record) -> common::Status {
+          SLUICE_RETURN_IF_ERROR(p->Send(topic, record.Key(), record.ToJson().dump(), record.seq));
+          auto deliveries = p->Flush(10s);
+          if (!deliveries.ok()) return deliveries.status();
+          for (const auto& d : *deliveries)
+            if (!d.status.ok()) return d.status;
+          return common::Status::Ok();
+        });
+    auto* outbox = state_->outbox.get();
+    tasks.push_back(std::make_unique<metrics::PeriodicTask>(2s, [outbox] {
+      auto r = outbox->PublishOnce();
+      if (!r.ok()) spdlog::warn("connector_events outbox: {}", r.status().message());
+    }));
+  }
+}
+
+BackgroundTasks::~BackgroundTasks() {
+  for (auto& t : state_->tasks) t->Stop();
+}
+
+}  // namespace sluice::orchestrator
