@@ -14,6 +14,7 @@
 #include "api/server.h"
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
+#include "common/net.h"
 #include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
@@ -33,23 +34,11 @@ struct ServeFlags {
   std::string data_dir = "./var";
 };
 
-bool SplitHostPort(const std::string& s, std::string& host, int& port) {
-  auto colon = s.rfind(':');
-  if (colon == std::string::npos) return false;
-  host = s.substr(0, colon);
-  try {
-    port = std::stoi(s.substr(colon + 1));
-  } catch (const std::exception&) {
-    return false;
-  }
-  return port >= 0 && port <= 65535 && !host.empty();
-}
-
 int Serve(const ServeFlags& f) {
   std::string host, reg_host;
   int port = 0, reg_port = 0;
-  if (!SplitHostPort(f.listen, host, port) ||
-      !SplitHostPort(f.registry_listen, reg_host, reg_port)) {
+  if (!sluice::common::SplitHostPort(f.listen, &host, &port) ||
+      !sluice::common::SplitHostPort(f.registry_listen, &reg_host, &reg_port)) {
     std::fprintf(stderr, "sluice serve: --listen/--registry-listen must be HOST:PORT\n");
     return 2;
   }
