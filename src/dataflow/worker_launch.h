@@ -44,6 +44,9 @@ struct WorkerLaunch {
   kafka::ClientConfig broker;
   std::optional<std::string> report_database_url;
   SourceLaunch source;
+  // Where the source keeps its snapshot progress between restarts (the
+  // launcher's run dir); empty keeps none, so a restart re-reads the tables.
+  std::string state_path;
   TargetSpec target;
   std::vector<SubscriptionSpec> subscriptions;
 

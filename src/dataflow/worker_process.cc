@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <thread>
 
 #include "common/time.h"
@@ -39,6 +40,25 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   options.publication_name = launch.source.publication;
   options.tables = launch.source.tables;
   options.topic_prefix = launch.source.topic_prefix;
+  if (!launch.state_path.empty()) {
+    // Progress is reported only after the chunk it covers is durable in the
+    // broker, so what is saved here never runs ahead of what was delivered.
+    std::ifstream in(launch.state_path);
+    auto saved = nlohmann::json::parse(in, nullptr, false);
+    if (!saved.is_discarded()) {
+      auto progress = connectors::postgres::SnapshotProgress::FromJson(saved);
+      if (progress.ok()) options.snapshot_progress = *progress;
+    }
+    options.on_snapshot_progress =
+        [path = launch.state_path](const connectors::postgres::SnapshotProgress& p) {
+          std::string tmp = path + ".tmp";
+          {
+            std::ofstream out(tmp, std::ios::trunc);
+            out << p.ToJson().dump();
+          }
+          std::rename(tmp.c_str(), path.c_str());
+        };
+  }
   connectors::postgres::PostgresSource source(options, &sink, &metrics);
   if (auto st = source.Start(); !st.ok()) return Fail(reporter, st);
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
