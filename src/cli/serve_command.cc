@@ -15,6 +15,7 @@
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
 #include "common/net.h"
+#include "common/subprocess.h"
 #include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
@@ -89,11 +90,7 @@ int Serve(const ServeFlags& f) {
   // The orchestrator launches workers as local processes (the embedded
   // launcher); background jobs keep rollups, retention and the outbox going.
   sluice::orchestrator::OrchestratorOptions orchestration;
-  {
-    std::error_code ec;
-    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    orchestration.sluice_bin = ec ? "sluice" : self.string();
-  }
+  orchestration.sluice_bin = sluice::common::SelfExecutablePath();
   orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   orchestration.report_database_url = (*provisioned)->url();
   orchestration.keys = &sluice::api::ConfigKeyRing();

@@ -23,6 +23,7 @@
 #include "cli/command_registry.h"
 #include "cli/demo_pipeline.h"
 #include "common/net.h"
+#include "common/subprocess.h"
 #include "common/uuid.h"
 #include "kafka/client_config.h"
 #include "metrics/periodic_task.h"
@@ -59,12 +60,6 @@ bool WaitForPort(const std::string& host, int port, std::chrono::seconds limit) 
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
-}
-
-std::string SelfPath() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "sluice" : p.string();
 }
 
 int Fail(const std::string& what) {
@@ -109,10 +104,11 @@ int Up(const UpFlags& f) {
   // The broker is its own process, supervised like a worker.
   sluice::runtime::ProcessSupervisor services;
   std::filesystem::create_directories(std::filesystem::path(f.data_dir) / "broker");
-  services.Ensure("broker", {{SelfPath(), "broker", "--listen", f.broker_listen, "--data-dir",
-                              (std::filesystem::path(f.data_dir) / "broker").string()},
-                             {},
-                             (std::filesystem::path(f.data_dir) / "broker.log").string()});
+  services.Ensure("broker",
+                  {{sluice::common::SelfExecutablePath(), "broker", "--listen", f.broker_listen,
+                    "--data-dir", (std::filesystem::path(f.data_dir) / "broker").string()},
+                   {},
+                   (std::filesystem::path(f.data_dir) / "broker.log").string()});
   if (!WaitForPort(broker_host, broker_port, std::chrono::seconds(20)))
     return Fail("the broker did not start; see " + f.data_dir + "/broker.log");
   std::printf("broker listening on %s\n", f.broker_listen.c_str());
@@ -133,7 +129,7 @@ int Up(const UpFlags& f) {
 #endif
 
   sluice::orchestrator::OrchestratorOptions options;
-  options.sluice_bin = SelfPath();
+  options.sluice_bin = sluice::common::SelfExecutablePath();
   options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   options.report_database_url = url;
   options.keys = &sluice::api::ConfigKeyRing();

@@ -28,6 +28,11 @@ const char* CodeName(Code code) {
   return "unknown";
 }
 
+std::string FirstLine(const std::string& text) {
+  auto end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
   return std::string(CodeName(code_)) + ": " + message_;

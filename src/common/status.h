@@ -24,6 +24,9 @@ enum class Code {
 
 const char* CodeName(Code code);
 
+// The first line of a multi-line error (libpq's carry LINE/HINT detail after it).
+std::string FirstLine(const std::string& text);
+
 class Status {
  public:
   Status() = default;

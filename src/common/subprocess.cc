@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cerrno>
+#include <filesystem>
 
 namespace sluice::common {
 
@@ -48,6 +49,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv) {
 }
 
 bool RunningAsRoot() { return geteuid() == 0; }
+
+std::string SelfExecutablePath() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "sluice" : path.string();
+}
 
 std::vector<std::string> AsUser(const std::string& os_user, std::vector<std::string> argv) {
   if (!RunningAsRoot()) return argv;

@@ -20,4 +20,8 @@ std::vector<std::string> AsUser(const std::string& os_user, std::vector<std::str
 
 bool RunningAsRoot();
 
+// Path of this process's own binary, to launch more of itself (workers, the
+// broker); "sluice" (looked up on PATH) when /proc cannot say.
+std::string SelfExecutablePath();
+
 }  // namespace sluice::common

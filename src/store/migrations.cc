@@ -7,15 +7,13 @@
 
 namespace sluice::store {
 
+using common::FirstLine;
+
 namespace {
 // Arbitrary but fixed: every sluice process migrating this database contends
 // for the same key.
 constexpr long long kMigrationLockKey = 0x5173'6c75'6963'6501LL;
 
-std::string FirstLine(const std::string& s) {
-  auto end = s.find('\n');
-  return end == std::string::npos ? s : s.substr(0, end);
-}
 }  // namespace
 
 int LatestVersion() {

@@ -10,6 +10,7 @@
 
 namespace sluice::connectors::targets {
 
+using common::FirstLine;
 using nlohmann::json;
 
 namespace {
@@ -21,11 +22,6 @@ std::string QuoteIdent(const std::string& name) {
     out.push_back(c);
   }
   return out + "\"";
-}
-
-std::string FirstLine(const std::string& s) {
-  auto end = s.find('\n');
-  return end == std::string::npos ? s : s.substr(0, end);
 }
 
 // Sources send bytea as base64; PostgreSQL's input function wants \x hex.
