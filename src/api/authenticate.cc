@@ -16,6 +16,9 @@ common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& autho
   if (claims->kind == auth::TokenKind::kRefresh) {
     return common::Unauthenticated("a refresh token cannot authorize requests");
   }
+  if (claims->kind == auth::TokenKind::kWorker) {
+    return common::Unauthenticated("a worker token only authorizes the worker endpoints");
+  }
   return ctx.db.Transact([&](pqxx::work& tx) -> common::Result<Principal> {
     auto user = FindUserById(tx, claims->user_id);
     if (!user || !user->is_active) return common::Unauthenticated("invalid or expired token");
@@ -32,6 +35,39 @@ common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& autho
     }
     return p;
   });
+}
+
+common::Result<PodPrincipal> AuthenticatePod(ApiContext& ctx, const std::string& authorization) {
+  const std::string scheme = "Bearer ";
+  if (authorization.size() <= scheme.size() ||
+      authorization.compare(0, scheme.size(), scheme) != 0) {
+    return common::Unauthenticated("missing bearer token");
+  }
+  auto claims = ctx.signer.Verify(authorization.substr(scheme.size()), std::time(nullptr));
+  if (!claims.ok()) return claims.status();
+  if (claims->kind != auth::TokenKind::kWorker)
+    return common::Unauthenticated("the worker endpoints need a worker token");
+  return ctx.db.Transact([&](pqxx::work& tx) -> common::Result<PodPrincipal> {
+    auto r = tx.exec_params("SELECT connector_id, shard_index FROM worker WHERE id = $1",
+                            claims->user_id.ToString());
+    if (r.empty() || std::string(r[0][0].c_str()) != claims->connector_id->ToString())
+      return common::Unauthenticated("invalid or expired token");
+    return PodPrincipal{claims->user_id, *claims->connector_id, *claims->generation,
+                        r[0][1].as<int>()};
+  });
+}
+
+std::string IssueWorkerToken(const auth::TokenSigner& signer, const common::Uuid& worker_id,
+                             const common::Uuid& connector_id, const common::Uuid& generation,
+                             std::chrono::seconds ttl) {
+  auth::TokenClaims c;
+  c.kind = auth::TokenKind::kWorker;
+  c.user_id = worker_id;
+  c.issued_at = std::time(nullptr);
+  c.expires_at = c.issued_at + ttl.count();
+  c.connector_id = connector_id;
+  c.generation = generation;
+  return signer.Sign(c);
 }
 
 }  // namespace sluice::api

@@ -15,6 +15,8 @@ struct ApiOptions {
   std::chrono::seconds service_token_ttl{365 * 24 * 3600};  // default; callers may ask less
   int login_max_failures = 5;  // per email, within login_failure_window
   std::chrono::seconds login_failure_window{60};
+  // How long after the last license verdict new starts are still accepted.
+  std::chrono::seconds license_grace{72 * 3600};
 };
 
 struct ApiContext {

@@ -55,10 +55,20 @@ struct Principal {
   const char* user_type() const { return service_account_id ? "service" : "user"; }
 };
 
+// A worker pod, from its scoped token: one worker row of one connector, one
+// launch generation. It may use the worker endpoints and nothing else.
+struct PodPrincipal {
+  common::Uuid worker_id;
+  common::Uuid connector_id;
+  common::Uuid generation;
+  int shard_index = 0;
+};
+
 struct Request {
   const httplib::Request& raw;
   std::map<std::string, std::string> params;  // from {name} segments of the route
   std::optional<Principal> principal;
+  std::optional<PodPrincipal> pod;  // set on Access::kWorker routes
 
   // The path parameter as a UUID; 404 when it is not one (it names nothing).
   common::Uuid PathUuid(const std::string& name) const;

@@ -14,6 +14,7 @@ namespace sluice::api {
 enum class Access {
   kPublic,         // no token needed (login, refresh, the OpenAPI document)
   kAuthenticated,  // a valid bearer token of an active user
+  kWorker,         // a worker pod's scoped token (the worker protocol)
 };
 
 struct Route {

@@ -18,6 +18,8 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterWarehousesRoutes(r, ctx);
   RegisterWizardRoutes(r, ctx);
   RegisterWorkersRoutes(r, ctx);
+  RegisterLicenseRoutes(r, ctx);
+  RegisterWorkerProtocolRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 

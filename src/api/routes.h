@@ -22,6 +22,8 @@ void RegisterSubscriptionsRoutes(Router& r, ApiContext& ctx);
 void RegisterWarehousesRoutes(Router& r, ApiContext& ctx);
 void RegisterWizardRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkersRoutes(Router& r, ApiContext& ctx);
+void RegisterLicenseRoutes(Router& r, ApiContext& ctx);
+void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx);
 void RegisterOpenApiRoutes(Router& r, ApiContext& ctx);
 
 // All of the above, in order.

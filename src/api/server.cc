@@ -51,6 +51,13 @@ void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
         return RenderError(res, 401, "unauthenticated", principal.status().message());
       }
       req.principal = std::move(*principal);
+    } else if (match.route->access == Access::kWorker) {
+      auto pod = AuthenticatePod(ctx_, raw.get_header_value("Authorization"));
+      if (!pod.ok()) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return RenderError(res, 401, "unauthenticated", pod.status().message());
+      }
+      req.pod = *pod;
     }
     Response out = match.route->handler(req);
     Render(res, out.status, out.body);

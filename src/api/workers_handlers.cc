@@ -6,6 +6,7 @@
 
 #include "api/access.h"
 #include "api/config_keys.h"
+#include "api/license_gate.h"
 #include "api/routes.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/placement.h"
@@ -82,13 +83,37 @@ Json WorkerJson(pqxx::work& tx, const Worker& w) {
 
 enum class Verb { kStart, kPause, kResume, kRestart, kStop };
 
-void ApplyVerb(pqxx::work& tx, const common::Uuid& connector, Verb verb) {
+void ApplyVerb(pqxx::work& tx, const ApiContext& ctx, const common::Uuid& connector, Verb verb) {
   auto now = common::Clock::now();
+  if (verb == Verb::kStart || verb == Verb::kResume || verb == Verb::kRestart) {
+    auto license = LicenseAllowsStart(tx, ctx);
+    if (!license.ok()) throw ApiError(403, "license", "cannot start: " + license.message());
+  }
   auto workers = WorkerRepository::ForConnector(tx, connector);
   if (workers.empty()) workers = WorkerRepository::EnsureShards(tx, connector, 1);
-  // A start places the connector's unplaced tables / subscriptions on shards.
-  if (verb == Verb::kStart || verb == Verb::kResume || verb == Verb::kRestart)
-    orchestrator::PlaceConnectorWork(tx, connector, static_cast<int>(workers.size()));
+  // A start re-plans: as many shards as the configuration and the work ask
+  // for, then the unplaced tables / subscriptions are placed on them.
+  if (verb == Verb::kStart || verb == Verb::kResume || verb == Verb::kRestart) {
+    int shards = ValueOrThrow(orchestrator::PlannedShardCount(tx, connector, &ConfigKeyRing()));
+    workers = WorkerRepository::EnsureShards(tx, connector, shards);
+    std::vector<Worker> kept;
+    for (const auto& w : workers) {
+      if (w.shard_index < shards) {
+        kept.push_back(w);
+        continue;
+      }
+      // A surplus shard may only go once its pod is gone.
+      if (w.state == WorkerState::kLive || w.state == WorkerState::kStarting ||
+          w.state == WorkerState::kStopping)
+        throw ApiError(409, "shards_running",
+                       fmt::format("shard {} still runs; stop the connector before lowering "
+                                   "its shards to {}",
+                                   w.shard_index, shards));
+      tx.exec_params("DELETE FROM worker WHERE id = $1", w.id.ToString());
+    }
+    workers = kept;
+    orchestrator::PlaceConnectorWork(tx, connector, shards);
+  }
   for (auto& w : workers) {
     auto locked = *WorkerRepository::FindForUpdate(tx, w.id);
     switch (verb) {
@@ -121,7 +146,7 @@ Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
     auto owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceWrite)
                           : LoadConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
     for (const auto& c : owned.connectors) {
-      ApplyVerb(tx, c, verb);
+      ApplyVerb(tx, ctx, c, verb);
       for (const auto& w : WorkerRepository::ForConnector(tx, c))
         workers.push_back(WorkerJson(tx, w));
     }

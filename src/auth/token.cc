@@ -36,6 +36,7 @@ std::optional<TokenKind> ParseKind(const std::string& s) {
   if (s == "access") return TokenKind::kAccess;
   if (s == "refresh") return TokenKind::kRefresh;
   if (s == "service") return TokenKind::kService;
+  if (s == "worker") return TokenKind::kWorker;
   return std::nullopt;
 }
 
@@ -49,6 +50,8 @@ const char* TokenKindName(TokenKind kind) {
       return "refresh";
     case TokenKind::kService:
       return "service";
+    case TokenKind::kWorker:
+      return "worker";
   }
   return "access";
 }
@@ -71,6 +74,8 @@ std::string TokenSigner::Sign(const TokenClaims& c) const {
                       {"exp", c.expires_at}};
   if (c.service_account_id) j["sa"] = c.service_account_id->ToString();
   if (!c.name.empty()) j["name"] = c.name;
+  if (c.connector_id) j["cid"] = c.connector_id->ToString();
+  if (c.generation) j["gen"] = c.generation->ToString();
   // A nonce keeps two tokens issued in the same second distinct.
   unsigned char nonce[8];
   randombytes_buf(nonce, sizeof nonce);
@@ -110,6 +115,13 @@ common::Result<TokenClaims> TokenSigner::Verify(std::string_view token, std::int
       c.service_account_id = *sa;
     }
     if (j.contains("name")) c.name = j["name"].get<std::string>();
+    for (auto [key, field] : {std::pair{"cid", &c.connector_id}, std::pair{"gen", &c.generation}}) {
+      if (!j.contains(key)) continue;
+      auto id = common::Uuid::Parse(j[key].get<std::string>());
+      if (!id) return bad;
+      *field = *id;
+    }
+    if (c.kind == TokenKind::kWorker && (!c.connector_id || !c.generation)) return bad;
     if (c.expires_at <= now) return bad;
     return c;
   } catch (const nlohmann::json::exception&) {

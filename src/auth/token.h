@@ -15,18 +15,23 @@
 
 namespace sluice::auth {
 
-enum class TokenKind { kAccess, kRefresh, kService };
+// kWorker: a pod's token, scoped to one worker row of one connector and one
+// launch generation; it opens the worker endpoints and nothing else.
+enum class TokenKind { kAccess, kRefresh, kService, kWorker };
 
 const char* TokenKindName(TokenKind kind);
 
 struct TokenClaims {
   TokenKind kind = TokenKind::kAccess;
-  common::Uuid user_id;
+  common::Uuid user_id;  // the worker row's id for a worker token
   // Service-account tokens carry both ids and the account's own token name.
   std::optional<common::Uuid> service_account_id;
   std::string name;
   std::int64_t issued_at = 0;   // epoch seconds
   std::int64_t expires_at = 0;  // epoch seconds
+  // Worker tokens: the connector and launch generation the pod runs.
+  std::optional<common::Uuid> connector_id;
+  std::optional<common::Uuid> generation;
 };
 
 class TokenSigner {

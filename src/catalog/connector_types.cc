@@ -90,6 +90,11 @@ std::vector<ConnectorType> Build() {
        "JSON Lines files",
        {Str("directory", true, "Directory the files are written to"),
         Int("rotate_bytes", false, 1, std::int64_t{1} << 40, "Start a new file past this size")}});
+  // Every connector may spread its work (tables, subscriptions) over shards,
+  // one worker row and one pod each.
+  for (auto& t : types)
+    t.fields.push_back(
+        Int("shards", false, 1, 64, "Workers the connector's work is spread over", 1));
   return types;
 }
 

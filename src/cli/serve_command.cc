@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include <filesystem>
+#include "api/authenticate.h"
 #include "api/bootstrap.h"
 #include "api/config_keys.h"
 #include "api/idempotency.h"
@@ -33,6 +35,9 @@ struct ServeFlags {
   std::string listen = "127.0.0.1:8080";
   std::string registry_listen = "127.0.0.1:8081";
   std::string data_dir = "./var";
+  std::string control_plane_url;  // empty: the community license
+  std::string backend_url;        // how workers reach this API; empty: derived from --listen
+  int license_grace_seconds = 72 * 3600;
 };
 
 int Serve(const ServeFlags& f) {
@@ -71,7 +76,9 @@ int Serve(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: bootstrap superuser: %s\n", st.ToString().c_str());
     return 1;
   }
-  sluice::api::ApiServer api(db, std::move(*key));
+  sluice::api::ApiOptions api_options;
+  api_options.license_grace = std::chrono::seconds(f.license_grace_seconds);
+  sluice::api::ApiServer api(db, std::move(*key), api_options);
   if (auto st = api.Start(host, port); !st.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
     return 1;
@@ -94,9 +101,27 @@ int Serve(const ServeFlags& f) {
   orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   orchestration.report_database_url = (*provisioned)->url();
   orchestration.keys = &sluice::api::ConfigKeyRing();
+  orchestration.license_grace = api_options.license_grace;
+  // Workers speak the HTTP worker protocol with tokens scoped to their row.
+  orchestration.backend_url =
+      f.backend_url.empty() ? "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) +
+                                  ":" + std::to_string(api.port())
+                            : f.backend_url;
+  orchestration.issue_worker_token = [&api](const sluice::runtime::Worker& w) {
+    return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
+                                         w.launch_generation, std::chrono::hours(24 * 365));
+  };
+  sluice::orchestrator::BackgroundOptions background_options;
+  if (!f.control_plane_url.empty())
+    background_options.license.control_plane_url = f.control_plane_url;
+  if (const char* token = std::getenv("SLUICE_CONTROL_PLANE_TOKEN"))
+    background_options.license.bearer_token = token;
+  // One verdict before the first tick, so a restart does not pause what runs.
+  if (auto st = sluice::orchestrator::RefreshLicense(db, background_options.license); !st.ok())
+    spdlog::warn("license: {} (the last verdict stays)", st.message());
   sluice::orchestrator::Orchestrator orchestrator(db, orchestration);
   orchestrator.Start();
-  sluice::orchestrator::BackgroundTasks background(db, {});
+  sluice::orchestrator::BackgroundTasks background(db, background_options);
   sluice::metrics::PeriodicTask idempotency_cleanup(
       std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
   std::fflush(stdout);
@@ -119,6 +144,15 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--registry-listen", flags->registry_listen, "Schema registry HOST:PORT")
       ->capture_default_str();
   cmd->add_option("--data-dir", flags->data_dir, "Data directory (database, secret.key)")
+      ->capture_default_str();
+  cmd->add_option("--control-plane-url", flags->control_plane_url,
+                  "Where license verdicts come from (token: SLUICE_CONTROL_PLANE_TOKEN); "
+                  "unset runs the community license")
+      ->envname("SLUICE_CONTROL_PLANE_URL");
+  cmd->add_option("--backend-url", flags->backend_url,
+                  "URL workers use to reach this API (default: from --listen)");
+  cmd->add_option("--license-grace", flags->license_grace_seconds,
+                  "Seconds after the last verdict before starts are refused and workers pause")
       ->capture_default_str();
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });

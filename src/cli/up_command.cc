@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "api/authenticate.h"
 #include "api/bootstrap.h"
 #include "api/config_keys.h"
 #include "api/idempotency.h"
@@ -133,6 +134,15 @@ int Up(const UpFlags& f) {
   options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   options.report_database_url = url;
   options.keys = &sluice::api::ConfigKeyRing();
+  // Workers speak the HTTP worker protocol with tokens scoped to their row.
+  options.backend_url = "http://" + (api_host == "0.0.0.0" ? std::string("127.0.0.1") : api_host) +
+                        ":" + std::to_string(api.port());
+  options.issue_worker_token = [&api](const sluice::runtime::Worker& w) {
+    return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
+                                         w.launch_generation, std::chrono::hours(24 * 365));
+  };
+  // All-in-one runs the community license; one verdict before the first tick.
+  if (auto st = sluice::orchestrator::RefreshLicense(db, {}); !st.ok()) return Fail(st.message());
   sluice::orchestrator::Orchestrator orchestrator(db, options);
   orchestrator.Start();
   sluice::orchestrator::BackgroundOptions background;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace sluice::common {
@@ -16,6 +17,9 @@ std::int64_t NowEpochMillis();
 std::string FormatUtc(TimePoint t);
 // ISO-8601 with a trailing Z, for JSON responses.
 std::string FormatIso8601(TimePoint t);
+// Reads "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)" (a space may replace the
+// T); nullopt for anything else, including a non-UTC offset.
+std::optional<TimePoint> ParseIso8601(const std::string& text);
 
 }  // namespace sluice::common
 

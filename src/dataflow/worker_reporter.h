@@ -40,6 +40,17 @@ class WorkerReporter {
 // Reports into the data-plane database at `url`.
 std::unique_ptr<WorkerReporter> MakeDatabaseReporter(const WorkerLaunch& launch,
                                                      const std::string& url);
+// Reports to the back end's worker endpoints at `api_url` (the HTTP worker
+// protocol) with a token scoped to this pod's worker row and generation.
+std::unique_ptr<WorkerReporter> MakeBackendReporter(const WorkerLaunch& launch,
+                                                    const std::string& api_url,
+                                                    const std::string& token);
+
+// Fetches this pod's launch config (decrypted, broker credentials included)
+// from the back end; the file on disk then holds only the URL and token.
+common::Result<nlohmann::json> FetchLaunchFromBackend(const std::string& api_url,
+                                                      const std::string& token);
+
 // Reports nowhere (a worker run by hand for a test or a one-off).
 std::unique_ptr<WorkerReporter> MakeNullReporter();
 

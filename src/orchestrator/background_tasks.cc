@@ -30,6 +30,10 @@ BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
   tasks.push_back(std::make_unique<metrics::PeriodicTask>(1h, [&db, options] {
     metrics::RawRetention(db, {options.raw_metric_retention}).RunOnce(common::Clock::now());
   }));
+  tasks.push_back(std::make_unique<metrics::PeriodicTask>(options.license_refresh, [&db, options] {
+    auto st = RefreshLicense(db, options.license);
+    if (!st.ok()) spdlog::warn("license refresh (the last verdict stays): {}", st.message());
+  }));
   tasks.push_back(std::make_unique<metrics::PeriodicTask>(1min, [&db] {
     auto r = events::EventStore(db).CloseExpired(common::Clock::now());
     if (!r.ok()) spdlog::warn("closing quiet events: {}", r.status().message());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kafka/client_config.h"
+#include "orchestrator/license_refresher.h"
 #include "store/database.h"
 
 namespace sluice::orchestrator {
@@ -18,6 +19,9 @@ struct BackgroundOptions {
   // Where connector_events go; nullopt leaves the outbox unpublished.
   std::optional<kafka::ClientConfig> events_broker;
   std::string events_topic = "connector_events";
+  // Where license verdicts come from (community when no control-plane).
+  LicenseSource license;
+  std::chrono::seconds license_refresh{300};
 };
 
 class BackgroundTasks {

@@ -93,11 +93,18 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
     json captured = json::array();
     for (std::size_t i = 0; i < placed.size(); ++i)
       if (runtime::Captures(worker.shard_index, placed[i], placed)) captured.push_back(tables[i]);
+    // A configured slot name is the shard 0 slot; other shards suffix it, as
+    // two pods can never share one slot.
     std::string slot = config.value("slot_name", DefaultSlotName(worker));
+    if (config.contains("slot_name") && worker.shard_index > 0)
+      slot += "_" + std::to_string(worker.shard_index);
+    std::string publication = config.value("publication_name", slot);
+    if (config.contains("publication_name") && worker.shard_index > 0)
+      publication += "_" + std::to_string(worker.shard_index);
     launch["source"] = {{"type", type},
                         {"url", PostgresUrl(config)},
                         {"slot", slot},
-                        {"publication", config.value("publication_name", slot)},
+                        {"publication", publication},
                         {"topic_prefix", config.value("topic_prefix", std::string("sluice"))},
                         {"tables", captured}};
     return launch;

@@ -10,6 +10,8 @@
 
 #include "events/event_store.h"
 #include "runtime/launch_config.h"
+#include "runtime/license.h"
+#include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
 
 namespace sluice::orchestrator {
@@ -60,12 +62,20 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
     return config.status();
   }
   w.launched_config_hash = runtime::LaunchConfigHash(*config);
-  auto launch = BuildLaunch(tx, w, {options_.report_database_url}, options_.keys);
+  nlohmann::json launch;
+  if (options_.backend_url && options_.issue_worker_token) {
+    launch = {
+        {"backend", {{"url", *options_.backend_url}, {"token", options_.issue_worker_token(w)}}}};
+  } else {
+    auto built = BuildLaunch(tx, w, {options_.report_database_url}, options_.keys);
+    if (!built.ok()) return built.status();
+    launch = *built;
+  }
   auto path = fs::path(options_.run_dir) / (w.id.ToString() + ".json");
   {
-    // Written 0600: it holds decrypted credentials.
+    // Written 0600: it holds a token or decrypted credentials.
     std::ofstream out(path, std::ios::trunc);
-    out << launch->dump(2);
+    out << launch.dump(2);
   }
   chmod(path.c_str(), 0600);
   supervisor_->Ensure(PodKey(w),
@@ -76,16 +86,45 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
   return common::Status::Ok();
 }
 
+std::vector<Worker> Orchestrator::EnforceLicense(pqxx::work& tx, common::TimePoint now) {
+  runtime::License license(runtime::LicenseRepository::Load(tx), options_.license_grace);
+  auto verdict = license.AllowsStart(now);
+  std::vector<Worker> paused;
+  if (!verdict.ok()) {
+    for (const auto& r : tx.exec("SELECT id FROM worker WHERE state IN ('STARTING', 'LIVE', "
+                                 "'ERROR') ORDER BY id FOR UPDATE SKIP LOCKED")) {
+      auto w = WorkerRepository::FindForUpdate(tx, *common::Uuid::Parse(r[0].c_str()));
+      if (!w) continue;
+      w->Pause();
+      w->reason = runtime::License::PauseReason(verdict);
+      WorkerRepository::Update(tx, *w);
+      paused.push_back(*w);
+    }
+    return paused;
+  }
+  for (const auto& r : tx.exec("SELECT id FROM worker WHERE state = 'PAUSED' ORDER BY id "
+                               "FOR UPDATE SKIP LOCKED")) {
+    auto w = WorkerRepository::FindForUpdate(tx, *common::Uuid::Parse(r[0].c_str()));
+    if (!w || !runtime::License::IsLicensePause(w->reason)) continue;
+    w->Start(now, std::nullopt);
+    w->reason.reset();
+    WorkerRepository::Update(tx, *w);
+  }
+  return paused;
+}
+
 common::Status Orchestrator::Tick() {
   try {
     std::set<std::string> wanted;
     std::vector<Worker> to_stop;
     std::vector<Worker> stale;
+    std::vector<Worker> license_paused;
     // Phase 1, under the row locks: decide, and write intents. No process is
     // waited on while a lock is held: a stopping pod's own final report
     // needs the same row.
     db_.Transact([&](pqxx::work& tx) {
       auto now = common::Clock::now();
+      license_paused = EnforceLicense(tx, now);
       for (auto& w : WorkerRepository::LockExpectingPods(tx)) {
         if (w.state == WorkerState::kStopping) {
           to_stop.push_back(w);
@@ -154,6 +193,9 @@ common::Status Orchestrator::Tick() {
       }
       if (!wanted.count(key) && !in_stop) supervisor_->Stop(key, options_.stop_timeout);
     }
+    for (const auto& w : license_paused)
+      RecordWorkerEvent(w, "worker.license_paused", "critical", "Worker paused by the license",
+                        w.reason.value_or(""), {});
     for (const auto& w : stale)
       RecordWorkerEvent(w, "worker.heartbeat_lost", "error", "Worker stopped reporting",
                         w.reason.value_or(""), {});

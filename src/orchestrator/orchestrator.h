@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -27,8 +28,15 @@ struct OrchestratorOptions {
   std::chrono::seconds stale_after{90};   // heartbeat window (spec: 90 s)
   std::chrono::seconds stop_timeout{30};  // before a stop is forced
   std::chrono::milliseconds tick{1000};
+  // Past this long without a verdict, running workers are paused (license_state).
+  std::chrono::seconds license_grace{72 * 3600};
   std::optional<std::string> report_database_url;  // where local workers report
-  const secrets::KeyRing* keys = nullptr;          // decrypts connector configs
+  // The worker protocol over HTTP: with both set, a pod's launch file holds
+  // only this URL and a token scoped to its worker row and generation; it
+  // fetches its decrypted config and reports through the API.
+  std::optional<std::string> backend_url;
+  std::function<std::string(const runtime::Worker&)> issue_worker_token;
+  const secrets::KeyRing* keys = nullptr;  // decrypts connector configs
   runtime::SupervisorOptions supervisor;
 };
 
@@ -48,6 +56,9 @@ class Orchestrator {
 
  private:
   common::Status Launch(pqxx::work& tx, runtime::Worker& w);
+  // Pauses every running worker while the license refuses starts, and
+  // restarts the ones it paused once it allows them again.
+  std::vector<runtime::Worker> EnforceLicense(pqxx::work& tx, common::TimePoint now);
   void RecordWorkerEvent(const runtime::Worker& w, const std::string& code,
                          const std::string& level, const std::string& summary,
                          const std::string& reason, nlohmann::json details);

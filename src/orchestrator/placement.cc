@@ -2,9 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "runtime/shard_planner.h"
+#include "secrets/configuration_cipher.h"
 
 namespace sluice::orchestrator {
+
+common::Result<int> PlannedShardCount(pqxx::transaction_base& tx, const common::Uuid& connector_id,
+                                      const secrets::KeyRing* keys) {
+  auto row = tx.exec_params("SELECT way, json_configuration FROM connector WHERE id = $1",
+                            connector_id.ToString());
+  if (row.empty()) return common::NotFound("connector not found");
+  bool source = std::string(row[0][0].c_str()) == "source";
+  auto stored =
+      nlohmann::json::parse(row[0][1].is_null() ? "{}" : row[0][1].c_str(), nullptr, false);
+  if (!stored.is_object()) stored = nlohmann::json::object();
+  nlohmann::json config = stored;
+  if (keys) {
+    auto plain = secrets::DecryptConfiguration(stored, *keys);
+    if (!plain.ok()) return plain.status();
+    config = *plain;
+  }
+  int wanted = config.contains("shards") && config["shards"].is_number_integer()
+                   ? config["shards"].get<int>()
+                   : 1;
+  auto work = tx.exec_params(
+      fmt::format("SELECT count(*) FROM {} WHERE {} = $1", source ? "datamodel" : "subscription",
+                  source ? "source_connector_id" : "target_connector_id"),
+      connector_id.ToString());
+  int items = work[0][0].as<int>();
+  return std::clamp(wanted, 1, std::max(1, items));
+}
 
 int PlaceConnectorWork(pqxx::transaction_base& tx, const common::Uuid& connector_id,
                        int shard_count) {

@@ -30,7 +30,24 @@ class License {
   // True once running workers must be paused.
   bool RequiresPause(common::TimePoint now) const { return !AllowsStart(now).ok(); }
 
+  const std::optional<LicenseVerdict>& last() const { return last_; }
+  // When running workers will be paused if no new verdict arrives.
+  std::optional<common::TimePoint> GraceEndsAt() const {
+    if (!last_) return std::nullopt;
+    return last_->seen_at + grace_;
+  }
+
+  // The reason a worker paused by the license carries, so that only those
+  // workers (and not ones an operator paused) resume with a valid verdict.
+  static std::string PauseReason(const common::Status& refusal) {
+    return std::string(kPausePrefix) + refusal.message();
+  }
+  static bool IsLicensePause(const std::optional<std::string>& reason) {
+    return reason && reason->rfind(kPausePrefix, 0) == 0;
+  }
+
  private:
+  static constexpr const char* kPausePrefix = "paused by license: ";
   std::optional<LicenseVerdict> last_;
   std::chrono::seconds grace_;
 };

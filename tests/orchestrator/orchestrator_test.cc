@@ -13,6 +13,7 @@
 #include "connectors/topic_naming.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/placement.h"
+#include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
 #include "support/test_database.h"
 
@@ -63,6 +64,8 @@ class OrchestratorTest : public ::testing::Test {
           "requires_unique_destination) VALUES ($1, 's', '{}', '{}', $2, $3, false, "
           "'items_copy', true)",
           common::Uuid::V4().ToString(), dm, target_id_.ToString());
+      // A fresh verdict: the license is default-deny.
+      runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
     });
     OrchestratorOptions options;
     options.sluice_bin = std::getenv("SLUICE_BIN");
@@ -71,6 +74,7 @@ class OrchestratorTest : public ::testing::Test {
     options.stop_timeout = 2s;
     options.report_database_url = plane_.url();
     options.supervisor = {.initial_backoff = 200ms, .max_backoff = 1000ms};
+    options.license_grace = 3600s;
     orchestrator_ = std::make_unique<Orchestrator>(*db_, options);
   }
   void TearDown() override {
@@ -223,6 +227,34 @@ TEST_F(OrchestratorTest, StartPlacesUnplacedTablesAndKeepsPlacedOnes) {
     EXPECT_EQ(rows[0][1].as<int>(), 0);  // items -> the least-loaded shard
     EXPECT_EQ(rows[1][1].as<int>(), 1);  // placed stays
   });
+}
+
+TEST_F(OrchestratorTest, PastTheLicenseGraceWorkersPauseAndResumeOnAValidVerdict) {
+  StartConnector(source_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kLive; }));
+  // The last verdict is older than the grace window: the control-plane went quiet.
+  db_->Transact([&](pqxx::work& tx) {
+    runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now() - 2h});
+  });
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kPaused; }));
+  auto paused = WorkerOf(source_id_);
+  ASSERT_TRUE(paused.reason.has_value());
+  EXPECT_NE(paused.reason->find("grace window"), std::string::npos) << *paused.reason;
+  EXPECT_EQ(EventCount("worker.license_paused"), 1);
+  EXPECT_TRUE(TickUntil([&] { return orchestrator_->supervisor().Keys().empty(); }));
+  // An operator's pause is not the license's: it must not resume on its own.
+  StartConnector(target_id_);
+  db_->Transact([&](pqxx::work& tx) {
+    auto w = runtime::WorkerRepository::ForConnector(tx, target_id_)[0];
+    w.Pause();
+    runtime::WorkerRepository::Update(tx, w);
+  });
+  db_->Transact([&](pqxx::work& tx) {
+    runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+  });
+  EXPECT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kLive; }));
+  EXPECT_FALSE(WorkerOf(source_id_).reason.has_value());
+  EXPECT_EQ(WorkerOf(target_id_).state, WorkerState::kPaused);
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// The worker protocol: what a pod asks of and tells the back end, over HTTP
+// with its scoped token (Access::kWorker). Fetching the launch config is the
+// one place decrypted connector credentials and the broker's SASL password
+// leave the back end. Every report goes through dataflow/pod_reports, the
+// same code a local worker uses against the database, so a refused report
+// (replaced generation, contradicting an intent) is a 409 here and the
+// pod exits.
+#include "api/config_keys.h"
+#include "api/routes.h"
+#include "dataflow/pod_reports.h"
+#include "orchestrator/launch_builder.h"
+#include "runtime/worker_repository.h"
+
+namespace sluice::api {
+
+namespace {
+
+dataflow::PodIdentity Identity(const Request& req) {
+  const auto& p = *req.pod;
+  return {p.worker_id, p.connector_id, p.generation, p.shard_index};
+}
+
+Response Write(ApiContext& ctx, const std::function<common::Status(pqxx::work&)>& fn) {
+  ctx.db.Transact([&](pqxx::work& tx) { ThrowIfError(fn(tx)); });
+  return Response::NoContent();
+}
+
+Response Launch(ApiContext& ctx, Request& req) {
+  auto pod = Identity(req);
+  Json launch;
+  ctx.db.Transact([&](pqxx::work& tx) {
+    // Under the row lock: the launcher's transaction that stamped this
+    // generation may still be committing when the pod asks.
+    auto w = runtime::WorkerRepository::FindForUpdate(tx, pod.worker_id);
+    if (!w) throw ApiError(404, "not_found", "worker not found");
+    if (w->launch_generation != pod.generation)
+      throw ApiError(409, "replaced", "this pod's generation was replaced; exit");
+    launch = ValueOrThrow(orchestrator::BuildLaunch(tx, *w, {}, &ConfigKeyRing()));
+  });
+  return Response::Ok(launch);
+}
+
+Response State(ApiContext& ctx, Request& req) {
+  auto body = req.Body();
+  auto state = runtime::ParseWorkerState(body.value("state", std::string()));
+  if (!state) throw ApiError(422, "invalid_state", "state must be LIVE, ERROR or STOPPED");
+  std::optional<std::string> reason;
+  if (body.contains("reason") && body["reason"].is_string()) reason = body["reason"];
+  auto pod = Identity(req);
+  return Write(ctx,
+               [&](pqxx::work& tx) { return dataflow::ApplyStateReport(tx, pod, *state, reason); });
+}
+
+Response Heartbeat(ApiContext& ctx, Request& req) {
+  auto pod = Identity(req);
+  return Write(ctx, [&](pqxx::work& tx) { return dataflow::ApplyHeartbeat(tx, pod); });
+}
+
+Response Production(ApiContext& ctx, Request& req) {
+  auto intervals = dataflow::IntervalsFromJson(req.Body().value("intervals", Json()));
+  if (!intervals.ok()) throw ApiError(422, "invalid_metrics", intervals.status().message());
+  return Write(ctx,
+               [&](pqxx::work& tx) { return dataflow::IngestProductionIntervals(tx, *intervals); });
+}
+
+// The subscription must be one this pod's connector delivers.
+std::string OwnSubscription(pqxx::work& tx, const Request& req, const Json& body) {
+  auto id = common::Uuid::Parse(body.value("subscription_id", std::string()));
+  if (!id) throw ApiError(422, "invalid_subscription", "subscription_id must be a UUID");
+  auto r = tx.exec_params("SELECT 1 FROM subscription WHERE id = $1 AND target_connector_id = $2",
+                          id->ToString(), req.pod->connector_id.ToString());
+  if (r.empty()) throw ApiError(404, "not_found", "no such subscription on this connector");
+  return id->ToString();
+}
+
+Response Consumption(ApiContext& ctx, Request& req) {
+  auto body = req.Body();
+  auto counters = dataflow::CountersFromJson(body.value("counters", Json()));
+  if (!counters.ok()) throw ApiError(422, "invalid_metrics", counters.status().message());
+  return Write(ctx, [&](pqxx::work& tx) {
+    auto sub = OwnSubscription(tx, req, body);
+    return dataflow::IngestDelivery(tx, sub, body.value("topic", std::string()), *counters);
+  });
+}
+
+Response Rejected(ApiContext& ctx, Request& req) {
+  auto body = req.Body();
+  auto records = dataflow::RejectedFromJson(body.value("records", Json()));
+  if (!records.ok()) throw ApiError(422, "invalid_records", records.status().message());
+  auto pod = Identity(req);
+  return Write(ctx, [&](pqxx::work& tx) {
+    auto sub = OwnSubscription(tx, req, body);
+    return dataflow::RecordRejected(tx, pod, sub, *records);
+  });
+}
+
+}  // namespace
+
+void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "worker protocol");
+  auto w = Access::kWorker;
+  g.Get(
+      "/worker/launch", "This pod's launch config, decrypted (worker token)",
+      [&ctx](Request& q) { return Launch(ctx, q); }, w);
+  g.Post(
+      "/worker/state", "Report LIVE / ERROR / STOPPED (409 when refused)",
+      [&ctx](Request& q) { return State(ctx, q); }, w);
+  g.Post(
+      "/worker/heartbeat", "Refresh the heartbeat window",
+      [&ctx](Request& q) { return Heartbeat(ctx, q); }, w);
+  g.Post(
+      "/worker/metrics/production", "Production intervals {topic, from_ts, to_ts, counts}",
+      [&ctx](Request& q) { return Production(ctx, q); }, w);
+  g.Post(
+      "/worker/metrics/consumption", "Delivery counters of one subscription",
+      [&ctx](Request& q) { return Consumption(ctx, q); }, w);
+  g.Post(
+      "/worker/rejected", "Records a target refused (dlq events)",
+      [&ctx](Request& q) { return Rejected(ctx, q); }, w);
+}
+
+}  // namespace sluice::api

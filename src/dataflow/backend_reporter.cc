@@ -1,0 +1,127 @@
+// The HTTP worker protocol, pod side: every report is one JSON request to
+// the back end's /api/v1/worker/* endpoints with the pod's scoped token. The
+// back end answers a refused report with 409, which the worker loop reads
+// as "replaced or told to stop" exactly as with the database transport.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include "dataflow/pod_reports.h"
+#include "dataflow/worker_reporter.h"
+
+namespace sluice::dataflow {
+
+namespace {
+
+using nlohmann::json;
+
+size_t Collect(char* data, size_t size, size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+struct Reply {
+  long status = 0;
+  std::string body;
+};
+
+common::Result<Reply> Call(const std::string& method, const std::string& url,
+                           const std::string& token, const std::string* payload) {
+  CURL* curl = curl_easy_init();
+  if (!curl) return common::Unavailable("curl_easy_init failed");
+  Reply reply;
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (payload) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload->size()));
+  }
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 10000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+  CURLcode rc = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK)
+    return common::Unavailable(
+        fmt::format("cannot reach the back end at {}: {}", url, curl_easy_strerror(rc)));
+  return reply;
+}
+
+// The back end's error body {"error":{"code","message"}} as a Status.
+common::Status StatusOf(const Reply& reply) {
+  if (reply.status >= 200 && reply.status < 300) return {};
+  auto body = json::parse(reply.body, nullptr, false);
+  std::string message = fmt::format("back end answered HTTP {}", reply.status);
+  if (body.is_object() && body.contains("error") && body["error"].is_object())
+    message = body["error"].value("message", message);
+  if (reply.status == 409) return common::Conflict(message);
+  if (reply.status == 404) return common::NotFound(message);
+  if (reply.status == 401 || reply.status == 403) return common::Unauthenticated(message);
+  if (reply.status == 422 || reply.status == 400) return common::InvalidArgument(message);
+  return common::Unavailable(message);
+}
+
+class BackendReporter : public WorkerReporter {
+ public:
+  BackendReporter(std::string api_url, std::string token)
+      : base_(std::move(api_url) + "/api/v1/worker"), token_(std::move(token)) {}
+
+  common::Status ReportState(runtime::WorkerState state,
+                             std::optional<std::string> reason) override {
+    return Post("/state", {{"state", runtime::ToString(state)},
+                           {"reason", reason ? json(*reason) : json(nullptr)}});
+  }
+  common::Status Heartbeat() override { return Post("/heartbeat", json::object()); }
+  common::Status Production(const std::vector<connectors::TopicInterval>& intervals) override {
+    if (intervals.empty()) return {};
+    return Post("/metrics/production", {{"intervals", IntervalsToJson(intervals)}});
+  }
+  common::Status Consumption(const SubscriptionSpec& sub, const DeliveryCounters& c) override {
+    if (c.to_ms <= c.from_ms) return {};
+    return Post(
+        "/metrics/consumption",
+        {{"subscription_id", sub.id}, {"topic", sub.topic}, {"counters", CountersToJson(c)}});
+  }
+  common::Status Rejected(const SubscriptionSpec& sub,
+                          const std::vector<RejectedRecord>& records) override {
+    if (records.empty()) return {};
+    return Post("/rejected",
+                {{"subscription_id", sub.id}, {"records", RejectedToJson(ToRefs(records))}});
+  }
+
+ private:
+  common::Status Post(const std::string& path, const json& body) {
+    std::string payload = body.dump();
+    auto reply = Call("POST", base_ + path, token_, &payload);
+    if (!reply.ok()) return reply.status();
+    return StatusOf(*reply);
+  }
+
+  std::string base_;
+  std::string token_;
+};
+
+}  // namespace
+
+std::unique_ptr<WorkerReporter> MakeBackendReporter(const WorkerLaunch&, const std::string& api_url,
+                                                    const std::string& token) {
+  return std::make_unique<BackendReporter>(api_url, token);
+}
+
+common::Result<nlohmann::json> FetchLaunchFromBackend(const std::string& api_url,
+                                                      const std::string& token) {
+  auto reply = Call("GET", api_url + "/api/v1/worker/launch", token, nullptr);
+  if (!reply.ok()) return reply.status();
+  SLUICE_RETURN_IF_ERROR(StatusOf(*reply));
+  auto launch = json::parse(reply->body, nullptr, false);
+  if (!launch.is_object())
+    return common::Unavailable("the back end sent a launch that is not JSON");
+  return launch;
+}
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,213 @@
+#include "dataflow/pod_reports.h"
+
+#include <fmt/format.h>
+
+#include "events/event_store.h"
+#include "metrics/ingest.h"
+#include "runtime/worker_repository.h"
+
+namespace sluice::dataflow {
+
+using nlohmann::json;
+
+std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records) {
+  std::vector<RejectedRef> refs;
+  for (const auto& r : records)
+    refs.push_back({r.message.topic, r.message.partition, r.message.offset, r.error});
+  return refs;
+}
+
+common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
+                                std::optional<std::string> reason) {
+  return runtime::WorkerRepository::ApplyReport(
+             tx, pod.worker_id, {pod.generation, state, std::move(reason)}, common::Clock::now())
+      .status();
+}
+
+common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod) {
+  return runtime::WorkerRepository::Heartbeat(tx, pod.worker_id, pod.generation,
+                                              common::Clock::now());
+}
+
+common::Status IngestProductionIntervals(pqxx::work& tx,
+                                         const std::vector<connectors::TopicInterval>& intervals) {
+  if (intervals.empty()) return {};
+  std::vector<metrics::ProductionSnapshot> batch;
+  for (const auto& i : intervals) {
+    metrics::ProductionSnapshot s;
+    s.from_ts = i.from_ts;
+    s.to_ts = i.to_ts;
+    s.topic = i.topic;
+    // Truncates count in the total but have no letter of their own; the
+    // metric's rule is total = r + c + u + d, so they are left out of it.
+    s.events = {i.counts.r + i.counts.c + i.counts.u + i.counts.d,
+                i.counts.r,
+                i.counts.c,
+                i.counts.u,
+                i.counts.d,
+                std::nullopt};
+    batch.push_back(s);
+  }
+  return metrics::IngestProduction(tx, batch, common::Clock::now());
+}
+
+common::Status IngestDelivery(pqxx::work& tx, const std::string& subscription_id,
+                              const std::string& topic, const DeliveryCounters& c) {
+  auto id = common::Uuid::Parse(subscription_id);
+  if (!id || c.to_ms <= c.from_ms) return {};
+  metrics::ConsumptionSnapshot s;
+  s.subscription_id = *id;
+  s.topic = topic;
+  s.from_ts = c.from_ms;
+  s.to_ts = c.to_ms;
+  s.consumed = c.consumed;
+  s.delivered = c.delivered;
+  s.skipped = c.skipped;
+  s.errored = c.errored;
+  return metrics::IngestConsumption(tx, {s}, common::Clock::now());
+}
+
+common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
+                              const std::string& subscription_id,
+                              const std::vector<RejectedRef>& records) {
+  if (records.empty()) return {};
+  auto ref = tx.exec_params(
+      "SELECT c.env_id, c.team_id, c.name, s.name FROM connector c "
+      "LEFT JOIN subscription s ON s.id::text = $2 WHERE c.id = $1",
+      pod.connector_id.ToString(), subscription_id);
+  if (ref.empty() || ref[0][0].is_null() || ref[0][1].is_null()) return {};
+  for (const auto& r : records) {
+    events::ResourceEvent ev;
+    ev.ts = common::Clock::now();
+    ev.level = events::Level::kError;
+    ev.type = events::Type::kDlq;
+    ev.code = "subscription.record_rejected";
+    ev.summary = "A record was refused by the target";
+    ev.reason = r.error;
+    ev.details = {{"topic", r.topic}, {"partition", r.partition}, {"offset", r.offset}};
+    ev.resource.env_id = *common::Uuid::Parse(ref[0][0].c_str());
+    ev.resource.team_id = *common::Uuid::Parse(ref[0][1].c_str());
+    ev.resource.connector_id = pod.connector_id;
+    ev.resource.connector_name = ref[0][2].is_null() ? "" : ref[0][2].c_str();
+    ev.resource.subscription_id = common::Uuid::Parse(subscription_id);
+    if (!ref[0][3].is_null()) ev.resource.subscription_name = ref[0][3].c_str();
+    ev.pod = fmt::format("shard-{}", pod.shard);
+    auto recorded = events::EventStore::Record(tx, ev, {});
+    if (!recorded.ok()) return recorded.status();
+  }
+  return {};
+}
+
+namespace {
+
+// Reads an integer member, or explains which one is missing.
+bool ReadInt(const json& j, const char* key, std::int64_t* out, std::vector<std::string>* problems,
+             const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number_integer()) {
+    problems->push_back(fmt::format("{}.{}: an integer is required", where, key));
+    return false;
+  }
+  *out = j[key].get<std::int64_t>();
+  return true;
+}
+
+common::Status Problems(const std::vector<std::string>& problems) {
+  if (problems.empty()) return {};
+  std::string all;
+  for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+  return common::InvalidArgument(all);
+}
+
+}  // namespace
+
+json IntervalsToJson(const std::vector<connectors::TopicInterval>& intervals) {
+  json out = json::array();
+  for (const auto& i : intervals)
+    out.push_back({{"topic", i.topic},
+                   {"from_ts", i.from_ts},
+                   {"to_ts", i.to_ts},
+                   {"counts", i.counts.ToJson()}});
+  return out;
+}
+
+common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const json& j) {
+  if (!j.is_array()) return common::InvalidArgument("intervals: an array is required");
+  std::vector<connectors::TopicInterval> out;
+  std::vector<std::string> problems;
+  for (std::size_t n = 0; n < j.size(); ++n) {
+    const auto& e = j[n];
+    std::string where = fmt::format("intervals[{}]", n);
+    if (!e.is_object()) {
+      problems.push_back(where + ": an object is required");
+      continue;
+    }
+    connectors::TopicInterval i;
+    if (!e.contains("topic") || !e["topic"].is_string())
+      problems.push_back(where + ".topic: a string is required");
+    else
+      i.topic = e["topic"].get<std::string>();
+    ReadInt(e, "from_ts", &i.from_ts, &problems, where);
+    ReadInt(e, "to_ts", &i.to_ts, &problems, where);
+    const json counts = e.value("counts", json::object());
+    for (auto [key, field] :
+         {std::pair{"total", &i.counts.total}, std::pair{"r", &i.counts.r},
+          std::pair{"c", &i.counts.c}, std::pair{"u", &i.counts.u}, std::pair{"d", &i.counts.d}})
+      ReadInt(counts, key, field, &problems, where + ".counts");
+    out.push_back(i);
+  }
+  SLUICE_RETURN_IF_ERROR(Problems(problems));
+  return out;
+}
+
+json CountersToJson(const DeliveryCounters& c) {
+  return {{"from_ms", c.from_ms},     {"to_ms", c.to_ms},     {"consumed", c.consumed},
+          {"delivered", c.delivered}, {"skipped", c.skipped}, {"errored", c.errored}};
+}
+
+common::Result<DeliveryCounters> CountersFromJson(const json& j) {
+  if (!j.is_object()) return common::InvalidArgument("counters: an object is required");
+  DeliveryCounters c;
+  std::vector<std::string> problems;
+  for (auto [key, field] :
+       {std::pair{"from_ms", &c.from_ms}, std::pair{"to_ms", &c.to_ms},
+        std::pair{"consumed", &c.consumed}, std::pair{"delivered", &c.delivered},
+        std::pair{"skipped", &c.skipped}, std::pair{"errored", &c.errored}})
+    ReadInt(j, key, field, &problems, "counters");
+  SLUICE_RETURN_IF_ERROR(Problems(problems));
+  return c;
+}
+
+json RejectedToJson(const std::vector<RejectedRef>& records) {
+  json out = json::array();
+  for (const auto& r : records)
+    out.push_back(
+        {{"topic", r.topic}, {"partition", r.partition}, {"offset", r.offset}, {"error", r.error}});
+  return out;
+}
+
+common::Result<std::vector<RejectedRef>> RejectedFromJson(const json& j) {
+  if (!j.is_array()) return common::InvalidArgument("records: an array is required");
+  std::vector<RejectedRef> out;
+  std::vector<std::string> problems;
+  for (std::size_t n = 0; n < j.size(); ++n) {
+    const auto& e = j[n];
+    std::string where = fmt::format("records[{}]", n);
+    RejectedRef r;
+    if (!e.is_object() || !e.contains("topic") || !e["topic"].is_string() || !e.contains("error") ||
+        !e["error"].is_string()) {
+      problems.push_back(where + ": topic and error strings are required");
+      continue;
+    }
+    r.topic = e["topic"].get<std::string>();
+    r.error = e["error"].get<std::string>();
+    std::int64_t partition = 0;
+    ReadInt(e, "partition", &partition, &problems, where);
+    r.partition = static_cast<std::int32_t>(partition);
+    ReadInt(e, "offset", &r.offset, &problems, where);
+    out.push_back(r);
+  }
+  SLUICE_RETURN_IF_ERROR(Problems(problems));
+  return out;
+}
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,63 @@
+// The back end's side of every report a pod makes: state, heartbeat,
+// production and delivery metrics, rejected records. One implementation
+// serves both transports — a local worker writing to the data-plane
+// database, and the API's worker endpoints receiving them over HTTP — so the
+// rules (Worker::accepts_reported_state under the row lock, metric
+// validation, event folding) cannot differ between them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "common/uuid.h"
+#include "connectors/production_metrics.h"
+#include "dataflow/subscription_stage.h"
+#include "runtime/worker_state.h"
+
+namespace sluice::dataflow {
+
+// Who is reporting: one worker row, one launch generation.
+struct PodIdentity {
+  common::Uuid worker_id;
+  common::Uuid connector_id;
+  common::Uuid generation;
+  int shard = 0;
+};
+
+// A record the target refused, as it travels to the back end (no payload:
+// the record itself stays on the broker and in the error table).
+struct RejectedRef {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::string error;
+};
+
+std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records);
+
+common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
+                                std::optional<std::string> reason);
+common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod);
+common::Status IngestProductionIntervals(pqxx::work& tx,
+                                         const std::vector<connectors::TopicInterval>& intervals);
+common::Status IngestDelivery(pqxx::work& tx, const std::string& subscription_id,
+                              const std::string& topic, const DeliveryCounters& counters);
+common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
+                              const std::string& subscription_id,
+                              const std::vector<RejectedRef>& records);
+
+// Wire forms of the HTTP worker protocol.
+nlohmann::json IntervalsToJson(const std::vector<connectors::TopicInterval>& intervals);
+common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const nlohmann::json& j);
+nlohmann::json CountersToJson(const DeliveryCounters& c);
+common::Result<DeliveryCounters> CountersFromJson(const nlohmann::json& j);
+nlohmann::json RejectedToJson(const std::vector<RejectedRef>& records);
+common::Result<std::vector<RejectedRef>> RejectedFromJson(const nlohmann::json& j);
+
+}  // namespace sluice::dataflow

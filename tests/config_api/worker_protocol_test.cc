@@ -1,0 +1,125 @@
+// The HTTP worker protocol over a real server and PostgreSQL: a pod's token
+// opens the worker endpoints and nothing else, reports go through the same
+// row-locked rules as local ones (409 when refused), the launch config is
+// the one place decrypted credentials leave the back end, and bad bodies are
+// 422 with every problem listed. A real worker process speaking it end to
+// end is in tests/orchestrator.
+#include <pqxx/pqxx>
+
+#include "api/authenticate.h"
+#include "config_api/api_harness.h"
+#include "runtime/worker_repository.h"
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class WorkerProtocol : public ApiHarness {
+ protected:
+  void SetUp() override {
+    ApiHarness::SetUp();
+    source_ = NewConnector(team_id_, "src", "postgresql-source");
+    auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
+                  {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}});
+    ASSERT_EQ(d.status, 201) << d.body.dump();
+    worker_ = db_->Transact([&](pqxx::work& tx) {
+      auto w = runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(source_), 1)[0];
+      w.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, w);
+      return w;
+    });
+    token_ = TokenFor(worker_.launch_generation);
+  }
+  std::string TokenFor(const common::Uuid& generation) {
+    return api::IssueWorkerToken(server_->context().signer, worker_.id, worker_.connector_id,
+                                 generation, 1h);
+  }
+  Reply Pod(const std::string& method, const std::string& path, const Json& body = nullptr,
+            const std::string& token = "") {
+    return Call(method, "/api/v1/worker" + path, body, token.empty() ? token_ : token);
+  }
+  std::string State() {
+    return db_->Transact([&](pqxx::work& tx) {
+      return std::string(runtime::ToString(runtime::WorkerRepository::Find(tx, worker_.id)->state));
+    });
+  }
+  std::string source_;
+  runtime::Worker worker_;
+  std::string token_;
+};
+
+TEST_F(WorkerProtocol, WorkerTokenOpensOnlyTheWorkerEndpoints) {
+  EXPECT_EQ(Pod("POST", "/heartbeat", Json::object()).status, 204);
+  auto user_endpoint = Call("GET", "/api/v1/connectors/" + source_, nullptr, token_);
+  EXPECT_EQ(user_endpoint.status, 401);
+  EXPECT_NE(user_endpoint.body["error"]["message"].get<std::string>().find("worker token"),
+            std::string::npos);
+  // And a user's token cannot pose as a pod.
+  EXPECT_EQ(Pod("POST", "/heartbeat", Json::object(), root_token_).status, 401);
+  EXPECT_EQ(Pod("POST", "/heartbeat", Json::object(), "slu1.forged.token").status, 401);
+}
+
+TEST_F(WorkerProtocol, ReportsFollowTheWorkerRulesUnderTheRowLock) {
+  EXPECT_EQ(Pod("POST", "/state", {{"state", "LIVE"}}).status, 204);
+  EXPECT_EQ(State(), "LIVE");
+  // A replaced pod (older generation) is refused, not believed.
+  auto stale =
+      Pod("POST", "/state", {{"state", "ERROR"}, {"reason", "late"}}, TokenFor(common::Uuid::V4()));
+  EXPECT_EQ(stale.status, 409) << stale.body.dump();
+  EXPECT_EQ(State(), "LIVE");
+  // A pod may not report an intent.
+  EXPECT_EQ(Pod("POST", "/state", {{"state", "STOPPING"}}).status, 409);
+  EXPECT_EQ(Pod("POST", "/state", {{"state", "NAPPING"}}).status, 422);
+  EXPECT_EQ(Pod("POST", "/state", {{"state", "ERROR"}, {"reason", "disk full"}}).status, 204);
+  auto row = db_->Transact(
+      [&](pqxx::work& tx) { return *runtime::WorkerRepository::Find(tx, worker_.id); });
+  EXPECT_EQ(row.reason, "disk full");
+}
+
+TEST_F(WorkerProtocol, LaunchIsDecryptedOnlyHere) {
+  auto launch = Pod("GET", "/launch");
+  ASSERT_EQ(launch.status, 200) << launch.body.dump();
+  EXPECT_EQ(launch.body["worker_id"], worker_.id.ToString());
+  EXPECT_NE(launch.body["source"]["url"].get<std::string>().find("s3cret-pw"), std::string::npos);
+  EXPECT_EQ(Get("/api/v1/connectors/" + source_).body.dump().find("s3cret-pw"), std::string::npos);
+  // A replaced generation gets nothing.
+  EXPECT_EQ(Pod("GET", "/launch", nullptr, TokenFor(common::Uuid::V4())).status, 409);
+}
+
+TEST_F(WorkerProtocol, MetricsAreValidatedAndIngested) {
+  auto now = common::NowEpochMillis();
+  Json good = {{"intervals",
+                {{{"topic", "sluice.public.orders"},
+                  {"from_ts", now - 5000},
+                  {"to_ts", now},
+                  {"counts", {{"total", 3}, {"r", 0}, {"c", 2}, {"u", 1}, {"d", 0}}}}}}};
+  EXPECT_EQ(Pod("POST", "/metrics/production", good).status, 204);
+  pqxx::connection c(tdb_->url());
+  EXPECT_EQ(pqxx::work(c).exec1("SELECT count(*) FROM production_metric")[0].as<int>(), 1);
+  auto bad = Pod("POST", "/metrics/production",
+                 {{"intervals", {{{"topic", 7}, {"from_ts", "x"}, {"counts", Json::object()}}}}});
+  EXPECT_EQ(bad.status, 422);
+  auto message = bad.body["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("intervals[0].topic"), std::string::npos) << message;
+  EXPECT_NE(message.find("intervals[0].to_ts"), std::string::npos) << message;
+  // A subscription the pod's connector does not deliver is not its to report.
+  auto foreign = Pod("POST", "/metrics/consumption",
+                     {{"subscription_id", common::Uuid::V4().ToString()},
+                      {"counters",
+                       {{"from_ms", now - 1000},
+                        {"to_ms", now},
+                        {"consumed", 1},
+                        {"delivered", 1},
+                        {"skipped", 0},
+                        {"errored", 0}}}});
+  EXPECT_EQ(foreign.status, 404);
+}
+
+TEST_F(WorkerProtocol, DeletingTheConnectorRevokesItsTokens) {
+  EXPECT_EQ(Delete("/api/v1/connectors/" + source_).status, 204);
+  EXPECT_EQ(Pod("POST", "/heartbeat", Json::object()).status, 401);
+}
+
+}  // namespace
+}  // namespace sluice::testing
