@@ -38,6 +38,8 @@ struct ServeFlags {
   std::string control_plane_url;  // empty: the community license
   std::string backend_url;        // how workers reach this API; empty: derived from --listen
   int license_grace_seconds = 72 * 3600;
+  std::string launcher = "local";  // or "kubernetes"
+  sluice::runtime::KubernetesLauncherOptions kubernetes;
 };
 
 int Serve(const ServeFlags& f) {
@@ -111,6 +113,15 @@ int Serve(const ServeFlags& f) {
     return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
                                          w.launch_generation, std::chrono::hours(24 * 365));
   };
+  if (f.launcher == "kubernetes") {
+    if (f.backend_url.empty()) {
+      std::fprintf(stderr,
+                   "sluice serve: --launcher kubernetes needs --backend-url (how pods "
+                   "reach this API inside the cluster)\n");
+      return 2;
+    }
+    orchestration.kubernetes = f.kubernetes;
+  }
   sluice::orchestrator::BackgroundOptions background_options;
   if (!f.control_plane_url.empty())
     background_options.license.control_plane_url = f.control_plane_url;
@@ -154,6 +165,23 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--license-grace", flags->license_grace_seconds,
                   "Seconds after the last verdict before starts are refused and workers pause")
       ->capture_default_str();
+  cmd->add_option("--launcher", flags->launcher,
+                  "Where workers run: local processes or Kubernetes Deployments")
+      ->check(CLI::IsMember({"local", "kubernetes"}))
+      ->capture_default_str();
+  auto& k8s = flags->kubernetes;
+  cmd->add_option("--k8s-api-server", k8s.api.server, "Kubernetes API server URL")
+      ->capture_default_str();
+  cmd->add_option("--k8s-token-file", k8s.api.token_file, "Bearer token file for the API server")
+      ->capture_default_str();
+  cmd->add_option("--k8s-ca-file", k8s.api.ca_file, "CA bundle the API server is verified with")
+      ->capture_default_str();
+  cmd->add_option("--k8s-namespace", k8s.manifests.namespace_name, "Namespace of worker pods")
+      ->capture_default_str();
+  cmd->add_option("--k8s-image", k8s.manifests.image, "Sluice image worker pods run")
+      ->capture_default_str();
+  cmd->add_option("--k8s-service-account", k8s.manifests.service_account,
+                  "Service account of worker pods");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 
