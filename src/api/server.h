@@ -53,6 +53,7 @@ class ApiServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket, seen before bind
 };
 
 }  // namespace sluice::api
