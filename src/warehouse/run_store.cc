@@ -78,9 +78,9 @@ void WriteProgress(pqxx::work& tx, const common::Uuid& id,
                    const std::vector<StatementRecord>& statements, bool cancelled) {
   RunStatus status = DeriveRunStatus(statements);
   tx.exec_params(
-      std::string("UPDATE warehouse_script_run SET statements = $2::json, status = $3, "
+      std::string("UPDATE warehouse_script_run SET statements = $2::json, status = $3::text, "
                   "heartbeat_at = ") +
-          sql::kNowUtc + ", finished_at = CASE WHEN $3 = 'running' THEN NULL ELSE " +
+          sql::kNowUtc + ", finished_at = CASE WHEN $3::text = 'running' THEN NULL ELSE " +
           "coalesce(finished_at, " + sql::kNowUtc +
           ") END, cancelled_at = CASE WHEN $4 THEN coalesce(cancelled_at, " + sql::kNowUtc +
           ") ELSE cancelled_at END, updated_at = " + sql::kNowUtc + " WHERE id = $1",
