@@ -12,8 +12,10 @@
 #include <mutex>
 #include <thread>
 
+#include "catalog/config_validation.h"
 #include "warehouse/databricks_engine.h"
 #include "warehouse/runner.h"
+#include "warehouse/warehouse_fixture.h"
 
 namespace sluice::warehouse {
 namespace {
@@ -287,6 +289,34 @@ TEST(DatabricksEngine, CancelEndsTheStatement) {
 TEST(DatabricksEngine, HttpPathMustNameAWarehouse) {
   auto e = ConnectDatabricks({{"host", "h"}, {"http_path", "/"}, {"token", "t"}});
   EXPECT_FALSE(e.ok());
+}
+
+// The whole path over real HTTP: a databricks warehouse's connection test
+// and a Workspace run go through the runner to the stand-in service.
+class DatabricksWorkspace : public testing::WarehouseApiTest {};
+
+TEST_F(DatabricksWorkspace, ConnectionTestAndScriptRunGoThroughTheStatementApi) {
+  FakeDatabricks fake;
+  auto w =
+      Post("/api/v1/teams/" + team_id_ + "/warehouses",
+           {{"name", "dbx"}, {"warehouse_type", "databricks"}, {"configuration", fake.Config()}});
+  ASSERT_EQ(w.status, 201) << w.body.dump();
+  EXPECT_EQ(w.body["configuration"]["token"], catalog::kRedacted) << w.body.dump();
+  std::string id = w.body["id"];
+  auto tested = Post("/api/v1/warehouses/" + id + "/test", nullptr);
+  ASSERT_EQ(tested.status, 200);
+  EXPECT_EQ(tested.body["state"], "live") << tested.body.dump();
+
+  auto run = WaitRun(StartRun(id, "select * from big; select boom; select 1")["id"]);
+  ASSERT_EQ(run["status"], "failed") << run.dump().substr(0, 800);
+  const auto& s = run["statements"];
+  EXPECT_EQ(s[0]["status"], "succeeded");
+  EXPECT_EQ(s[0]["result"]["rows"].size(), kMaxResultRows);
+  EXPECT_EQ(s[0]["result"]["truncated"], true);
+  EXPECT_EQ(s[0]["result"]["columns"][1]["name"], "parity");
+  EXPECT_EQ(s[1]["status"], "failed");
+  EXPECT_NE(s[1]["error"].get<std::string>().find("UNRESOLVED_COLUMN"), std::string::npos);
+  EXPECT_EQ(s[2]["status"], "skipped");
 }
 
 }  // namespace
