@@ -131,6 +131,17 @@ class PostgresqlEngine final : public Engine {
       }
       case PGRES_EMPTY_QUERY:
         break;
+      case PGRES_COPY_IN:
+        // No client data to stream from a script: end the COPY with an error
+        // so the server answers with a failed statement instead of waiting.
+        PQputCopyEnd(conn_, "COPY FROM STDIN is not supported in a script run");
+        break;
+      case PGRES_COPY_OUT: {
+        // Drained and dropped: a script's COPY TO STDOUT has no client file.
+        char* buffer = nullptr;
+        while (PQgetCopyData(conn_, &buffer, 0) > 0) PQfreemem(buffer);
+        break;
+      }
       default: {
         const char* sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         bool cancelled = cancel_sent_ && sqlstate && std::strcmp(sqlstate, "57014") == 0;

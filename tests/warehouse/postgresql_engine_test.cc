@@ -103,6 +103,27 @@ TEST_F(PostgresqlEngineTest, FailureCarriesTheServersMessage) {
   EXPECT_EQ(Wait(*again).phase, StatementPhase::kSucceeded);
 }
 
+TEST_F(PostgresqlEngineTest, CopyToStdoutEndsAndTheSessionStaysUsable) {
+  auto out = engine_->Submit("copy (select generate_series(1, 100)) to stdout");
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(Wait(*out).phase, StatementPhase::kSucceeded);
+  auto after = engine_->Submit("select 1");
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  EXPECT_EQ(Wait(*after).phase, StatementPhase::kSucceeded);
+}
+
+TEST_F(PostgresqlEngineTest, CopyFromStdinFailsWithAReason) {
+  auto h = engine_->Submit("create temporary table c (x int)");
+  ASSERT_EQ(Wait(*h).phase, StatementPhase::kSucceeded);
+  auto copy = engine_->Submit("copy c from stdin");
+  ASSERT_TRUE(copy.ok());
+  auto st = Wait(*copy);
+  EXPECT_EQ(st.phase, StatementPhase::kFailed);
+  EXPECT_NE(st.error.find("not supported"), std::string::npos) << st.error;
+  auto after = engine_->Submit("select 1");
+  EXPECT_EQ(Wait(*after).phase, StatementPhase::kSucceeded);
+}
+
 TEST_F(PostgresqlEngineTest, CancelStopsARunningStatement) {
   auto h = engine_->Submit("select pg_sleep(60)");
   ASSERT_TRUE(h.ok());
