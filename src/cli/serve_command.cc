@@ -123,6 +123,7 @@ int Serve(const ServeFlags& f) {
     orchestration.kubernetes = f.kubernetes;
   }
   sluice::orchestrator::BackgroundOptions background_options;
+  background_options.warehouse_keys = &sluice::api::ConfigKeyRing();
   if (!f.control_plane_url.empty())
     background_options.license.control_plane_url = f.control_plane_url;
   if (const char* token = std::getenv("SLUICE_CONTROL_PLANE_TOKEN"))
