@@ -257,10 +257,10 @@ common::Result<std::vector<Partition>> PlanPartitions(pqxx::transaction_base& tx
   // Boundaries at quantiles of the cut column: ranges of about equal size
   // whatever the key distribution (and for any ordered type).
   auto r = tx.exec(fmt::format(
-      "SELECT DISTINCT b::text, b FROM unnest((SELECT percentile_disc(ARRAY[{}]) WITHIN GROUP "
-      "(ORDER BY {}) FROM {})) AS q(b) WHERE b IS NOT NULL ORDER BY b",
+      "SELECT DISTINCT q.b AS v, q.b::text AS t FROM unnest((SELECT percentile_disc(ARRAY[{}]) "
+      "WITHIN GROUP (ORDER BY {}) FROM {})) AS q(b) WHERE q.b IS NOT NULL ORDER BY v",
       fractions, col, p.table_sql));
-  for (const auto& row : r) bounds.emplace_back(row[0].c_str());
+  for (const auto& row : r) bounds.emplace_back(row[1].c_str());
   auto lit = [&](const std::string& v) { return tx.quote(v) + "::" + type; };
   if (bounds.empty()) {
     out.push_back(Partition{fmt::format("{} IS NOT NULL", col), {}, false});
@@ -400,15 +400,20 @@ class Loader {
     return common::Status::Ok();
   }
 
+  // Cuts the table before anything is emptied, so a plan that fails fails
+  // with the destination untouched.
+  common::Status Plan() {
+    if (c_.sequential_read) return common::Status::Ok();
+    auto conn = ConnectSource(c_.source_url);
+    pqxx::nontransaction tx(*conn);
+    auto planned = PlanPartitions(tx, plan_, c_.partitions);
+    if (!planned.ok()) return planned.status();
+    parts_ = std::move(planned).value();
+    return common::Status::Ok();
+  }
+
   common::Result<std::int64_t> Partitioned() {
-    std::vector<Partition> parts;
-    {
-      auto conn = ConnectSource(c_.source_url);
-      pqxx::nontransaction tx(*conn);
-      auto planned = PlanPartitions(tx, plan_, c_.partitions);
-      if (!planned.ok()) return planned.status();
-      parts = std::move(planned).value();
-    }
+    auto& parts = parts_;
     // The first rows create the destination table, before lanes race to.
     {
       auto lane = OpenLane(c_);
@@ -504,6 +509,7 @@ class Loader {
   const std::atomic<bool>& stop_;
   std::string fence_key_;
   std::vector<TargetColumn> columns_;
+  std::vector<Partition> parts_;
   std::atomic<std::int64_t> written_{0};
   std::mutex report_mu_;
   common::TimePoint last_report_{};
@@ -560,6 +566,7 @@ common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHook
   if (!prepared.ok()) return prepared.status();
   try {
     Loader loader(config, std::move(prepared->plan), std::move(prepared->transforms), hooks, stop);
+    SLUICE_RETURN_IF_ERROR(loader.Plan());
     SLUICE_RETURN_IF_ERROR(loader.Truncate());
     return config.sequential_read ? loader.Sequential() : loader.Partitioned();
   } catch (const pqxx::broken_connection& e) {
