@@ -127,17 +127,20 @@ TEST_F(LauncherTest, ALostAttemptIsNoJobThenRequeuedAndTheStallClears) {
   db().Transact([&](pqxx::work& tx) {
     auto item = *Repository::FindItem(tx, item_id);
     item.checked_at = common::Clock::now();
-    ASSERT_TRUE(item.Launch(common::Clock::now(), std::nullopt).ok());
+    ASSERT_TRUE(item.Launch(common::Clock::now() - 1h, std::nullopt).ok());
     Repository::UpdateItem(tx, item);
   });
+  auto lost = Item(item_id);
   Launch();
   ASSERT_TRUE(launcher_->Tick().ok());
   auto run = RunRow(run_id);
   EXPECT_EQ(run.stalled_reason, "no_job");
   EXPECT_TRUE(run.stalled_since.has_value());
+  EXPECT_EQ(Events("backfill.attempt_lost"), 1);
+  // Requeued (started_at cleared), and as it stays checked, relaunched at once
+  // as a new attempt in the same tick.
   auto requeued = Item(item_id);
-  EXPECT_EQ(requeued.status, ItemStatus::kQueued);
-  EXPECT_FALSE(requeued.started_at.has_value()) << "started_at cleared";
+  EXPECT_NE(requeued.started_at, lost.started_at) << "the lost attempt's started_at is gone";
   EXPECT_TRUE(requeued.checked_at.has_value()) << "a requeue keeps the check";
   ASSERT_TRUE(TickUntil([&] { return RunRow(run_id).status == RunStatus::kDone; })) << LoaderLogs();
   EXPECT_FALSE(RunRow(run_id).stalled_since.has_value());
