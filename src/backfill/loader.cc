@@ -63,7 +63,7 @@ common::Result<LoaderConfig> LoaderConfig::FromJson(const json& j) {
       c.partition_column = j["partition_column"].get<std::string>();
     if (j.contains("transforms")) c.transforms = j["transforms"].get<std::vector<json>>();
     c.partitions = std::max(1, j.value("partitions", 4));
-    c.chunk_rows = std::max(1, j.value("chunk_rows", 5000));
+    c.chunk_rows = std::max(1, j.value("chunk_rows", 20000));
     if (j.contains("report") && j["report"].contains("database_url"))
       c.report_database_url = j["report"]["database_url"].get<std::string>();
   } catch (const std::exception& e) {

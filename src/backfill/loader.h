@@ -52,7 +52,7 @@ struct LoaderConfig {
   std::vector<nlohmann::json> transforms;  // datamodel shaping, then the subscription's
   std::optional<std::string> report_database_url;
   int partitions = 4;
-  int chunk_rows = 5000;
+  int chunk_rows = 20000;  // rows per chunk (the fence is held for one chunk)
 
   nlohmann::json ToJson() const;
   static common::Result<LoaderConfig> FromJson(const nlohmann::json& j);
