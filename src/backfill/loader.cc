@@ -708,6 +708,7 @@ common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHook
   try {
     Loader loader(config, std::move(prepared->plan), std::move(prepared->transforms), hooks, stop);
     SLUICE_RETURN_IF_ERROR(loader.Plan());
+    if (hooks.still_ours) SLUICE_RETURN_IF_ERROR(hooks.still_ours());
     SLUICE_RETURN_IF_ERROR(loader.Truncate());
     return config.sequential_read ? loader.Sequential() : loader.Partitioned();
   } catch (const pqxx::broken_connection& e) {

@@ -72,6 +72,8 @@ common::Result<CheckVerdict> CheckPair(const LoaderConfig& config);
 
 // Progress callbacks, dated by the loader's own clock.
 struct LoadHooks {
+  // Asked before anything is written or emptied: is this attempt still live?
+  std::function<common::Status()> still_ours;
   std::function<common::Status(common::TimePoint)> on_truncated;
   std::function<common::Status(std::int64_t rows, common::TimePoint)> on_progress;
 };

@@ -12,6 +12,7 @@
 #include "backfill/launcher.h"
 #include "backfill/repository.h"
 #include "backfill_harness.h"
+#include "common/subprocess.h"
 #include "connectors/targets/postgres_target.h"
 
 namespace sluice::backfill {
@@ -89,6 +90,38 @@ TEST_F(LauncherTest, WithKubernetesConfiguredTheJobManifestIsRenderedAndItsNameR
   ASSERT_TRUE(manifest.is_object());
   EXPECT_EQ(manifest["kind"], "Job");
   EXPECT_EQ(manifest["metadata"]["name"], *item.job_name);
+}
+
+// By hand, an item reads its own configuration from the data-plane database
+// and reports there, fenced on the attempt it was launched for.
+TEST_F(LauncherTest, TheLoaderRunsAnItemByIdOverTheDatabase) {
+  CreateSourceTable("h", 1000);
+  auto runs = Trigger({AddPair("h", "h_copy")});
+  auto item_id = runs[0].items[0].id;
+  db().Transact([&](pqxx::work& tx) {
+    auto item = *Repository::FindItem(tx, item_id);
+    item.checked_at = common::Clock::now();
+    ASSERT_TRUE(item.Launch(common::Clock::now(), std::nullopt).ok());
+    Repository::UpdateItem(tx, item);
+  });
+  setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
+  auto r = common::RunProcess({std::getenv("SLUICE_BIN"), "loader", "--item", item_id.ToString(),
+                               "--data-dir", (dir() / "data").string()});
+  unsetenv("SLUICE_DATABASE_URL");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto item = Item(item_id);
+  EXPECT_EQ(item.status, ItemStatus::kCompleted);
+  EXPECT_EQ(item.rows_written, 1000);
+  EXPECT_EQ(Digest(target_url(), "h_copy"), Digest(source_url(), "h"));
+  // A second run of the same, now finished, attempt writes and reports nothing.
+  Target("DELETE FROM h_copy");
+  setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
+  auto again = common::RunProcess({std::getenv("SLUICE_BIN"), "loader", "--item",
+                                   item_id.ToString(), "--data-dir", (dir() / "data").string()});
+  unsetenv("SLUICE_DATABASE_URL");
+  EXPECT_EQ(again.exit_code, 4) << again.output;
+  EXPECT_EQ(Item(item_id).finished_at, item.finished_at);
+  EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM h_copy"), 0);
 }
 
 TEST_F(LauncherTest, AKilledLoaderIsRequeuedAndCompletes) {
