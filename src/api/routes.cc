@@ -22,6 +22,7 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterWorkersRoutes(r, ctx);
   RegisterLicenseRoutes(r, ctx);
   RegisterWorkerProtocolRoutes(r, ctx);
+  RegisterBackfillsRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 
