@@ -38,6 +38,7 @@ struct ServeFlags {
   std::string control_plane_url;  // empty: the community license
   std::string backend_url;        // how workers reach this API; empty: derived from --listen
   int license_grace_seconds = 72 * 3600;
+  std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
 };
 
 int Serve(const ServeFlags& f) {
@@ -78,6 +79,7 @@ int Serve(const ServeFlags& f) {
   }
   sluice::api::ApiOptions api_options;
   api_options.license_grace = std::chrono::seconds(f.license_grace_seconds);
+  api_options.metrics_token = f.metrics_token;
   sluice::api::ApiServer api(db, std::move(*key), api_options);
   if (auto st = api.Start(host, port); !st.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
@@ -154,6 +156,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--license-grace", flags->license_grace_seconds,
                   "Seconds after the last verdict before starts are refused and workers pause")
       ->capture_default_str();
+  cmd->add_option("--metrics-token", flags->metrics_token,
+                  "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
+                  "only a superuser's token is accepted)")
+      ->envname("SLUICE_METRICS_TOKEN");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 
