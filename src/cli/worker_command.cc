@@ -12,6 +12,8 @@
 #include <utility>
 
 #include "cli/command_registry.h"
+#include "common/net.h"
+#include "dataflow/worker_metrics.h"
 #include "dataflow/worker_process.h"
 #include "dataflow/worker_reporter.h"
 
@@ -20,7 +22,28 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-int RunWorkerCommand(const std::string& config_path) {
+// Serves the worker's /metrics on `listen` and records the bound port in
+// <config>.metrics-port (port 0 picks one), so whoever launched it can scrape.
+bool StartMetricsListener(sluice::dataflow::MetricsListener& listener, const std::string& listen,
+                          const std::string& config_path) {
+  std::string host;
+  int port = 0;
+  if (!sluice::common::SplitHostPort(listen, &host, &port)) {
+    std::fprintf(stderr, "sluice worker: metrics listen address must be HOST:PORT\n");
+    return false;
+  }
+  if (auto st = listener.Start(host, port); !st.ok()) {
+    std::fprintf(stderr, "sluice worker: metrics: %s\n", st.message().c_str());
+    return false;
+  }
+  std::string port_file = config_path + ".metrics-port";
+  std::ofstream(port_file, std::ios::trunc) << listener.port() << "\n";
+  std::printf("worker metrics listening on http://%s:%d/metrics\n", host.c_str(), listener.port());
+  std::fflush(stdout);
+  return true;
+}
+
+int RunWorkerCommand(const std::string& config_path, std::string metrics_listen) {
   std::ifstream in(config_path);
   if (!in) {
     std::fprintf(stderr, "sluice worker: cannot read %s\n", config_path.c_str());
@@ -39,6 +62,10 @@ int RunWorkerCommand(const std::string& config_path) {
     }
     json = *fetched;
   }
+  if (metrics_listen.empty() && json.is_object() && json.contains("metrics_listen") &&
+      json["metrics_listen"].is_string())
+    metrics_listen = json["metrics_listen"].get<std::string>();
+  if (metrics_listen.empty()) metrics_listen = "127.0.0.1:0";
   auto launch = sluice::dataflow::WorkerLaunch::FromJson(json);
   if (!launch.ok()) {
     std::fprintf(stderr, "sluice worker: bad launch config: %s\n",
@@ -58,14 +85,24 @@ int RunWorkerCommand(const std::string& config_path) {
           : sluice::dataflow::MakeNullReporter();
   spdlog::info("worker {} ({} shard {}) starting", launch->worker_id.ToString(), launch->kind,
                launch->shard);
-  return sluice::dataflow::RunWorker(*launch, *reporter, g_stop);
+  sluice::dataflow::WorkerMetrics metrics;
+  sluice::dataflow::MetricsListener listener(metrics);
+  if (!StartMetricsListener(listener, metrics_listen, config_path)) return 2;
+  return sluice::dataflow::RunWorker(*launch, *reporter, g_stop, {}, &metrics);
 }
 
 sluice::cli::RegisterCommand reg([](CLI::App& root) {
   auto config = std::make_shared<std::string>();
+  auto metrics_listen = std::make_shared<std::string>();
   auto* cmd = root.add_subcommand("worker", "Run one shard of one connector");
   cmd->add_option("--config", *config, "Launch config JSON written by the launcher")->required();
-  cmd->callback([config] { sluice::cli::ExitCode() = RunWorkerCommand(*config); });
+  cmd->add_option(
+      "--metrics-listen", *metrics_listen,
+      "HOST:PORT of the worker's Prometheus /metrics (default: the launch config's "
+      "metrics_listen, else 127.0.0.1:0; the port is written to <config>.metrics-port)");
+  cmd->callback([config, metrics_listen] {
+    sluice::cli::ExitCode() = RunWorkerCommand(*config, *metrics_listen);
+  });
 });
 
 }  // namespace
