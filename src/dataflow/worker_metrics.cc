@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <condition_variable>
+
 #include "common/time.h"
 #include "kafka/admin.h"
 #include "metrics/prometheus.h"
@@ -76,22 +78,77 @@ common::Result<std::string> WorkerMetrics::Render() {
   return metrics::RenderPrometheus(registry_.Collect());
 }
 
-LagProbe::LagProbe(kafka::ClientConfig broker) : broker_(std::move(broker)) {}
+struct LagProbe::State {
+  kafka::ClientConfig broker;
+  std::vector<Target> targets;
+  std::chrono::milliseconds every;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  bool finished = false;
+  std::map<std::string, std::int64_t> latest;
+};
 
-LagProbe::~LagProbe() = default;
+namespace {
 
-common::Result<std::int64_t> LagProbe::Lag(const std::string& group, const std::string& topic) {
-  if (!admin_) {
-    auto a = kafka::Admin::Create(broker_);
-    if (!a.ok()) return a.status();
-    admin_ = std::move(a).value();
-    admin_->set_timeout(std::chrono::seconds(2));
+void ProbeLoop(const std::shared_ptr<LagProbe::State>& st) {
+  std::unique_ptr<kafka::Admin> admin;
+  std::unique_lock lock(st->mu);
+  while (!st->stop) {
+    lock.unlock();
+    if (!admin) {
+      if (auto a = kafka::Admin::Create(st->broker); a.ok()) {
+        admin = std::move(a).value();
+        admin->set_timeout(std::chrono::seconds(2));
+      }
+    }
+    std::map<std::string, std::int64_t> measured;
+    for (const auto& t : st->targets) {
+      if (!admin) break;
+      auto parts = admin->ConsumerLag(t.group, t.topic);
+      if (!parts.ok()) continue;
+      std::int64_t total = 0;
+      for (const auto& p : *parts) total += p.lag;
+      measured[t.subscription_id] = total;
+    }
+    lock.lock();
+    st->latest = std::move(measured);
+    st->cv.wait_for(lock, st->every, [&] { return st->stop; });
   }
-  auto parts = admin_->ConsumerLag(group, topic);
-  if (!parts.ok()) return parts.status();
-  std::int64_t total = 0;
-  for (const auto& p : *parts) total += p.lag;
-  return total;
+  st->finished = true;
+  st->cv.notify_all();
+}
+
+}  // namespace
+
+LagProbe::LagProbe(kafka::ClientConfig broker, std::vector<Target> targets,
+                   std::chrono::milliseconds every)
+    : state_(std::make_shared<State>()) {
+  state_->broker = std::move(broker);
+  state_->targets = std::move(targets);
+  state_->every = every;
+  thread_ = std::thread([st = state_] { ProbeLoop(st); });
+}
+
+LagProbe::~LagProbe() {
+  std::unique_lock lock(state_->mu);
+  state_->stop = true;
+  state_->cv.notify_all();
+  bool done = state_->cv.wait_for(lock, std::chrono::seconds(3), [&] { return state_->finished; });
+  lock.unlock();
+  // The thread owns a reference to its state, so leaving it is safe.
+  if (done) {
+    thread_.join();
+  } else {
+    thread_.detach();
+  }
+}
+
+std::optional<std::int64_t> LagProbe::Latest(const std::string& subscription_id) const {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->latest.find(subscription_id);
+  if (it == state_->latest.end()) return std::nullopt;
+  return it->second;
 }
 
 MetricsListener::MetricsListener(WorkerMetrics& metrics) : metrics_(metrics) {}

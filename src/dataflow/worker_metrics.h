@@ -11,7 +11,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,17 +54,32 @@ class WorkerMetrics {
   std::atomic<std::int64_t> last_heartbeat_ms_;
 };
 
-// Consumer lag of a subscription's group, asked of the broker (log end minus
-// committed, summed over partitions); one admin client for the worker's life.
+// Consumer lag of the worker's subscriptions (log end minus committed,
+// summed over partitions), asked of the broker on a thread of its own every
+// `every`: a slow or absent broker must never stall delivery, so the loop
+// only reads the latest value measured.
 class LagProbe {
  public:
-  explicit LagProbe(kafka::ClientConfig broker);
+  struct Target {
+    std::string subscription_id;
+    std::string group;
+    std::string topic;
+  };
+  LagProbe(kafka::ClientConfig broker, std::vector<Target> targets,
+           std::chrono::milliseconds every);
+  // Stops the thread; one stuck in the Kafka client is left to finish alone.
   ~LagProbe();
-  common::Result<std::int64_t> Lag(const std::string& group, const std::string& topic);
+  LagProbe(const LagProbe&) = delete;
+  LagProbe& operator=(const LagProbe&) = delete;
+
+  // The last lag measured, none while the broker cannot be asked.
+  std::optional<std::int64_t> Latest(const std::string& subscription_id) const;
+
+  struct State;  // shared with the probing thread, which may outlive this
 
  private:
-  kafka::ClientConfig broker_;
-  std::unique_ptr<kafka::Admin> admin_;
+  std::shared_ptr<State> state_;
+  std::thread thread_;
 };
 
 // GET /metrics on host:port (0: any free port, see port()).

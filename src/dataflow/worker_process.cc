@@ -114,7 +114,10 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   bool in_error = false;
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   std::chrono::milliseconds backoff(0);
-  LagProbe lag_probe(launch.broker);
+  std::vector<LagProbe::Target> lag_targets;
+  for (const auto& stage : stages)
+    lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
+  LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
   while (!stop) {
     common::Status failure;
     for (auto& stage : stages) {
@@ -151,8 +154,8 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
         auto counters = stage->TakeCounters();
         // Lag as the broker sees it (log end minus committed): what a
         // restart would still have to deliver. Unknown when it cannot be asked.
-        auto lag = lag_probe.Lag(stage->spec().consumer_group, stage->spec().topic);
-        if (lag.ok()) {
+        auto lag = lag_probe.Latest(stage->spec().id);
+        if (lag) {
           counters.consumer_lag = *lag;
           wm.OnLag(stage->spec().id, *lag);
         }
