@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <condition_variable>
 
 #include "common/time.h"
@@ -103,8 +104,16 @@ void ProbeLoop(const std::shared_ptr<LagProbe::State>& st) {
       }
     }
     std::map<std::string, std::int64_t> measured;
+    // Asking about a topic by name may auto-create it, ahead of the source
+    // and with the broker's default partitioning: only existing ones are asked.
+    std::vector<std::string> topics;
+    if (admin) {
+      auto listed = admin->ListTopics();
+      if (listed.ok()) topics = std::move(listed).value();
+    }
     for (const auto& t : st->targets) {
       if (!admin) break;
+      if (std::find(topics.begin(), topics.end(), t.topic) == topics.end()) continue;
       auto parts = admin->ConsumerLag(t.group, t.topic);
       if (!parts.ok()) continue;
       std::int64_t total = 0;
