@@ -43,6 +43,7 @@ struct ServeFlags {
   int license_grace_seconds = 72 * 3600;
   std::string launcher = "local";  // or "kubernetes"
   sluice::runtime::KubernetesLauncherOptions kubernetes;
+  std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
 };
 
 int Serve(const ServeFlags& f) {
@@ -83,6 +84,7 @@ int Serve(const ServeFlags& f) {
   }
   sluice::api::ApiOptions api_options;
   api_options.license_grace = std::chrono::seconds(f.license_grace_seconds);
+  api_options.metrics_token = f.metrics_token;
   sluice::api::ApiServer api(db, std::move(*key), api_options);
   if (auto st = api.Start(host, port); !st.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
@@ -199,6 +201,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--k8s-service-account", k8s.manifests.service_account,
                   "Service account of worker pods");
+  cmd->add_option("--metrics-token", flags->metrics_token,
+                  "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
+                  "only a superuser's token is accepted)")
+      ->envname("SLUICE_METRICS_TOKEN");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 

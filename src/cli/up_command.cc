@@ -123,7 +123,9 @@ int Up(const UpFlags& f) {
   auto key = sluice::auth::SecretKey::Load(f.data_dir);
   if (!key.ok()) return Fail(key.status().message());
   if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) return Fail(st.message());
-  sluice::api::ApiServer api(db, std::move(*key));
+  sluice::api::ApiOptions api_options;
+  if (const char* token = std::getenv("SLUICE_METRICS_TOKEN")) api_options.metrics_token = token;
+  sluice::api::ApiServer api(db, std::move(*key), api_options);
   if (auto st = api.Start(api_host, api_port); !st.ok()) return Fail(st.message());
   std::printf("api listening on http://%s:%d\n", api_host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER

@@ -25,7 +25,12 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
                    {"columns", std::move(columns)},
                    {"schema_version", event.schema_version}};
   if (!event.unchanged_columns.empty()) envelope["unchanged"] = event.unchanged_columns;
-  return {event.key.is_null() ? std::string() : event.key.dump(), envelope.dump()};
+  // A SQL_ASCII source can hand over text that is not UTF-8, which JSON
+  // cannot carry; strict dumping throws and the worker would crash-loop on
+  // that row forever (found by the pgoutput fuzzer). Such bytes become U+FFFD.
+  constexpr auto kReplace = json::error_handler_t::replace;
+  return {event.key.is_null() ? std::string() : event.key.dump(-1, ' ', false, kReplace),
+          envelope.dump(-1, ' ', false, kReplace)};
 }
 
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,

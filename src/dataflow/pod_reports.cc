@@ -102,6 +102,7 @@ common::Status IngestDelivery(pqxx::work& tx, const std::string& subscription_id
   s.delivered = c.delivered;
   s.skipped = c.skipped;
   s.errored = c.errored;
+  s.consumer_lag = c.consumer_lag;
   return metrics::IngestConsumption(tx, {s}, common::Clock::now());
 }
 
@@ -188,8 +189,10 @@ common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const j
 }
 
 json CountersToJson(const DeliveryCounters& c) {
-  return {{"from_ms", c.from_ms},     {"to_ms", c.to_ms},     {"consumed", c.consumed},
-          {"delivered", c.delivered}, {"skipped", c.skipped}, {"errored", c.errored}};
+  json j = {{"from_ms", c.from_ms},     {"to_ms", c.to_ms},     {"consumed", c.consumed},
+            {"delivered", c.delivered}, {"skipped", c.skipped}, {"errored", c.errored}};
+  if (c.consumer_lag) j["consumer_lag"] = *c.consumer_lag;
+  return j;
 }
 
 common::Result<DeliveryCounters> CountersFromJson(const json& j) {
@@ -201,6 +204,11 @@ common::Result<DeliveryCounters> CountersFromJson(const json& j) {
         std::pair{"consumed", &c.consumed}, std::pair{"delivered", &c.delivered},
         std::pair{"skipped", &c.skipped}, std::pair{"errored", &c.errored}})
     ReadInt(j, key, field, &problems, "counters");
+  if (j.contains("consumer_lag") && !j["consumer_lag"].is_null()) {
+    std::int64_t lag = 0;
+    ReadInt(j, "consumer_lag", &lag, &problems, "counters");
+    c.consumer_lag = lag;
+  }
   SLUICE_RETURN_IF_ERROR(Problems(problems));
   return c;
 }

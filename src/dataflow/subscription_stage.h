@@ -42,6 +42,8 @@ struct TargetSpec {
 struct DeliveryCounters {
   std::int64_t from_ms = 0, to_ms = 0;
   std::int64_t consumed = 0, delivered = 0, skipped = 0, errored = 0;
+  // Set by the worker loop from the broker (not counted by the stage).
+  std::optional<std::int64_t> consumer_lag;
 };
 
 struct RejectedRecord {

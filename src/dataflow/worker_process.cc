@@ -8,6 +8,7 @@
 #include "common/time.h"
 #include "connectors/postgres/postgres_source.h"
 #include "dataflow/kafka_change_sink.h"
+#include "dataflow/worker_metrics.h"
 #include "kafka/producer.h"
 
 namespace sluice::dataflow {
@@ -22,16 +23,17 @@ bool Refused(const common::Status& s) {
   return s.code() == common::Code::kConflict || s.code() == common::Code::kNotFound;
 }
 
-int Fail(WorkerReporter& reporter, const common::Status& status) {
+int Fail(WorkerReporter& reporter, WorkerMetrics& wm, const common::Status& status) {
   spdlog::error("worker failed: {}", status.message());
+  wm.OnError();
   (void)reporter.ReportState(WorkerState::kError, status.message());
   return 1;
 }
 
 int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              const WorkerTiming& timing) {
+              const WorkerTiming& timing, WorkerMetrics& wm) {
   auto producer = kafka::Producer::Create(launch.broker);
-  if (!producer.ok()) return Fail(reporter, producer.status());
+  if (!producer.ok()) return Fail(reporter, wm, producer.status());
   KafkaChangeSink sink(**producer);
   connectors::ProductionMetrics metrics(common::NowEpochMillis());
   connectors::postgres::PostgresSourceOptions options;
@@ -60,19 +62,21 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
         };
   }
   connectors::postgres::PostgresSource source(options, &sink, &metrics);
-  if (auto st = source.Start(); !st.ok()) return Fail(reporter, st);
+  if (auto st = source.Start(); !st.ok()) return Fail(reporter, wm, st);
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
     spdlog::warn("back end refused LIVE ({}); exiting", st.message());
     return 0;
   }
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   while (!stop) {
-    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok()) return Fail(reporter, st);
-    if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, st);
+    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
+      return Fail(reporter, wm, st);
+    if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
       auto st = reporter.Heartbeat();
+      wm.OnHeartbeat(st.ok());
       if (Refused(st)) {
         spdlog::warn("heartbeat refused ({}); exiting", st.message());
         break;
@@ -80,24 +84,28 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     }
     if (now - last_metrics >= timing.metrics_every) {
       last_metrics = now;
-      (void)reporter.Production(metrics.TakeInterval(common::NowEpochMillis()));
+      auto intervals = metrics.TakeInterval(common::NowEpochMillis());
+      wm.OnProduced(intervals);
+      (void)reporter.Production(intervals);
     }
   }
   // Clean stop: everything emitted is flushed and its position confirmed.
-  if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, st);
+  if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, wm, st);
   (void)source.Poll(std::chrono::milliseconds(0));
   source.Stop();
-  (void)reporter.Production(metrics.TakeInterval(common::NowEpochMillis()));
+  auto last = metrics.TakeInterval(common::NowEpochMillis());
+  wm.OnProduced(last);
+  (void)reporter.Production(last);
   (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
   return 0;
 }
 
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              const WorkerTiming& timing) {
+              const WorkerTiming& timing, WorkerMetrics& wm) {
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
   for (const auto& spec : launch.subscriptions) {
     auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target);
-    if (!stage.ok()) return Fail(reporter, stage.status());
+    if (!stage.ok()) return Fail(reporter, wm, stage.status());
     stages.push_back(std::move(stage).value());
   }
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
@@ -107,6 +115,10 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   std::string reported_error;
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   std::chrono::milliseconds backoff(0);
+  std::vector<LagProbe::Target> lag_targets;
+  for (const auto& stage : stages)
+    lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
+  LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
   while (!stop) {
     common::Status failure;
     for (auto& stage : stages) {
@@ -120,6 +132,7 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     // reported again, so the reason says what is wrong now.
     if (!failure.ok()) {
       if (!in_error || failure.message() != reported_error) {
+        if (!in_error) wm.OnError();
         (void)reporter.ReportState(WorkerState::kError, failure.message());
         reported_error = failure.message();
       }
@@ -135,15 +148,30 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
-      if (Refused(reporter.Heartbeat())) break;
+      auto st = reporter.Heartbeat();
+      wm.OnHeartbeat(st.ok());
+      if (Refused(st)) break;
     }
     if (now - last_metrics >= timing.metrics_every) {
       last_metrics = now;
-      for (auto& stage : stages) (void)reporter.Consumption(stage->spec(), stage->TakeCounters());
+      for (auto& stage : stages) {
+        auto counters = stage->TakeCounters();
+        // Lag as the broker sees it (log end minus committed): what a
+        // restart would still have to deliver. Unknown when it cannot be asked.
+        auto lag = lag_probe.Latest(stage->spec().id);
+        if (lag) {
+          counters.consumer_lag = *lag;
+          wm.OnLag(stage->spec().id, *lag);
+        }
+        wm.OnDelivery(stage->spec().id, counters);
+        (void)reporter.Consumption(stage->spec(), counters);
+      }
     }
   }
   for (auto& stage : stages) {
-    (void)reporter.Consumption(stage->spec(), stage->TakeCounters());
+    auto counters = stage->TakeCounters();
+    wm.OnDelivery(stage->spec().id, counters);
+    (void)reporter.Consumption(stage->spec(), counters);
     stage->Close();
   }
   (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
@@ -153,12 +181,14 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
 }  // namespace
 
 int RunWorker(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              WorkerTiming timing) {
+              WorkerTiming timing, WorkerMetrics* metrics) {
+  WorkerMetrics unserved;
+  WorkerMetrics& wm = metrics ? *metrics : unserved;
   try {
-    return launch.kind == "source" ? RunSource(launch, reporter, stop, timing)
-                                   : RunTarget(launch, reporter, stop, timing);
+    return launch.kind == "source" ? RunSource(launch, reporter, stop, timing, wm)
+                                   : RunTarget(launch, reporter, stop, timing, wm);
   } catch (const std::exception& e) {
-    return Fail(reporter, common::Internal(e.what()));
+    return Fail(reporter, wm, common::Internal(e.what()));
   }
 }
 

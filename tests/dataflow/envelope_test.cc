@@ -33,6 +33,21 @@ TEST(Envelope, RoundTripsAnUpdateWithItsColumns) {
   EXPECT_EQ(decoded->columns[1].source_type, "text");
 }
 
+// Found by the pgoutput fuzzer: a SQL_ASCII source sends text that is not
+// UTF-8; encoding must not throw (the worker would crash-loop on the row).
+TEST(Envelope, TextThatIsNotUtf8IsCarriedWithReplacementCharacters) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kCreate;
+  e.table = {"public", "orders"};
+  e.key = {{"id", "k\xff"}};
+  e.after = {{"id", 1}, {"name", "caf\xe9"}};
+  EncodedEvent encoded;
+  ASSERT_NO_THROW(encoded = EncodeEnvelope(e, Schema()));
+  auto decoded = DecodeEnvelope(encoded.key, encoded.value);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->after["name"], "caf\xef\xbf\xbd");
+}
+
 TEST(Envelope, DebeziumFieldsArePresent) {
   connectors::ChangeEvent e;
   e.op = connectors::Op::kCreate;
