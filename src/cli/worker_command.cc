@@ -37,7 +37,9 @@ int RunWorkerCommand(const std::string& config_path) {
       std::fprintf(stderr, "sluice worker: %s\n", fetched.status().message().c_str());
       return 1;
     }
+    auto registry = json.value("registry", nlohmann::json());
     json = *fetched;
+    if (registry.is_object() && !json.contains("registry")) json["registry"] = registry;
   }
   auto launch = sluice::dataflow::WorkerLaunch::FromJson(json);
   if (!launch.ok()) {

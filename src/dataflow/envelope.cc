@@ -40,6 +40,7 @@ common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::stri
   }
   connectors::targets::TargetChange change;
   change.op = op[0];
+  change.source = envelope.value("source", json(nullptr));
   if (auto it = envelope.find("columns"); it != envelope.end() && it->is_array()) {
     for (const auto& c : *it) {
       change.columns.push_back(
