@@ -6,12 +6,20 @@ namespace sluice::dataflow {
 
 using nlohmann::json;
 
-EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
-                            const connectors::TableSchema& schema) {
+std::string ColumnsJson(const connectors::TableSchema& schema) {
   json columns = json::array();
   for (const auto& c : schema.columns) {
     columns.push_back({{"name", c.name}, {"type", c.type_name}, {"key", c.key}});
   }
+  return columns.dump();
+}
+
+EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
+                            const connectors::TableSchema& schema) {
+  return EncodeEnvelope(event, ColumnsJson(schema));
+}
+
+EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::string& columns_json) {
   json envelope = {{"op", std::string(1, static_cast<char>(event.op))},
                    {"before", event.before},
                    {"after", event.after},
@@ -22,10 +30,15 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
                      {"commit_lsn", event.commit_lsn},
                      {"ts_ms", event.commit_time_micros / 1000},
                      {"snapshot", event.op == connectors::Op::kRead}}},
-                   {"columns", std::move(columns)},
                    {"schema_version", event.schema_version}};
   if (!event.unchanged_columns.empty()) envelope["unchanged"] = event.unchanged_columns;
-  return {event.key.is_null() ? std::string() : event.key.dump(), envelope.dump()};
+  // The envelope is an object: splice the serialized columns in before its end.
+  std::string value = envelope.dump();
+  value.pop_back();
+  value += ",\"columns\":";
+  value += columns_json;
+  value += '}';
+  return {event.key.is_null() ? std::string() : event.key.dump(), std::move(value)};
 }
 
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,

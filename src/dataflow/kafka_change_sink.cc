@@ -24,12 +24,17 @@ Status KafkaChangeSink::SchemaChanged(const connectors::TableSchema& schema) {
     writers_.insert_or_assign(schema.topic, AvroWriter{std::move(encoder).value(), *id});
   }
   schemas_[schema.topic] = schema;
+  columns_json_[schema.topic] = ColumnsJson(schema);
   return Status::Ok();
 }
 
 common::Result<std::string> KafkaChangeSink::EncodeValue(const connectors::ChangeEvent& event,
                                                          const connectors::TableSchema& schema) {
-  if (!registry_) return EncodeEnvelope(event, schema).value;
+  if (!registry_) {
+    auto it = columns_json_.find(event.topic);
+    return it == columns_json_.end() ? EncodeEnvelope(event, schema).value
+                                     : EncodeEnvelope(event, it->second).value;
+  }
   auto it = writers_.find(event.topic);
   if (it == writers_.end())
     return common::Internal("no registered schema for topic " + event.topic);

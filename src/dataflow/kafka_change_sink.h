@@ -54,6 +54,7 @@ class KafkaChangeSink : public connectors::ChangeSink {
 
   kafka::Producer& producer_;
   std::map<std::string, connectors::TableSchema> schemas_;  // by topic
+  std::map<std::string, std::string> columns_json_;         // by topic
   std::shared_ptr<RegistryClient> registry_;                // set: Avro
   std::string server_;
   std::map<std::string, AvroWriter> writers_;  // by topic
