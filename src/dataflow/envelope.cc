@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 namespace sluice::dataflow {
 
 using nlohmann::json;
@@ -41,25 +43,67 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::str
   return {event.key.is_null() ? std::string() : event.key.dump(), std::move(value)};
 }
 
+namespace {
+
+std::vector<connectors::targets::TargetColumn> ColumnsFrom(const json& array) {
+  std::vector<connectors::targets::TargetColumn> out;
+  for (const auto& c : array) {
+    if (!c.is_object()) continue;
+    out.push_back(
+        {c.value("name", std::string()), c.value("type", std::string()), c.value("key", false)});
+  }
+  return out;
+}
+
+// The encoder appends `,"columns":[...]` last, and a table's column list
+// repeats on every message: parse it once per distinct text. Anything else
+// (another producer's key order, a text that does not split into two valid
+// documents) takes the full parse.
+bool ParseSplit(const std::string& value, json& envelope,
+                std::vector<connectors::targets::TargetColumn>& columns) {
+  static constexpr std::string_view kMarker = ",\"columns\":[";
+  auto at = value.rfind(kMarker);
+  if (at == std::string::npos || value.size() < 2 || value.compare(value.size() - 2, 2, "]}") != 0)
+    return false;
+  std::string_view text = std::string_view(value).substr(at + kMarker.size() - 1);
+  text.remove_suffix(1);  // the envelope's closing brace
+  thread_local std::string cached_text;
+  thread_local std::vector<connectors::targets::TargetColumn> cached;
+  if (text != cached_text) {
+    json parsed = json::parse(text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_array()) return false;
+    cached_text = text;
+    cached = ColumnsFrom(parsed);
+  }
+  std::string head = value.substr(0, at);
+  head += '}';
+  envelope = json::parse(head, nullptr, false);
+  if (envelope.is_discarded() || !envelope.is_object()) return false;
+  columns = cached;
+  return true;
+}
+
+}  // namespace
+
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,
                                                                  const std::string& value) {
-  json envelope = json::parse(value, nullptr, false);
-  if (envelope.is_discarded() || !envelope.is_object()) {
-    return common::InvalidArgument("message value is not a JSON object");
+  json envelope;
+  connectors::targets::TargetChange change;
+  if (!ParseSplit(value, envelope, change.columns)) {
+    envelope = json::parse(value, nullptr, false);
+    if (envelope.is_discarded() || !envelope.is_object()) {
+      return common::InvalidArgument("message value is not a JSON object");
+    }
+    change.columns.clear();
+    if (auto it = envelope.find("columns"); it != envelope.end() && it->is_array())
+      change.columns = ColumnsFrom(*it);
   }
   auto op = envelope.value("op", std::string());
   if (op.size() != 1 || std::string("crudt").find(op[0]) == std::string::npos) {
     return common::InvalidArgument(fmt::format("unknown op '{}'", op));
   }
-  connectors::targets::TargetChange change;
   change.op = op[0];
   change.source = envelope.value("source", json(nullptr));
-  if (auto it = envelope.find("columns"); it != envelope.end() && it->is_array()) {
-    for (const auto& c : *it) {
-      change.columns.push_back(
-          {c.value("name", std::string()), c.value("type", std::string()), c.value("key", false)});
-    }
-  }
   if (change.op == 't') return change;
   change.key = key.empty() ? json(nullptr) : json::parse(key, nullptr, false);
   if (!change.key.is_object()) return common::InvalidArgument("message key is not a JSON object");
