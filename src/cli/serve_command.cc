@@ -107,6 +107,11 @@ int Serve(const ServeFlags& f) {
   orchestration.sluice_bin = sluice::common::SelfExecutablePath();
   orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   orchestration.report_database_url = (*provisioned)->url();
+#ifdef SLUICE_HAVE_REGISTRY_SERVER
+  orchestration.registry_url = "http://" +
+                               (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
+                               std::to_string(registry.port());
+#endif
   orchestration.keys = &sluice::api::ConfigKeyRing();
   orchestration.license_grace = api_options.license_grace;
   // Workers speak the HTTP worker protocol with tokens scoped to their row.

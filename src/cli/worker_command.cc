@@ -85,7 +85,9 @@ int RunWorkerCommand(const WorkerFlags& flags) {
       std::fprintf(stderr, "sluice worker: %s\n", fetched.status().message().c_str());
       return 1;
     }
+    auto registry = json.value("registry", nlohmann::json());
     json = *fetched;
+    if (registry.is_object() && !json.contains("registry")) json["registry"] = registry;
   }
   std::string metrics_listen = flags.metrics_listen;
   if (metrics_listen.empty() && json.is_object() && json.contains("metrics_listen") &&

@@ -3,10 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/time.h"
 #include "connectors/postgres/postgres_source.h"
+#include "dataflow/datamodel_stage.h"
 #include "dataflow/kafka_change_sink.h"
 #include "dataflow/worker_metrics.h"
 #include "kafka/producer.h"
@@ -30,11 +33,89 @@ int Fail(WorkerReporter& reporter, WorkerMetrics& wm, const common::Status& stat
   return 1;
 }
 
+// The source's datamodel stages, on their own thread so neither the WAL
+// reader nor the republishing waits on the other's polls.
+class DatamodelRunner {
+ public:
+  DatamodelRunner(std::vector<std::unique_ptr<DatamodelStage>> stages)
+      : stages_(std::move(stages)) {
+    if (!stages_.empty()) thread_ = std::thread([this] { Loop(); });
+  }
+  ~DatamodelRunner() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (auto& stage : stages_) stage->Close();
+    stages_.clear();
+  }
+  // The first failure, once there is one (the worker exits and replays).
+  std::optional<common::Status> failure() {
+    std::lock_guard lock(mu_);
+    return failure_;
+  }
+
+ private:
+  void Loop() {
+    auto timeout = std::chrono::milliseconds(stages_.size() > 1 ? 50 : 200);
+    while (!stop_) {
+      for (auto& stage : stages_) {
+        common::Status st;
+        try {
+          st = stage->RunOnce(timeout);
+        } catch (const std::exception& e) {
+          st = common::Internal(e.what());
+        }
+        if (!st.ok()) {
+          std::lock_guard lock(mu_);
+          failure_ =
+              common::Status(st.code(), "datamodel " + stage->spec().id + ": " + st.message());
+          return;
+        }
+      }
+    }
+  }
+  std::vector<std::unique_ptr<DatamodelStage>> stages_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::optional<common::Status> failure_;
+  std::thread thread_;
+};
+
 int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
+  auto registry =
+      launch.registry_url ? std::make_shared<RegistryClient>(*launch.registry_url) : nullptr;
+  std::vector<std::unique_ptr<DatamodelStage>> stages;
+  for (const auto& spec : launch.datamodels) {
+    auto stage = DatamodelStage::Create(launch.broker, spec, registry);
+    if (!stage.ok()) return Fail(reporter, wm, stage.status());
+    stages.push_back(std::move(stage).value());
+  }
+  DatamodelRunner datamodels(std::move(stages));
+  if (launch.source.type == "kafka") {
+    // The topic exists already: republishing it is the whole job.
+    if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st))
+      return 0;
+    auto last_heartbeat = Steady::now();
+    while (!stop) {
+      if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (Steady::now() - last_heartbeat >= timing.heartbeat_every) {
+        last_heartbeat = Steady::now();
+        if (Refused(reporter.Heartbeat())) break;
+      }
+    }
+    datamodels.Stop();
+    (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
+    return 0;
+  }
   auto producer = kafka::Producer::Create(launch.broker);
   if (!producer.ok()) return Fail(reporter, wm, producer.status());
-  KafkaChangeSink sink(**producer);
+  auto sink_ptr =
+      launch.source.format == "avro"
+          ? std::make_unique<KafkaChangeSink>(**producer, registry, launch.source.topic_prefix)
+          : std::make_unique<KafkaChangeSink>(**producer);
+  KafkaChangeSink& sink = *sink_ptr;
   connectors::ProductionMetrics metrics(common::NowEpochMillis());
   connectors::postgres::PostgresSourceOptions options;
   options.url = launch.source.url;
@@ -72,6 +153,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
       return Fail(reporter, wm, st);
     if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
+    if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
@@ -89,6 +171,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
       (void)reporter.Production(intervals);
     }
   }
+  datamodels.Stop();
   // Clean stop: everything emitted is flushed and its position confirmed.
   if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, wm, st);
   (void)source.Poll(std::chrono::milliseconds(0));
@@ -103,8 +186,10 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
+  auto registry =
+      launch.registry_url ? std::make_shared<RegistryClient>(*launch.registry_url) : nullptr;
   for (const auto& spec : launch.subscriptions) {
-    auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target);
+    auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target, registry);
     if (!stage.ok()) return Fail(reporter, wm, stage.status());
     stages.push_back(std::move(stage).value());
   }
