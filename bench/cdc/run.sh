@@ -109,9 +109,11 @@ cat >"$WORK/target.json" <<JSON
                     "target_table": "bench_rows"}]}
 JSON
 "$BIN" --log-level warn worker --config "$WORK/source.json" >"$WORK/source.log" 2>&1 &
-PIDS+=($!)
+SOURCE_PID=$!
+PIDS+=($SOURCE_PID)
 "$BIN" --log-level warn worker --config "$WORK/target.json" >"$WORK/target.log" 2>&1 &
-PIDS+=($!)
+TARGET_PID=$!
+PIDS+=($TARGET_PID)
 # Streaming once the source's slot is active.
 for _ in $(seq 600); do
   [ "$(psql -qAtX "$SRC" -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'bench_sluice' AND active")" = 1 ] && break
@@ -187,6 +189,11 @@ LOAD_SECONDS=$(echo "$t_load1 - $t_load0" | bc)
 # Source stage: first source commit -> the broker holding every change.
 FIRST_COMMIT=$(psql -qAtX "$TGT" -c "SELECT extract(epoch FROM min(committed_at)) FROM source_commit")
 SOURCE_SECONDS=$(echo "$TOPIC_FULL - $FIRST_COMMIT" | bc)
+# Peak resident memory of each worker over the whole run (VmHWM): bounded
+# batches mean it should not grow with the number of rows.
+peak_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+SOURCE_RSS_KB=$(peak_kb "$SOURCE_PID")
+TARGET_RSS_KB=$(peak_kb "$TARGET_PID")
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$ROOT/bench/results"
 OUT=$ROOT/bench/results/cdc-$STAMP.json
@@ -203,6 +210,7 @@ result = {
                         "latency_ms": {"p50": float("$P50"), "p99": float("$P99"), "max": float("$PMAX")}},
   "pg_recvlogical_pgoutput": {"seconds": float("$RECV_SECONDS"), "rows_per_s": rate("$RECV_SECONDS")},
   "copy_into_target": {"seconds": float("$COPY_SECONDS"), "rows_per_s": rate("$COPY_SECONDS")},
+  "worker_peak_rss_kb": {"source": int("${SOURCE_RSS_KB:-0}" or 0), "target": int("${TARGET_RSS_KB:-0}" or 0)},
 }
 json.dump(result, open(sys.argv[1], "w"), indent=2)
 r = result
@@ -216,5 +224,7 @@ for name, key in [("source INSERT (the load)", "source_insert"),
     print("%-34s %10.2f %12s" % (name, r[key]["seconds"], r[key]["rows_per_s"]))
 l = r["sluice_end_to_end"]["latency_ms"]
 print("commit -> target latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms" % (l["p50"], l["p99"], l["max"]))
+m = r["worker_peak_rss_kb"]
+print("worker peak RSS: source %.1f MiB, target %.1f MiB" % (m["source"] / 1024, m["target"] / 1024))
 print("written " + sys.argv[1])
 PY
