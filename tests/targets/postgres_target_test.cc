@@ -163,8 +163,8 @@ TargetChange Tricky(int id, const std::string& suffix = "") {
 TEST_F(PostgresTargetTest, CopyPathWritesExactlyWhatTheOrdinaryPathWrites) {
   std::vector<TargetChange> batch;
   for (int i = 1; i <= 1500; ++i) batch.push_back(Tricky(i));
-  PostgresTarget copied({db_.url(), "public", "copied", true, 1000});
-  PostgresTarget ordinary({db_.url(), "public", "ordinary", true, 0});
+  PostgresTarget copied({db_.url(), "public", "copied", true, true, 1000});
+  PostgresTarget ordinary({db_.url(), "public", "ordinary", true, true, 0});
   ASSERT_TRUE(copied.Apply(batch).ok());
   ASSERT_TRUE(ordinary.Apply(batch).ok());
   EXPECT_EQ(copied.copied_batches(), 1);

@@ -399,9 +399,21 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
     }
     return common::InvalidArgument(error);
   };
+  if (auto error = bulk_->Exec("BEGIN"); !error.empty()) return fail(error);
+  if (options_.backfill_fence) {
+    // The same fence as the ordinary path: a backfill chunk never
+    // interleaves with this batch (see src/backfill/loader.h).
+    std::string key = BackfillFenceKey(options_.schema, options_.table);
+    const char* params[1] = {key.c_str()};
+    PGresult* r = PQexecParams(bulk_->conn, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                               1, nullptr, params, nullptr, nullptr, 0);
+    auto status = PQresultStatus(r);
+    std::string error = FirstLine(PQresultErrorMessage(r));
+    PQclear(r);
+    if (status != PGRES_TUPLES_OK) return fail(error);
+  }
   for (const auto& sql :
-       {std::string("BEGIN"),
-        fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified()),
+       {fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified()),
         fmt::format("COPY sluice_copy ({}) FROM STDIN", cols)}) {
     PGresult* r = PQexec(bulk_->conn, sql.c_str());
     auto status = PQresultStatus(r);
