@@ -132,6 +132,23 @@ describe("web UI", { timeout: 240_000 }, () => {
     await row.waitFor();
     assert.match(await row.innerText(), /pending/);
     await shot("02-teams");
+
+    // Bob, in his own tab (own session), accepts and is a member.
+    const bobPage = await browser.newPage();
+    try {
+      await bobPage.goto(`${sluice.base}/login`);
+      await bobPage.getByLabel("Email").fill("bob@ui.test");
+      await bobPage.getByLabel("Password").fill("bob-password-1");
+      await bobPage.getByRole("button", { name: "Sign in" }).click();
+      await bobPage.getByRole("link", { name: "Teams" }).click();
+      const invitation = bobPage.locator("tr", { hasText: "invitation" }).filter({ hasText: "pending" });
+      await invitation.getByRole("button", { name: "accept" }).click();
+      await invitation.waitFor({ state: "detached" });
+      await bobPage.reload();
+      await bobPage.locator("section[aria-label='Team analytics'] tr", { hasText: "bob@ui.test" }).filter({ hasText: "member" }).waitFor();
+    } finally {
+      await bobPage.close();
+    }
   });
 
   it("creates a pipeline through the wizard and sees it live", async () => {

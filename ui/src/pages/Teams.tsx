@@ -81,7 +81,14 @@ function NewEnv() {
 
 function RequestTable({ rows, scope, emails, onChange }: { rows: RequestRow[]; scope: "team" | "env"; emails: Map<string, string>; onChange: () => void }) {
   const { error, run } = useSubmit();
+  const me = useSession().me.id;
   const who = (id: string) => emails.get(id) ?? id.slice(0, 8);
+  // An invitation is answered by its invitee, a join request by an admin;
+  // whoever sent it may withdraw it. The API has the last word.
+  const verbs = (r: RequestRow) => {
+    const answer = r.kind === "invite" ? r.to_user_id === me : r.from_user_id !== me;
+    return [...(answer ? ["accept", "decline"] : []), ...(r.from_user_id === me ? ["cancel"] : [])];
+  };
   if (rows.length === 0) return <p className="muted">No requests.</p>;
   return (
     <>
@@ -108,7 +115,7 @@ function RequestTable({ rows, scope, emails, onChange }: { rows: RequestRow[]; s
               <td>{formatTime(r.created_at)}</td>
               <td className="actions">
                 {r.status === "pending" &&
-                  ["accept", "decline", "cancel"].map((v) => (
+                  verbs(r).map((v) => (
                     <button key={v} className="small" onClick={() => run(async () => { await post(`/${scope}-requests/${r.id}/${v}`); onChange(); })}>
                       {v}
                     </button>
