@@ -31,12 +31,23 @@ interface ConnectorChoice {
 
 const STEPS = ["Source", "Tables", "Target", "Mapping"] as const;
 
+// Connection fields in the order people think of them, required first.
+const FIELD_ORDER = ["host", "port", "database", "user", "password", "url", "topic", "directory"];
+function fieldRank(key: string, required: Set<string>) {
+  const i = FIELD_ORDER.indexOf(key);
+  if (i >= 0) return i;
+  if (key === "shards") return 1000;
+  return required.has(key) ? 100 : 500;
+}
+
 function ConfigFields({ type, values, onChange }: { type: ConnectorType; values: Record<string, string>; onChange: (v: Record<string, string>) => void }) {
   const props = type.configuration_schema.properties;
   const required = new Set(type.configuration_schema.required);
   return (
     <div className="fields">
-      {Object.entries(props).map(([key, p]) => {
+      {Object.entries(props)
+        .sort(([a], [b]) => fieldRank(a, required) - fieldRank(b, required) || a.localeCompare(b))
+        .map(([key, p]) => {
         const label = `${key}${required.has(key) ? " *" : ""}`;
         const set = (v: string) => onChange({ ...values, [key]: v });
         if (p.type === "object") return null; // headers etc.: set through the API
