@@ -113,7 +113,13 @@ export async function apiCall(base, token, method, p, body) {
 }
 
 export async function launchBrowser() {
-  const { chromium } = await import("playwright-core");
+  let chromium;
+  try {
+    ({ chromium } = await import("playwright-core"));
+  } catch {
+    throw new Error("playwright-core is not installed: run bash scripts/build-ui.sh (npm ci in ui/)");
+  }
+  if (!existsSync(process.env.CHROMIUM ?? "/usr/bin/chromium")) throw new Error("no /usr/bin/chromium: run bash scripts/setup.sh (apt-get install chromium)");
   const profile = mkdtempSync(path.join(tmpdir(), "sluice-ui-chromium-"));
   return chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
