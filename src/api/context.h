@@ -17,6 +17,11 @@ struct ApiOptions {
   std::chrono::seconds login_failure_window{60};
   // How long after the last license verdict new starts are still accepted.
   std::chrono::seconds license_grace{72 * 3600};
+  // Static bearer token a Prometheus scraper presents at GET /metrics; empty:
+  // only a superuser's token is accepted there.
+  std::string metrics_token;
+  // How long /metrics and metric reads wait on the broker for consumer lag.
+  std::chrono::milliseconds broker_timeout{2000};
 };
 
 struct ApiContext {

@@ -81,10 +81,16 @@ struct Request {
 struct Response {
   int status = 200;
   Json body;
+  // A non-JSON body (e.g. the Prometheus text page) when content_type is set.
+  std::string text;
+  std::string content_type;
 
   static Response Ok(Json body) { return {200, std::move(body)}; }
   static Response Created(Json body) { return {201, std::move(body)}; }
   static Response NoContent() { return {204, nullptr}; }
+  static Response Text(std::string text, std::string content_type) {
+    return {200, nullptr, std::move(text), std::move(content_type)};
+  }
 };
 
 using Handler = std::function<Response(Request&)>;

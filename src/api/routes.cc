@@ -20,6 +20,8 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterWorkersRoutes(r, ctx);
   RegisterLicenseRoutes(r, ctx);
   RegisterWorkerProtocolRoutes(r, ctx);
+  RegisterMonitoringRoutes(r, ctx);
+  RegisterMetricsRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 

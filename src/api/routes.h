@@ -24,6 +24,8 @@ void RegisterWizardRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkersRoutes(Router& r, ApiContext& ctx);
 void RegisterLicenseRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx);
+void RegisterMonitoringRoutes(Router& r, ApiContext& ctx);
+void RegisterMetricsRoutes(Router& r, ApiContext& ctx);
 void RegisterOpenApiRoutes(Router& r, ApiContext& ctx);
 
 // All of the above, in order.

@@ -70,6 +70,11 @@ void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
       req.pod = *pod;
     }
     Response out = match.route->handler(req);
+    if (!out.content_type.empty()) {
+      res.status = out.status;
+      res.set_content(out.text, out.content_type);
+      return;
+    }
     Render(res, out.status, out.body);
   } catch (const ApiError& e) {
     RenderError(res, e.http_status(), e.code(), e.what());

@@ -40,6 +40,7 @@ struct ServeFlags {
   std::string backend_url;        // how workers reach this API; empty: derived from --listen
   std::string ui_dir;             // the built web UI; empty: found next to the binary
   int license_grace_seconds = 72 * 3600;
+  std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -90,6 +91,7 @@ int Serve(const ServeFlags& f) {
   }
   sluice::api::ApiOptions api_options;
   api_options.license_grace = std::chrono::seconds(f.license_grace_seconds);
+  api_options.metrics_token = f.metrics_token;
   sluice::api::ApiServer api(db, std::move(*key), api_options);
   ServeUi(api, f.ui_dir);
   if (auto st = api.Start(host, port); !st.ok()) {
@@ -170,6 +172,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--license-grace", flags->license_grace_seconds,
                   "Seconds after the last verdict before starts are refused and workers pause")
       ->capture_default_str();
+  cmd->add_option("--metrics-token", flags->metrics_token,
+                  "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
+                  "only a superuser's token is accepted)")
+      ->envname("SLUICE_METRICS_TOKEN");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 

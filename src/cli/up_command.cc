@@ -122,7 +122,9 @@ int Up(const UpFlags& f) {
   auto key = sluice::auth::SecretKey::Load(f.data_dir);
   if (!key.ok()) return Fail(key.status().message());
   if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) return Fail(st.message());
-  sluice::api::ApiServer api(db, std::move(*key));
+  sluice::api::ApiOptions api_options;
+  if (const char* token = std::getenv("SLUICE_METRICS_TOKEN")) api_options.metrics_token = token;
+  sluice::api::ApiServer api(db, std::move(*key), api_options);
   auto ui_dir = sluice::api::FindUiDir(f.ui_dir);
   if (!ui_dir) spdlog::warn("web UI not built; / explains how to build it");
   api.ServeUi(ui_dir);

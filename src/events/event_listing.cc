@@ -12,6 +12,17 @@ namespace sluice::events {
 
 using internal::EpochMicros;
 
+namespace {
+
+// A PostgreSQL uuid[] literal.
+std::string UuidArray(const std::vector<common::Uuid>& ids) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + ids[i].ToString();
+  return out + "}";
+}
+
+}  // namespace
+
 std::string PageToken::Encode() const {
   return fmt::format("{}_{}", EpochMicros(ts), id.ToString());
 }
@@ -32,7 +43,8 @@ common::Result<EventPage> ListEvents(pqxx::transaction_base& tx, const EventQuer
     return common::InvalidArgument(fmt::format("limit must be 1..{}", kMaxPageSize));
   }
   if (q.levels.empty()) return common::InvalidArgument("at least one level is required");
-  if (q.scope.kind != EventScope::Kind::kConnector && q.scope.resource_id.is_nil()) {
+  const bool pipeline = q.scope.kind == EventScope::Kind::kPipeline;
+  if (!pipeline && q.scope.kind != EventScope::Kind::kConnector && q.scope.resource_id.is_nil()) {
     return common::InvalidArgument("the datamodel or subscription id is required");
   }
   nlohmann::json levels = nlohmann::json::array();
@@ -48,11 +60,27 @@ common::Result<EventPage> ListEvents(pqxx::transaction_base& tx, const EventQuer
     scope +=
         " AND (e.subscription_id = $2::uuid OR (e.datamodel_id IS NULL AND"
         " e.subscription_id IS NULL))";
+  } else if (pipeline) {
+    // $1: the connectors, $2: datamodels, $7: subscriptions. A subscription's
+    // event may carry its datamodel too; it belongs to that subscription's
+    // pipeline only, not to every pipeline sharing the datamodel.
+    scope =
+        "((e.connector_id = ANY($1::uuid[]) AND e.datamodel_id IS NULL AND"
+        " e.subscription_id IS NULL) OR e.subscription_id = ANY($7::uuid[]) OR"
+        " (e.subscription_id IS NULL AND e.datamodel_id = ANY($2::uuid[])))";
   } else {
     scope += " AND $2::text IS NULL";
   }
-  std::optional<std::string> resource;
-  if (q.scope.kind != EventScope::Kind::kConnector) resource = q.scope.resource_id.ToString();
+  if (!pipeline) scope += " AND $7::text IS NULL";
+  std::string connector = q.scope.connector_id.ToString();
+  std::optional<std::string> resource, subscriptions;
+  if (pipeline) {
+    connector = UuidArray(q.scope.connectors);
+    resource = UuidArray(q.scope.datamodels);
+    subscriptions = UuidArray(q.scope.subscriptions);
+  } else if (q.scope.kind != EventScope::Kind::kConnector) {
+    resource = q.scope.resource_id.ToString();
+  }
   std::optional<std::int64_t> after_ts;
   std::optional<std::string> after_id;
   if (q.after) {
@@ -67,7 +95,7 @@ common::Result<EventPage> ListEvents(pqxx::transaction_base& tx, const EventQuer
                       "$4") ", $5::uuid))"
                             " ORDER BY e.ts DESC, e.id DESC LIMIT $6",
                   internal::StoredEventColumns("e"), scope),
-      q.scope.connector_id.ToString(), resource, levels.dump(), after_ts, after_id, q.limit + 1);
+      connector, resource, levels.dump(), after_ts, after_id, q.limit + 1, subscriptions);
   EventPage page;
   for (const auto& row : res) {
     if (static_cast<int>(page.events.size()) == q.limit) {

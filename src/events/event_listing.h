@@ -1,8 +1,10 @@
-// The monitoring listing: events of a connector, a datamodel or a
-// subscription, newest first (ts DESC, id DESC), filtered by level and paged
+// The monitoring listing: events of a connector, a datamodel, a subscription
+// or a pipeline, newest first (ts DESC, id DESC), filtered by level and paged
 // with an opaque keyset token. A datamodel or subscription view also shows
 // its connector's own (connector-wide) events; the connector view shows all
-// of its datamodels' and subscriptions' events as well.
+// of its datamodels' and subscriptions' events as well; a pipeline view shows
+// its datamodels' and subscriptions' events and the connector-wide events of
+// its connectors.
 #pragma once
 
 #include <pqxx/pqxx>
@@ -20,15 +22,27 @@
 namespace sluice::events {
 
 struct EventScope {
-  enum class Kind { kConnector, kDatamodel, kSubscription };
+  enum class Kind { kConnector, kDatamodel, kSubscription, kPipeline };
   Kind kind = Kind::kConnector;
   common::Uuid connector_id;
   common::Uuid resource_id;  // the datamodel or subscription; unused for kConnector
+  // kPipeline only: its source/target connectors, datamodels, subscriptions.
+  std::vector<common::Uuid> connectors, datamodels, subscriptions;
 
   static EventScope Connector(common::Uuid c) { return {Kind::kConnector, c, {}}; }
   static EventScope Datamodel(common::Uuid c, common::Uuid d) { return {Kind::kDatamodel, c, d}; }
   static EventScope Subscription(common::Uuid c, common::Uuid s) {
     return {Kind::kSubscription, c, s};
+  }
+  static EventScope Pipeline(std::vector<common::Uuid> connectors,
+                             std::vector<common::Uuid> datamodels,
+                             std::vector<common::Uuid> subscriptions) {
+    EventScope scope;
+    scope.kind = Kind::kPipeline;
+    scope.connectors = std::move(connectors);
+    scope.datamodels = std::move(datamodels);
+    scope.subscriptions = std::move(subscriptions);
+    return scope;
   }
 };
 

@@ -46,6 +46,10 @@ class Admin {
   // must have no live members (the broker refuses otherwise).
   common::Status ResetGroupToEarliest(const std::string& group, const std::string& topic);
 
+  // How long each broker round trip may take (default 15 s); a scrape or an
+  // API read asks with a short one so an unreachable broker costs little.
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
  private:
   Admin() = default;
   ClientConfig config_;

@@ -1,0 +1,127 @@
+// The Monitoring tab: folded resource events of a connector, datamodel,
+// subscription or pipeline, errors only unless asked, newest first, paged by
+// a keyset cursor on ts (a new event between pages shifts nothing).
+#include <algorithm>
+#include <string_view>
+
+#include "api/access.h"
+#include "api/connectors_repository.h"
+#include "api/json_fields.h"
+#include "api/monitoring_repository.h"
+#include "api/routes.h"
+#include "events/event_listing.h"
+
+namespace sluice::api {
+namespace {
+
+using auth::Action;
+
+std::vector<events::Level> ParseLevels(const Request& req) {
+  auto q = req.Query("level");
+  if (!q || q->empty()) return {events::Level::kCritical, events::Level::kError};
+  if (*q == "all") {
+    return {events::Level::kCritical, events::Level::kError, events::Level::kWarn,
+            events::Level::kInfo};
+  }
+  std::vector<events::Level> out;
+  std::string_view rest(*q);
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto part = rest.substr(0, comma);
+    auto level = events::ParseLevel(part);
+    if (!level) InvalidField("level", "must be a comma list of critical, error, warn, info or all");
+    if (std::find(out.begin(), out.end(), *level) == out.end()) out.push_back(*level);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (out.empty()) InvalidField("level", "names no level");
+  return out;
+}
+
+events::EventQuery ParseQuery(const Request& req, events::EventScope scope) {
+  events::EventQuery q;
+  q.scope = std::move(scope);
+  q.levels = ParseLevels(req);
+  if (auto limit = req.Query("limit")) {
+    try {
+      std::size_t used = 0;
+      q.limit = std::stoi(*limit, &used);
+      if (used != limit->size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      InvalidField("limit", "must be an integer");
+    }
+    if (q.limit < 1 || q.limit > events::kMaxPageSize)
+      InvalidField("limit", "must be 1.." + std::to_string(events::kMaxPageSize));
+  }
+  if (auto cursor = req.Query("cursor"); cursor && !cursor->empty()) {
+    q.after = events::PageToken::Decode(*cursor);
+    if (!q.after) InvalidField("cursor", "is not a cursor this API issued");
+  }
+  return q;
+}
+
+Json PageJson(const events::EventQuery& q, const events::EventPage& page) {
+  Json items = Json::array();
+  for (const auto& e : page.events) items.push_back(e.ToJson());
+  Json levels = Json::array();
+  for (auto l : q.levels) levels.push_back(events::LevelName(l));
+  return {{"items", std::move(items)},
+          {"limit", q.limit},
+          {"levels", std::move(levels)},
+          {"next_cursor", page.next ? Json(page.next->Encode()) : Json(nullptr)}};
+}
+
+Response List(ApiContext& ctx, Request& req, const std::string& kind) {
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    events::EventScope scope;
+    if (kind == "connector") {
+      auto id = req.PathUuid("connector_id");
+      RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+      scope = events::EventScope::Connector(id);
+    } else if (kind == "datamodel") {
+      auto d = RequireMonitoredDatamodel(tx, req.caller(), req.PathUuid("datamodel_id"));
+      if (!d.source_connector_id) {
+        // Only datamodel-specific rows can exist; they still carry the old connector.
+        scope = events::EventScope::Pipeline({}, {d.id}, {});
+      } else {
+        scope = events::EventScope::Datamodel(*d.source_connector_id, d.id);
+      }
+    } else if (kind == "subscription") {
+      auto s = RequireMonitoredSubscription(tx, req.caller(), req.PathUuid("subscription_id"));
+      if (!s.target_connector_id) {
+        scope = events::EventScope::Pipeline({}, {}, {s.id});
+      } else {
+        scope = events::EventScope::Subscription(*s.target_connector_id, s.id);
+      }
+    } else {
+      auto p = RequireMonitoredPipeline(tx, req.caller(), req.PathUuid("pipeline_id"));
+      std::vector<common::Uuid> subs;
+      for (const auto& s : p.subscriptions) subs.push_back(s.id);
+      scope = events::EventScope::Pipeline(p.connectors, p.datamodels, subs);
+    }
+    auto q = ParseQuery(req, std::move(scope));
+    return PageJson(q, ValueOrThrow(events::ListEvents(tx, q)));
+  }));
+}
+
+}  // namespace
+
+void RegisterMonitoringRoutes(Router& r, ApiContext& ctx) {
+  RouteGroup g(r, kApiPrefix, "monitoring");
+  const char* query = " (?level=critical,error|...|all, ?limit=, ?cursor=)";
+  g.Get("/connectors/{connector_id}/events",
+        std::string("Monitoring events of a connector and its datamodels/subscriptions") + query,
+        [&ctx](Request& q) { return List(ctx, q, "connector"); });
+  g.Get("/datamodels/{datamodel_id}/events",
+        std::string("Monitoring events of a datamodel and its connector") + query,
+        [&ctx](Request& q) { return List(ctx, q, "datamodel"); });
+  g.Get("/subscriptions/{subscription_id}/events",
+        std::string("Monitoring events of a subscription and its target connector") + query,
+        [&ctx](Request& q) { return List(ctx, q, "subscription"); });
+  g.Get("/pipelines/{pipeline_id}/events",
+        std::string("Monitoring events of a pipeline's connectors, datamodels, subscriptions") +
+            query,
+        [&ctx](Request& q) { return List(ctx, q, "pipeline"); });
+}
+
+}  // namespace sluice::api
