@@ -22,6 +22,7 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterWorkerProtocolRoutes(r, ctx);
   RegisterMonitoringRoutes(r, ctx);
   RegisterMetricsRoutes(r, ctx);
+  RegisterBackfillsRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 

@@ -22,6 +22,9 @@
 #include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
+#ifdef SLUICE_WITH_BACKFILL
+#include "backfill/launcher.h"
+#endif
 #include "secrets/key_ring.h"
 #include "store/database.h"
 #include "store/provision.h"
@@ -136,6 +139,16 @@ int Serve(const ServeFlags& f) {
     spdlog::warn("license: {} (the last verdict stays)", st.message());
   sluice::orchestrator::Orchestrator orchestrator(db, orchestration);
   orchestrator.Start();
+#ifdef SLUICE_WITH_BACKFILL
+  // Backfill items run as `sluice loader` processes under the caps.
+  sluice::backfill::LauncherOptions backfills;
+  backfills.sluice_bin = orchestration.sluice_bin;
+  backfills.run_dir = orchestration.run_dir;
+  backfills.database_url = (*provisioned)->url();
+  backfills.keys = orchestration.keys;
+  sluice::backfill::Launcher backfill_launcher(db, backfills);
+  backfill_launcher.Start();
+#endif
   sluice::orchestrator::BackgroundTasks background(db, background_options);
   sluice::metrics::PeriodicTask idempotency_cleanup(
       std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
@@ -143,6 +156,9 @@ int Serve(const ServeFlags& f) {
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("serve: signal {}, shutting down", sig);
+#ifdef SLUICE_WITH_BACKFILL
+  backfill_launcher.Stop();
+#endif
   orchestrator.Stop();
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
   registry.Stop();

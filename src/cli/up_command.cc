@@ -31,6 +31,9 @@
 #include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
+#ifdef SLUICE_WITH_BACKFILL
+#include "backfill/launcher.h"
+#endif
 #include "secrets/key_ring.h"
 #include "store/provision.h"
 #if __has_include("registry/server.h")
@@ -152,6 +155,16 @@ int Up(const UpFlags& f) {
   if (auto st = sluice::orchestrator::RefreshLicense(db, {}); !st.ok()) return Fail(st.message());
   sluice::orchestrator::Orchestrator orchestrator(db, options);
   orchestrator.Start();
+#ifdef SLUICE_WITH_BACKFILL
+  // Backfill items run as `sluice loader` processes under the caps.
+  sluice::backfill::LauncherOptions backfills;
+  backfills.sluice_bin = options.sluice_bin;
+  backfills.run_dir = options.run_dir;
+  backfills.database_url = url;
+  backfills.keys = options.keys;
+  sluice::backfill::Launcher backfill_launcher(db, backfills);
+  backfill_launcher.Start();
+#endif
   sluice::orchestrator::BackgroundOptions background;
   background.events_broker = sluice::kafka::ClientConfig{};
   background.events_broker->bootstrap_servers = f.broker_listen;
@@ -180,6 +193,9 @@ int Up(const UpFlags& f) {
   spdlog::info("up: signal {}, shutting down", sig);
   stop = true;
   if (writer.joinable()) writer.join();
+#ifdef SLUICE_WITH_BACKFILL
+  backfill_launcher.Stop();
+#endif
   orchestrator.Stop();
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
   registry.Stop();

@@ -55,6 +55,10 @@ std::string PostgresTarget::Qualified() const {
   return QuoteIdent(options_.schema) + "." + QuoteIdent(options_.table);
 }
 
+std::string PostgresTarget::BackfillFenceKey(const std::string& schema, const std::string& table) {
+  return "sluice.backfill:" + schema + "." + table;
+}
+
 std::string PostgresTarget::TargetType(const std::string& source_type) {
   static const std::map<std::string, std::string> kTypes = {{"int2", "smallint"},
                                                             {"int4", "integer"},
@@ -100,6 +104,12 @@ common::Status PostgresTarget::Connect() {
     conn_.reset();
     return common::Unavailable(fmt::format("target database unreachable: {}", FirstLine(e.what())));
   }
+}
+
+void PostgresTarget::Fence(pqxx::transaction_base& tx) {
+  if (!options_.backfill_fence) return;
+  tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                 BackfillFenceKey(options_.schema, options_.table));
 }
 
 void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
@@ -247,6 +257,7 @@ common::Result<std::vector<RejectedChange>> PostgresTarget::Apply(
   std::vector<RejectedChange> rejected;
   try {
     pqxx::work tx(*conn_);
+    Fence(tx);
     ApplyFolded(tx, batch);
     tx.commit();
     return rejected;
@@ -261,6 +272,7 @@ common::Result<std::vector<RejectedChange>> PostgresTarget::Apply(
   // database's own words, the rest commit together.
   try {
     pqxx::work tx(*conn_);
+    Fence(tx);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       tx.exec("SAVEPOINT sluice_row");
       try {

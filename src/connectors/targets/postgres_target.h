@@ -22,6 +22,11 @@ struct PostgresTargetOptions {
   std::string schema = "public";
   std::string table;         // unqualified target table name
   bool create_table = true;  // auto-create from the first change's columns
+  // Take the destination's backfill fence exclusively in every batch's
+  // transaction, so a live stream and a backfill loader never interleave
+  // inside one loader chunk (the ordering rule: src/backfill/loader.h).
+  // Off only for the loader itself, which holds the fence shared.
+  bool backfill_fence = true;
 };
 
 class PostgresTarget {
@@ -34,11 +39,16 @@ class PostgresTarget {
   // acknowledged, so the caller retries the whole batch).
   common::Result<std::vector<RejectedChange>> Apply(const std::vector<TargetChange>& batch);
 
+  // The advisory-lock key text of a destination's backfill fence; both sides
+  // lock pg_advisory_*lock*(hashtextextended(key, 0)) on the target database.
+  static std::string BackfillFenceKey(const std::string& schema, const std::string& table);
+
   // PostgreSQL type for a source type name (int4 -> integer, _text -> text[] ...).
   static std::string TargetType(const std::string& source_type);
 
  private:
   common::Status Connect();
+  void Fence(pqxx::transaction_base& tx);
   void EnsureTable(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
   void ApplyFolded(pqxx::transaction_base& tx, const std::vector<TargetChange>& batch);
   std::string Qualified() const;

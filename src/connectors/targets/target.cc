@@ -29,7 +29,11 @@ common::Result<std::unique_ptr<Target>> MakeTarget(const std::string& type,
   if (type == "postgresql") {
     auto url = config.value("url", std::string());
     if (url.empty()) return common::InvalidArgument("postgresql target: url is required");
-    return std::unique_ptr<Target>(new PostgresAdapter({url, schema, table, true}));
+    PostgresTargetOptions o{url, schema, table, true};
+    // Only a backfill loader turns the fence off (it holds it shared itself).
+    if (config.contains("backfill_fence") && config["backfill_fence"].is_boolean())
+      o.backfill_fence = config["backfill_fence"].get<bool>();
+    return std::unique_ptr<Target>(new PostgresAdapter(std::move(o)));
   }
   if (type == "jsonl") {
     auto dir = config.value("directory", std::string());

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Loader throughput against the floor: `sluice loader` (parallel partitions,
+# fenced idempotent upserts) versus a plain
+#   psql -c "COPY (SELECT ...) TO STDOUT" | psql -c "COPY ... FROM STDIN"
+# between the same two databases of one throwaway cluster, in the same run,
+# into the same destination DDL (primary key included). Prints rows/s of
+# both and the ratio loader/COPY.
+#   ROWS=1000000 PARTITIONS=4 CHUNK=5000 bash bench/backfill/run.sh
+set -euo pipefail
+ROWS=${ROWS:-1000000}
+PARTITIONS=${PARTITIONS:-4}
+CHUNK=${CHUNK:-5000}
+BIN=${SLUICE_BIN:-$(cd "$(dirname "$0")/../.." && pwd)/build/sluice}
+DIR=$(mktemp -d /tmp/sluice-bench-bf.XXXXXX)
+chmod 755 "$DIR"
+URL=$("$BIN" db cluster start --data-dir "$DIR/pg" --no-fsync --fresh | tail -1)
+cleanup() { "$BIN" db cluster stop --data-dir "$DIR/pg" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
+trap cleanup EXIT
+BASE=${URL%/*}
+SRC="$BASE/bf_src"
+DST="$BASE/bf_dst"
+psql "$URL" -qX -c "CREATE DATABASE bf_src" -c "CREATE DATABASE bf_dst" >/dev/null
+echo "populating $ROWS rows..."
+psql "$SRC" -qX -c "CREATE TABLE orders (id bigint PRIMARY KEY, label text NOT NULL,
+  amount numeric(12,2), at timestamptz, doc jsonb)" \
+  -c "INSERT INTO orders SELECT g, 'row ' || g, g * 1.25,
+      timestamptz '2024-01-01' + g * interval '1 second', jsonb_build_object('g', g, 'tag', 'x')
+      FROM generate_series(1, $ROWS) g" -c "ANALYZE orders" >/dev/null
+DDL="CREATE TABLE orders_copy (id bigint PRIMARY KEY, label text NOT NULL, amount numeric,
+  at timestamptz, doc jsonb)"
+now() { date +%s.%N; }
+
+psql "$DST" -qX -c "$DDL" >/dev/null
+t0=$(now)
+psql "$SRC" -qX -c "COPY (SELECT id, label, amount, at, doc FROM orders) TO STDOUT" |
+  psql "$DST" -qX -c "COPY orders_copy FROM STDIN"
+t1=$(now)
+copy_rows=$(psql "$DST" -qXtA -c "SELECT count(*) FROM orders_copy")
+
+psql "$DST" -qX -c "DROP TABLE orders_copy" -c "$DDL" >/dev/null
+cat >"$DIR/loader.json" <<JSON
+{"item_id": "00000000-0000-4000-8000-000000000001",
+ "source": {"url": "$SRC", "table": "public.orders"},
+ "target": {"type": "postgresql", "url": "$DST"}, "target_type": "postgresql",
+ "target_schema": "public", "target_table": "orders_copy",
+ "partitions": $PARTITIONS, "chunk_rows": $CHUNK}
+JSON
+t2=$(now)
+"$BIN" loader --config "$DIR/loader.json" >"$DIR/loader.log" 2>&1 || { cat "$DIR/loader.log"; exit 1; }
+t3=$(now)
+loader_rows=$(psql "$DST" -qXtA -c "SELECT count(*) FROM orders_copy")
+
+awk -v rows="$ROWS" -v c0="$t0" -v c1="$t1" -v l0="$t2" -v l1="$t3" -v cr="$copy_rows" \
+  -v lr="$loader_rows" -v parts="$PARTITIONS" -v chunk="$CHUNK" 'BEGIN {
+  cs = c1 - c0; ls = l1 - l0;
+  printf "rows: %d (copy landed %d, loader landed %d)\n", rows, cr, lr;
+  printf "COPY pipe: %.2f s, %.0f rows/s\n", cs, rows / cs;
+  printf "loader (partitions=%d chunk=%d): %.2f s, %.0f rows/s\n", parts, chunk, ls, rows / ls;
+  printf "ratio loader/COPY: %.2f\n", (rows / ls) / (rows / cs);
+}'

@@ -1,0 +1,80 @@
+#include "backfill/launch.h"
+
+#include <fmt/format.h>
+
+#include "backfill/repository.h"
+#include "orchestrator/launch_builder.h"
+#include "secrets/configuration_cipher.h"
+
+namespace sluice::backfill {
+
+using nlohmann::json;
+
+namespace {
+
+common::Result<json> Config(const pqxx::field& f, const secrets::KeyRing* keys) {
+  json stored = f.is_null() ? json::object() : json::parse(f.c_str(), nullptr, false);
+  if (stored.is_discarded()) stored = json::object();
+  if (!keys) return stored;
+  return secrets::DecryptConfiguration(stored, *keys);
+}
+
+json ParseJson(const pqxx::field& f) {
+  if (f.is_null()) return json::object();
+  auto j = json::parse(f.c_str(), nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+}  // namespace
+
+common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const BackfillItem& item,
+                                               const BackfillRun& run, const secrets::KeyRing* keys,
+                                               std::optional<std::string> report_database_url) {
+  auto src =
+      tx.exec_params("SELECT connector_type, json_configuration FROM connector WHERE id = $1",
+                     run.source_connector_id.ToString());
+  if (src.empty()) return common::NotFound("the source connector no longer exists");
+  if (std::string(src[0][0].c_str()) != "postgresql")
+    return common::FailedPrecondition(fmt::format("no loader for a {} source", src[0][0].c_str()));
+  auto source_config = Config(src[0][1], keys);
+  if (!source_config.ok()) return source_config.status();
+  auto dst =
+      tx.exec_params("SELECT connector_type, json_configuration FROM connector WHERE id = $1",
+                     item.target_connector_id.ToString());
+  if (dst.empty()) return common::NotFound("the destination connector no longer exists");
+  auto target_config = Config(dst[0][1], keys);
+  if (!target_config.ok()) return target_config.status();
+
+  LoaderConfig c;
+  c.item_id = item.id.ToString();
+  if (item.started_at) c.attempt_micros = Micros(*item.started_at);
+  c.source_url = orchestrator::PostgresUrl(*source_config);
+  c.source_table = item.source_table_name;
+  c.target_type = dst[0][0].c_str();
+  if (c.target_type == "postgresql") {
+    c.target = {{"type", c.target_type}, {"url", orchestrator::PostgresUrl(*target_config)}};
+  } else {
+    c.target = *target_config;
+    c.target["type"] = c.target_type;
+  }
+  c.target_schema = target_config->value("schema", std::string("public"));
+  c.target_table = item.target_table_name;
+  c.truncate_history = run.truncate_history;
+  c.already_truncated = item.truncated_at.has_value();
+  c.partition_column = item.partition_column;
+  c.sequential_read = item.sequential_read;
+  // The same shaping the live stream applies: the datamodel's, then the
+  // subscription's. A deleted subscription leaves the rows unshaped.
+  auto sub = tx.exec_params(
+      "SELECT s.transform_config, d.config FROM subscription s LEFT JOIN datamodel d ON d.id = "
+      "s.datamodel_id WHERE s.id = $1",
+      item.subscription_id.ToString());
+  if (!sub.empty()) {
+    c.transforms.push_back(ParseJson(sub[0][1]).value("transform", json::object()));
+    c.transforms.push_back(ParseJson(sub[0][0]));
+  }
+  c.report_database_url = std::move(report_database_url);
+  return c;
+}
+
+}  // namespace sluice::backfill

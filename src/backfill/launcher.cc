@@ -1,0 +1,367 @@
+#include "backfill/launcher.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "backfill/launch.h"
+#include "backfill/report.h"
+#include "backfill/repository.h"
+
+namespace sluice::backfill {
+
+namespace fs = std::filesystem;
+using common::Uuid;
+
+namespace {
+#define TS(p) "(TIMESTAMP '1970-01-01' + (" p ")::bigint * INTERVAL '1 microsecond')"
+#define NOW_UTC "(clock_timestamp() AT TIME ZONE 'UTC')"
+// Leadership key on the data-plane database.
+constexpr const char* kLeaderKey = "sluice.backfill.launcher";
+constexpr int kMaxChecks = 4;
+}  // namespace
+
+Launcher::Launcher(store::Database& db, LauncherOptions options)
+    : db_(db), options_(std::move(options)) {
+  fs::create_directories(options_.run_dir);
+}
+
+Launcher::~Launcher() {
+  Stop();
+  std::vector<pid_t> pids;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, c] : children_) pids.push_back(c.pid);
+  }
+  for (pid_t p : pids) kill(p, SIGTERM);
+  for (int i = 0; i < 50 && !pids.empty(); ++i) {
+    std::erase_if(pids, [](pid_t p) { return waitpid(p, nullptr, WNOHANG) != 0; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (pid_t p : pids) {
+    kill(p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  }
+}
+
+bool Launcher::Lead() {
+  try {
+    if (leader_ && leader_->is_open()) return true;
+    leader_.reset();
+    auto conn = std::make_unique<pqxx::connection>(options_.database_url);
+    bool got =
+        pqxx::nontransaction(*conn)
+            .exec_params("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", kLeaderKey)[0][0]
+            .as<bool>();
+    if (got) leader_ = std::move(conn);
+    return got;
+  } catch (const std::exception& e) {
+    spdlog::warn("backfill launcher: {}", common::FirstLine(e.what()));
+    leader_.reset();
+    return false;
+  }
+}
+
+std::optional<pid_t> Launcher::LoaderPid(const Uuid& item_id) const {
+  std::lock_guard lock(mu_);
+  auto it = children_.find(item_id);
+  if (it == children_.end() || it->second.check) return std::nullopt;
+  return it->second.pid;
+}
+
+pid_t Launcher::Spawn(const Uuid& item_id, const std::string& config_path, bool check) {
+  std::vector<std::string> argv = {options_.sluice_bin, "loader", "--config", config_path};
+  if (check) argv.push_back("--check-only");
+  auto log = (fs::path(options_.run_dir) / ("loader-" + item_id.ToString() + ".log")).string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // serve blocks SIGTERM for sigwait
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void Launcher::Terminate(const Uuid& item_id) {
+  std::lock_guard lock(mu_);
+  auto it = children_.find(item_id);
+  if (it == children_.end() || it->second.kill_at) return;
+  kill(it->second.pid, SIGTERM);
+  it->second.kill_at = std::chrono::steady_clock::now() + options_.stop_grace;
+}
+
+std::vector<Launcher::Exited> Launcher::Reap() {
+  std::vector<Exited> out;
+  std::lock_guard lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = children_.begin(); it != children_.end();) {
+    auto& c = it->second;
+    if (c.check && !c.kill_at && now - c.started > options_.check_timeout) {
+      kill(c.pid, SIGKILL);  // no verdict in time: fails open below
+      c.kill_at = now;
+    }
+    if (c.kill_at && now > *c.kill_at) kill(c.pid, SIGKILL);
+    int status = 0;
+    pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r == 0) {
+      ++it;
+      continue;
+    }
+    int code = (r > 0 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+    out.push_back({it->first, c, code});
+    it = children_.erase(it);
+  }
+  return out;
+}
+
+common::Status Launcher::Tick() {
+  if (!Lead()) return common::Status::Ok();
+  try {
+    auto exited = Reap();
+    auto now = common::Clock::now();
+    // Pre-checks that gave no verdict fail open.
+    db_.Transact([&](pqxx::work& tx) {
+      for (const auto& e : exited) {
+        if (!e.child.check || e.exit_code == 0 || e.exit_code == 3) continue;
+        spdlog::warn("backfill pre-check of item {} gave no verdict (exit {}); failing open",
+                     e.item_id.ToString(), e.exit_code);
+        tx.exec_params("UPDATE backfill_item SET checked_at = coalesce(checked_at, " TS(
+                           "$2") "), updated_at = " NOW_UTC " WHERE id = $1 AND status = 'queued'",
+                       e.item_id.ToString(), Micros(now));
+      }
+    });
+
+    // The kill switch: a cancelled run's loaders stop and their items fail.
+    std::vector<Uuid> terminate;
+    db_.Transact([&](pqxx::work& tx) {
+      for (const auto& r : tx.exec(
+               "SELECT i.id FROM backfill_item i JOIN backfill_run r ON r.id = i.backfill_run_id "
+               "WHERE r.status = 'cancelled' AND i.status IN ('queued', 'running') "
+               "FOR UPDATE OF i SKIP LOCKED")) {
+        auto item = Repository::FindItem(tx, *Uuid::Parse(r[0].c_str()));
+        auto run = Repository::FindRun(tx, item->run_id);
+        if (item->status == ItemStatus::kQueued) {
+          (void)item->Cancel(now);
+        } else {
+          (void)item->Fail(run->triggered_by_email
+                               ? fmt::format("cancelled while loading (run cancelled; triggered "
+                                             "by {})",
+                                             *run->triggered_by_email)
+                               : std::string("cancelled while loading"),
+                           now);
+          RecordItemFailed(tx, *item, *run);
+          terminate.push_back(item->id);
+        }
+        Repository::UpdateItem(tx, *item);
+      }
+    });
+    for (const auto& id : terminate) Terminate(id);
+
+    struct Pending {
+      BackfillItem item;
+      BackfillRun run;
+    };
+    std::vector<Candidate> candidates;
+    std::map<Uuid, Pending> queued;
+    std::vector<Pending> checks;
+    Occupancy occupancy;
+    db_.Transact([&](pqxx::work& tx) {
+      for (const auto& r :
+           tx.exec("SELECT r.source_connector_id, i.target_connector_id FROM backfill_item i JOIN "
+                   "backfill_run r ON r.id = i.backfill_run_id WHERE i.status = 'running'")) {
+        ++occupancy.by_source[*Uuid::Parse(r[0].c_str())];
+        ++occupancy.by_destination[*Uuid::Parse(r[1].c_str())];
+      }
+      int checks_running = 0;
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& [id, c] : children_) checks_running += c.check ? 1 : 0;
+      }
+      for (auto run : Repository::RunningRuns(tx)) {
+        auto locked = Repository::FindRun(tx, run.id, /*for_update=*/true);
+        if (!locked || locked->status != RunStatus::kRunning) continue;
+        run = *locked;
+        auto items = Repository::ItemsOf(tx, run.id, /*for_update=*/true);
+        ObservedRun observed{run.created_at.value_or(now), {}};
+        for (const auto& i : items) {
+          bool present = false;
+          {
+            std::lock_guard lock(mu_);
+            auto it = children_.find(i.id);
+            present = it != children_.end() && !it->second.check && i.started_at &&
+                      it->second.attempt == Micros(*i.started_at);
+          }
+          observed.items.push_back(
+              {i.status, i.started_at, i.last_report_at, i.finished_at, present});
+        }
+        auto reason = ClassifyStall(observed, now, options_.stall);
+        bool was_stalled = run.stalled_since.has_value();
+        if (reason) {
+          run.stalled_since = now;  // coalesce(existing, now) in the UPDATE
+          run.stalled_reason = ToString(*reason);
+        } else {
+          run.stalled_since.reset();
+          run.stalled_reason.reset();
+        }
+        for (auto idx : LostAttempts(observed)) {
+          auto& item = items[idx];
+          --occupancy.by_source[run.source_connector_id];
+          --occupancy.by_destination[item.target_connector_id];
+          int lost = ++lost_[item.id];
+          if (lost > options_.max_lost_attempts) {
+            (void)item.Fail(fmt::format("the loader was lost {} times", lost), now);
+            RecordItemFailed(tx, item, run);
+          } else {
+            (void)item.Requeue();
+            RecordRunEvent(tx, run, "backfill.attempt_lost", "warn",
+                           "Backfill loader lost; item requeued",
+                           fmt::format("{} -> {}: no loader holds the running item",
+                                       item.source_table_name, item.target_table_name),
+                           {{"backfill_item_id", item.id.ToString()}, {"lost_attempts", lost}});
+          }
+          Repository::UpdateItem(tx, item);
+        }
+        if (run.ShouldFinish(items)) {
+          run.status = RunStatus::kDone;
+          run.stalled_since.reset();
+          run.stalled_reason.reset();
+        }
+        Repository::UpdateRun(tx, run);
+        if (reason && !was_stalled && run.status == RunStatus::kRunning)
+          RecordRunEvent(tx, run, "backfill.stalled", "warn", "Backfill run stalled",
+                         fmt::format("the run stopped making progress: {}", ToString(*reason)), {});
+        if (run.status != RunStatus::kRunning) continue;
+        for (const auto& i : items) {
+          if (i.status != ItemStatus::kQueued) continue;
+          if (!i.checked_at) {
+            bool checking;
+            {
+              std::lock_guard lock(mu_);
+              checking = children_.count(i.id) > 0;
+            }
+            if (!checking && checks_running < kMaxChecks) {
+              checks.push_back({i, run});
+              ++checks_running;
+            }
+            continue;
+          }
+          candidates.push_back({i.id, run.source_connector_id, i.target_connector_id,
+                                run.created_at.value_or(now), i.position, true});
+          queued[i.id] = {i, run};
+        }
+      }
+    });
+
+    for (const auto& p : checks) {
+      auto config = db_.Transact([&](pqxx::work& tx) {
+        return BuildLoaderConfig(tx, p.item, p.run, options_.keys, options_.database_url);
+      });
+      if (!config.ok()) {
+        // No way to check: fail open (the load refuses on the same rules).
+        db_.Transact([&](pqxx::work& tx) {
+          tx.exec_params("UPDATE backfill_item SET checked_at = coalesce(checked_at, " TS(
+                             "$2") "), updated_at = " NOW_UTC
+                                   " WHERE id = $1 AND status = 'queued'",
+                         p.item.id.ToString(), Micros(now));
+        });
+        continue;
+      }
+      config->partitions = options_.partitions;
+      auto path = fs::path(options_.run_dir) / ("loader-" + p.item.id.ToString() + ".check.json");
+      {
+        std::ofstream out(path, std::ios::trunc);
+        out << config->ToJson().dump(2);
+      }
+      chmod(path.c_str(), 0600);
+      pid_t pid = Spawn(p.item.id, path.string(), true);
+      std::lock_guard lock(mu_);
+      children_[p.item.id] = {pid, true, std::nullopt, std::chrono::steady_clock::now(), {}};
+    }
+
+    for (const auto& id : PlanLaunches(candidates, occupancy, options_.caps)) {
+      const auto& p = queued[id];
+      std::optional<std::string> path_out;
+      std::optional<std::int64_t> attempt;
+      db_.Transact([&](pqxx::work& tx) {
+        auto item = Repository::FindItem(tx, id, /*for_update=*/true);
+        if (!item || item->status != ItemStatus::kQueued || !item->checked_at) return;
+        std::optional<std::string> job;
+        if (options_.kubernetes)
+          job = runtime::LoaderJobName({id.ToString(), p.run.id.ToString(), "sluice-loader-token"});
+        if (!item->Launch(common::Clock::now(), job).ok()) return;
+        auto config = BuildLoaderConfig(tx, *item, p.run, options_.keys, options_.database_url);
+        if (!config.ok()) {
+          (void)item->Fail(config.status().message(), common::Clock::now());
+          Repository::UpdateItem(tx, *item);
+          RecordItemFailed(tx, *item, p.run);
+          return;
+        }
+        config->partitions = options_.partitions;
+        auto path = fs::path(options_.run_dir) / ("loader-" + id.ToString() + ".json");
+        {
+          std::ofstream out(path, std::ios::trunc);
+          out << config->ToJson().dump(2);
+        }
+        chmod(path.c_str(), 0600);
+        if (job) {
+          auto jobs = fs::path(options_.run_dir) / "jobs";
+          fs::create_directories(jobs);
+          std::ofstream(jobs / (*job + ".json"))
+              << runtime::RenderLoaderJob(
+                     {id.ToString(), p.run.id.ToString(), "sluice-loader-token"},
+                     *options_.kubernetes)
+                     .dump(2);
+        }
+        Repository::UpdateItem(tx, *item);
+        path_out = path.string();
+        attempt = Micros(*item->started_at);
+      });
+      if (!path_out) continue;
+      // Spawned after the commit, so the loader's fenced reports find its attempt.
+      pid_t pid = Spawn(id, *path_out, false);
+      spdlog::info("backfill: launched loader {} for item {}", pid, id.ToString());
+      std::lock_guard lock(mu_);
+      children_[id] = {pid, false, attempt, std::chrono::steady_clock::now(), {}};
+    }
+    return common::Status::Ok();
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("backfill launcher tick failed: {}", e.what()));
+  }
+}
+
+void Launcher::Start() {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      auto st = Tick();
+      if (!st.ok()) spdlog::warn("{}", st.message());
+      for (auto waited = std::chrono::milliseconds(0); waited < options_.tick && !stop_;
+           waited += std::chrono::milliseconds(50))
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+}
+
+void Launcher::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace sluice::backfill

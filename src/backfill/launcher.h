@@ -1,0 +1,95 @@
+// The backfill launcher: a background loop in `sluice serve`/`up` that runs
+// backfill items as `sluice loader` processes. Each tick it
+//   - reaps finished loaders and pre-checks (a check with no verdict fails
+//     open: checked_at is stamped, and the load refuses on the same rules);
+//   - stops the loaders of cancelled runs (their items end failed);
+//   - classifies every running run's stall (stall.h), writing stalled_since
+//     with coalesce and clearing it on recovery, and requeues lost attempts
+//     (running items with no loader: started_at cleared);
+//   - launches pre-checks for unchecked queued items, then the queued items
+//     the caps allow (scheduler.h), and finishes runs whose items all ended.
+// Every decision is taken from the rows, nothing from memory but the
+// processes it started: after a restart, the running items it does not hold
+// are lost attempts and are requeued (loaders are idempotent; a stray old
+// loader can no longer report, see report.h). One back end leads at a time
+// (a session advisory lock on the data-plane database).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "backfill/scheduler.h"
+#include "backfill/stall.h"
+#include "common/status.h"
+#include "runtime/kubernetes_manifest.h"
+#include "secrets/key_ring.h"
+#include "store/database.h"
+
+namespace sluice::backfill {
+
+struct LauncherOptions {
+  std::string sluice_bin;             // the binary loaders run as
+  std::string run_dir = "./var/run";  // launch files (0600) and loader logs
+  std::string database_url;           // the data-plane database: leadership, reports
+  Caps caps;                          // per source / per destination, default 2 and 2
+  StallThresholds stall;
+  std::chrono::milliseconds tick{1000};
+  std::chrono::seconds check_timeout{120};  // a pre-check running longer has no verdict
+  std::chrono::seconds stop_grace{10};      // SIGTERM, then SIGKILL
+  int max_lost_attempts = 5;                // then the item fails instead of requeueing
+  int partitions = 4;                       // parallel reads per loader
+  const secrets::KeyRing* keys = nullptr;   // decrypts connector configs
+  // When set, each launch also renders the item's Kubernetes Job manifest
+  // into <run_dir>/jobs/ and records its job_name (the production launcher
+  // applies it); loaders still run as local processes here.
+  std::optional<runtime::KubernetesOptions> kubernetes;
+};
+
+class Launcher {
+ public:
+  Launcher(store::Database& db, LauncherOptions options);
+  ~Launcher();  // Stop(), and stops every loader it started
+
+  common::Status Tick();
+  void Start();
+  void Stop();
+
+  // The pid of the load process of an item, when this launcher runs one.
+  std::optional<pid_t> LoaderPid(const common::Uuid& item_id) const;
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    bool check = false;
+    std::optional<std::int64_t> attempt;  // started_at micros of a load
+    std::chrono::steady_clock::time_point started;
+    std::optional<std::chrono::steady_clock::time_point> kill_at;  // after SIGTERM
+  };
+  struct Exited {
+    common::Uuid item_id;
+    Child child;
+    int exit_code;  // -1: killed by a signal
+  };
+  bool Lead();
+  std::vector<Exited> Reap();
+  pid_t Spawn(const common::Uuid& item_id, const std::string& config_path, bool check);
+  void Terminate(const common::Uuid& item_id);
+
+  store::Database& db_;
+  LauncherOptions options_;
+  mutable std::mutex mu_;
+  std::map<common::Uuid, Child> children_;
+  std::map<common::Uuid, int> lost_;  // lost attempts per item, this process
+  std::unique_ptr<pqxx::connection> leader_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace sluice::backfill

@@ -1,0 +1,579 @@
+#include "backfill/loader.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "connectors/postgres/catalog.h"
+#include "connectors/postgres/type_mapping.h"
+#include "connectors/targets/postgres_target.h"
+#include "connectors/targets/target.h"
+#include "dataflow/row_transform.h"
+
+namespace sluice::backfill {
+
+using common::FirstLine;
+using connectors::TableId;
+using connectors::postgres::CatalogColumn;
+using connectors::targets::PostgresTarget;
+using connectors::targets::TargetChange;
+using connectors::targets::TargetColumn;
+using nlohmann::json;
+
+json LoaderConfig::ToJson() const {
+  json j = {{"item_id", item_id},
+            {"source", {{"url", source_url}, {"table", source_table}}},
+            {"target", target},
+            {"target_type", target_type},
+            {"target_schema", target_schema},
+            {"target_table", target_table},
+            {"truncate_history", truncate_history},
+            {"already_truncated", already_truncated},
+            {"sequential_read", sequential_read},
+            {"transforms", transforms},
+            {"partitions", partitions},
+            {"chunk_rows", chunk_rows}};
+  if (attempt_micros) j["attempt_micros"] = *attempt_micros;
+  if (partition_column) j["partition_column"] = *partition_column;
+  if (report_database_url) j["report"] = {{"database_url", *report_database_url}};
+  return j;
+}
+
+common::Result<LoaderConfig> LoaderConfig::FromJson(const json& j) {
+  LoaderConfig c;
+  try {
+    c.item_id = j.at("item_id").get<std::string>();
+    if (j.contains("attempt_micros")) c.attempt_micros = j["attempt_micros"].get<std::int64_t>();
+    c.source_url = j.at("source").at("url").get<std::string>();
+    c.source_table = j.at("source").at("table").get<std::string>();
+    c.target = j.at("target");
+    c.target_type = j.value("target_type", c.target.value("type", std::string("postgresql")));
+    c.target_schema = j.value("target_schema", std::string("public"));
+    c.target_table = j.at("target_table").get<std::string>();
+    c.truncate_history = j.value("truncate_history", false);
+    c.already_truncated = j.value("already_truncated", false);
+    c.sequential_read = j.value("sequential_read", false);
+    if (j.contains("partition_column") && j["partition_column"].is_string())
+      c.partition_column = j["partition_column"].get<std::string>();
+    if (j.contains("transforms")) c.transforms = j["transforms"].get<std::vector<json>>();
+    c.partitions = std::max(1, j.value("partitions", 4));
+    c.chunk_rows = std::max(1, j.value("chunk_rows", 5000));
+    if (j.contains("report") && j["report"].contains("database_url"))
+      c.report_database_url = j["report"]["database_url"].get<std::string>();
+  } catch (const std::exception& e) {
+    return common::InvalidArgument(fmt::format("bad loader config: {}", e.what()));
+  }
+  return c;
+}
+
+namespace {
+
+// The source table as the loader reads it.
+struct SourcePlan {
+  TableId table;
+  std::vector<CatalogColumn> columns;
+  std::vector<const CatalogColumn*> keys;  // primary key, in index order
+  std::string select_list;
+  std::string key_list;
+  std::string table_sql;
+  const CatalogColumn* cut = nullptr;  // partition column (or first key column)
+};
+
+std::unique_ptr<pqxx::connection> ConnectSource(const std::string& url) {
+  auto conn = std::make_unique<pqxx::connection>(url);
+  connectors::postgres::ApplySessionSettings(*conn);
+  return conn;
+}
+
+common::Result<std::vector<dataflow::RowTransform>> Transforms(const LoaderConfig& c) {
+  std::vector<dataflow::RowTransform> out;
+  for (const auto& j : c.transforms) {
+    if (!j.is_object() || j.empty()) continue;
+    auto t = dataflow::RowTransform::Create(j);
+    if (!t.ok()) return t.status();
+    if (!t->is_identity()) out.push_back(std::move(t).value());
+  }
+  return out;
+}
+
+common::Result<SourcePlan> PlanSource(pqxx::transaction_base& tx, const LoaderConfig& c) {
+  SourcePlan p;
+  auto table = connectors::postgres::ParseTableName(c.source_table);
+  if (!table.ok()) return table.status();
+  p.table = *table;
+  auto exists = tx.exec_params("SELECT to_regclass($1) IS NOT NULL",
+                               tx.quote_name(p.table.schema) + "." + tx.quote_name(p.table.name));
+  if (!exists[0][0].as<bool>())
+    return common::NotFound(fmt::format("source table {} does not exist", p.table.Qualified()));
+  auto columns = connectors::postgres::TableColumns(tx, p.table);
+  if (!columns.ok()) return columns.status();
+  p.columns = std::move(columns).value();
+  auto pk = connectors::postgres::PrimaryKeyColumns(tx, p.table);
+  if (!pk.ok()) return pk.status();
+  for (const auto& name : *pk)
+    for (const auto& col : p.columns)
+      if (col.column.name == name) p.keys.push_back(&col);
+  if (p.keys.empty() && !c.sequential_read)
+    return common::FailedPrecondition(fmt::format(
+        "source table {} has no primary key to cut and resume by; accept a sequential read "
+        "(sequential_read) to load it with a single cursor",
+        p.table.Qualified()));
+  if (p.keys.empty()) {
+    // The whole row is the key, as for REPLICA IDENTITY FULL in the stream.
+    for (auto& col : p.columns) col.column.key = true;
+  }
+  if (c.partition_column) {
+    for (const auto& col : p.columns)
+      if (col.column.name == *c.partition_column) p.cut = &col;
+    if (!p.cut)
+      return common::NotFound(fmt::format("partition column {} is not a column of {}",
+                                          *c.partition_column, p.table.Qualified()));
+    if (p.cut->column.type_name == "json" || p.cut->column.type_name == "xml")
+      return common::FailedPrecondition(
+          fmt::format("partition column {} has type {}, which has no order to cut on",
+                      *c.partition_column, p.cut->column.type_name));
+  } else if (!p.keys.empty()) {
+    p.cut = p.keys[0];
+  }
+  for (const auto& col : p.columns) {
+    if (!p.select_list.empty()) p.select_list += ", ";
+    p.select_list += tx.quote_name(col.column.name);
+  }
+  for (const auto* k : p.keys) {
+    if (!p.key_list.empty()) p.key_list += ", ";
+    p.key_list += tx.quote_name(k->column.name);
+  }
+  p.table_sql = connectors::postgres::QuoteTable(tx, p.table);
+  return p;
+}
+
+// Column names the destination receives once the shaping ran.
+std::vector<std::string> ShapedColumns(const SourcePlan& p,
+                                       const std::vector<dataflow::RowTransform>& transforms) {
+  TargetChange probe;
+  probe.op = 'r';
+  probe.key = json::object();
+  probe.after = json::object();
+  for (const auto& col : p.columns) {
+    probe.columns.push_back({col.column.name, col.column.type_name, col.column.key});
+    probe.after[col.column.name] = nullptr;
+    if (col.column.key) probe.key[col.column.name] = nullptr;
+  }
+  for (const auto& t : transforms) t.Apply(probe);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : probe.after.items()) out.push_back(k);
+  return out;
+}
+
+std::string TargetUrl(const LoaderConfig& c) { return c.target.value("url", std::string()); }
+
+std::string QualifiedTarget(pqxx::transaction_base& tx, const LoaderConfig& c) {
+  return tx.quote_name(c.target_schema) + "." + tx.quote_name(c.target_table);
+}
+
+common::Status CheckDestination(const LoaderConfig& c, const std::vector<std::string>& shaped) {
+  if (c.target_type != "postgresql") {
+    if (c.truncate_history)
+      return common::FailedPrecondition(
+          fmt::format("a {} destination cannot be emptied before its reload (truncate_history)",
+                      c.target_type));
+    return common::Status::Ok();  // a pair with no destination check
+  }
+  try {
+    pqxx::connection conn(TargetUrl(c));
+    pqxx::nontransaction tx(conn);
+    auto exists = tx.exec_params("SELECT to_regclass($1) IS NOT NULL", QualifiedTarget(tx, c))[0][0]
+                      .as<bool>();
+    if (!exists) return common::Status::Ok();  // created from the source's columns
+    std::vector<std::string> pk;
+    for (const auto& r : tx.exec_params(
+             "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+             "AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND i.indrelid = "
+             "to_regclass($1)",
+             QualifiedTarget(tx, c)))
+      pk.emplace_back(r[0].c_str());
+    if (pk.empty())
+      return common::FailedPrecondition(fmt::format(
+          "destination {}.{} has no primary key to upsert by", c.target_schema, c.target_table));
+    for (const auto& k : pk)
+      if (std::find(shaped.begin(), shaped.end(), k) == shaped.end())
+        return common::FailedPrecondition(
+            fmt::format("destination {}.{} is keyed by {}, which the source rows do not carry",
+                        c.target_schema, c.target_table, k));
+    return common::Status::Ok();
+  } catch (const pqxx::broken_connection& e) {
+    return common::Unavailable(fmt::format("destination unreachable: {}", FirstLine(e.what())));
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("destination check failed: {}", FirstLine(e.what())));
+  }
+}
+
+// Holds the destination's backfill fence shared on its own session, so the
+// live stream's batches (which take it exclusively) wait for this chunk.
+class SharedFence {
+ public:
+  SharedFence(pqxx::connection* conn, const std::string& key) : conn_(conn), key_(key) {
+    if (conn_)
+      pqxx::nontransaction(*conn_).exec_params(
+          "SELECT pg_advisory_lock_shared(hashtextextended($1, 0))", key_);
+  }
+  ~SharedFence() {
+    try {
+      if (conn_ && conn_->is_open())
+        pqxx::nontransaction(*conn_).exec_params(
+            "SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))", key_);
+    } catch (...) {
+    }
+  }
+  SharedFence(const SharedFence&) = delete;
+  SharedFence& operator=(const SharedFence&) = delete;
+
+ private:
+  pqxx::connection* conn_;
+  std::string key_;
+};
+
+// One range of the cut column, read chunk by chunk in key order.
+struct Partition {
+  std::string predicate;  // "" = the whole table
+  std::vector<std::string> last_key;
+  bool done = false;
+};
+
+common::Result<std::vector<Partition>> PlanPartitions(pqxx::transaction_base& tx,
+                                                      const SourcePlan& p, int wanted) {
+  std::vector<Partition> out;
+  if (wanted <= 1 || !p.cut) return std::vector<Partition>{Partition{}};
+  const std::string col = tx.quote_name(p.cut->column.name);
+  const std::string& type = p.cut->sql_type;
+  std::vector<std::string> bounds;
+  std::string fractions;
+  for (int i = 1; i < wanted; ++i)
+    fractions += fmt::format("{}{}", i > 1 ? "," : "", static_cast<double>(i) / wanted);
+  // Boundaries at quantiles of the cut column: ranges of about equal size
+  // whatever the key distribution (and for any ordered type).
+  auto r = tx.exec(fmt::format(
+      "SELECT DISTINCT q.b AS v, q.b::text AS t FROM unnest((SELECT percentile_disc(ARRAY[{}]) "
+      "WITHIN GROUP (ORDER BY {}) FROM {})) AS q(b) WHERE q.b IS NOT NULL ORDER BY v",
+      fractions, col, p.table_sql));
+  for (const auto& row : r) bounds.emplace_back(row[1].c_str());
+  auto lit = [&](const std::string& v) { return tx.quote(v) + "::" + type; };
+  if (bounds.empty()) {
+    out.push_back(Partition{fmt::format("{} IS NOT NULL", col), {}, false});
+  } else {
+    out.push_back(Partition{fmt::format("{} < {}", col, lit(bounds.front())), {}, false});
+    for (std::size_t i = 1; i < bounds.size(); ++i)
+      out.push_back(Partition{
+          fmt::format("{} >= {} AND {} < {}", col, lit(bounds[i - 1]), col, lit(bounds[i])),
+          {},
+          false});
+    out.push_back(Partition{fmt::format("{} >= {}", col, lit(bounds.back())), {}, false});
+  }
+  bool nullable_cut = !p.cut->column.key;
+  if (nullable_cut) out.push_back(Partition{fmt::format("{} IS NULL", col), {}, false});
+  return out;
+}
+
+// What one thread needs: its own connections and target.
+struct Lane {
+  std::unique_ptr<pqxx::connection> source;
+  std::unique_ptr<pqxx::connection> fence;  // nullptr: a non-PostgreSQL destination
+  std::unique_ptr<connectors::targets::Target> target;
+};
+
+common::Result<Lane> OpenLane(const LoaderConfig& c) {
+  Lane lane;
+  try {
+    lane.source = ConnectSource(c.source_url);
+    if (c.target_type == "postgresql")
+      lane.fence = std::make_unique<pqxx::connection>(TargetUrl(c));
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("cannot connect: {}", FirstLine(e.what())));
+  }
+  json config = c.target;
+  config["backfill_fence"] = false;  // the lane holds the fence shared itself
+  auto target =
+      connectors::targets::MakeTarget(c.target_type, config, c.target_schema, c.target_table);
+  if (!target.ok()) return target.status();
+  lane.target = std::move(target).value();
+  return lane;
+}
+
+class Loader {
+ public:
+  Loader(const LoaderConfig& c, SourcePlan plan, std::vector<dataflow::RowTransform> transforms,
+         const LoadHooks& hooks, const std::atomic<bool>& stop)
+      : c_(c),
+        plan_(std::move(plan)),
+        transforms_(std::move(transforms)),
+        hooks_(hooks),
+        stop_(stop),
+        fence_key_(PostgresTarget::BackfillFenceKey(c.target_schema, c.target_table)) {
+    for (const auto& col : plan_.columns)
+      columns_.push_back({col.column.name, col.column.type_name, col.column.key});
+  }
+
+  // Rows read -> shaped changes (filtered rows dropped).
+  common::Result<std::vector<TargetChange>> Changes(const pqxx::result& rows) {
+    std::vector<TargetChange> batch;
+    batch.reserve(rows.size());
+    for (const auto& row : rows) {
+      TargetChange ch;
+      ch.op = 'r';
+      ch.key = json::object();
+      ch.after = json::object();
+      ch.columns = columns_;
+      for (std::size_t i = 0; i < plan_.columns.size(); ++i) {
+        const auto& col = plan_.columns[i].column;
+        json value = nullptr;
+        const auto& f = row[static_cast<int>(i)];
+        if (!f.is_null()) {
+          auto mapped = connectors::postgres::TextToJson(col.type_oid, f.c_str());
+          if (!mapped.ok()) return mapped.status();
+          value = std::move(mapped).value();
+        }
+        if (col.key) ch.key[col.name] = value;
+        ch.after[col.name] = std::move(value);
+      }
+      bool kept = true;
+      for (const auto& t : transforms_) {
+        if (!t.Keeps(ch)) {
+          kept = false;
+          break;
+        }
+        t.Apply(ch);
+      }
+      if (kept) batch.push_back(std::move(ch));
+    }
+    return batch;
+  }
+
+  common::Status Write(Lane& lane, const std::vector<TargetChange>& batch) {
+    if (batch.empty()) return common::Status::Ok();
+    auto rejected = lane.target->Apply(batch);
+    if (!rejected.ok()) return rejected.status();
+    if (!rejected->empty())
+      return common::FailedPrecondition(
+          fmt::format("the destination refused {} of {} rows; first: {}", rejected->size(),
+                      batch.size(), rejected->front().error));
+    return common::Status::Ok();
+  }
+
+  // One chunk of `part`: fence, then read, then write, then release.
+  common::Result<std::size_t> Chunk(Lane& lane, Partition& part) {
+    SharedFence fence(lane.fence.get(), fence_key_);
+    pqxx::nontransaction tx(*lane.source);
+    std::string where = part.predicate;
+    if (!part.last_key.empty()) {
+      std::string bound;
+      for (std::size_t i = 0; i < plan_.keys.size(); ++i)
+        bound += fmt::format("{}{}::{}", i ? ", " : "", tx.quote(part.last_key[i]),
+                             plan_.keys[i]->sql_type);
+      where += fmt::format("{}({}) > ({})", where.empty() ? "" : " AND ", plan_.key_list, bound);
+    }
+    auto rows = tx.exec(fmt::format("SELECT {} FROM {}{} ORDER BY {} LIMIT {}", plan_.select_list,
+                                    plan_.table_sql, where.empty() ? "" : " WHERE " + where,
+                                    plan_.key_list, c_.chunk_rows));
+    auto batch = Changes(rows);
+    if (!batch.ok()) return batch.status();
+    SLUICE_RETURN_IF_ERROR(Write(lane, *batch));
+    if (!rows.empty()) {
+      part.last_key.clear();
+      const auto& last = rows[rows.size() - 1];
+      for (const auto* k : plan_.keys) part.last_key.emplace_back(last[k->column.name].c_str());
+    }
+    if (rows.size() < static_cast<std::size_t>(c_.chunk_rows)) part.done = true;
+    return batch->size();
+  }
+
+  common::Status Count(std::size_t rows, bool force) {
+    std::int64_t total = written_ += static_cast<std::int64_t>(rows);
+    std::lock_guard lock(report_mu_);
+    auto now = common::Clock::now();
+    if (!force && now - last_report_ < std::chrono::seconds(1)) return common::Status::Ok();
+    last_report_ = now;
+    if (hooks_.on_progress) return hooks_.on_progress(total, now);
+    return common::Status::Ok();
+  }
+
+  // Cuts the table before anything is emptied, so a plan that fails fails
+  // with the destination untouched.
+  common::Status Plan() {
+    if (c_.sequential_read) return common::Status::Ok();
+    auto conn = ConnectSource(c_.source_url);
+    pqxx::nontransaction tx(*conn);
+    auto planned = PlanPartitions(tx, plan_, c_.partitions);
+    if (!planned.ok()) return planned.status();
+    parts_ = std::move(planned).value();
+    return common::Status::Ok();
+  }
+
+  common::Result<std::int64_t> Partitioned() {
+    auto& parts = parts_;
+    // The first rows create the destination table, before lanes race to.
+    {
+      auto lane = OpenLane(c_);
+      if (!lane.ok()) return lane.status();
+      for (auto& part : parts) {
+        if (stop_) return common::Unavailable("stopped");
+        auto n = Chunk(*lane, part);
+        if (!n.ok()) return n.status();
+        SLUICE_RETURN_IF_ERROR(Count(*n, false));
+        if (*n > 0) break;
+      }
+    }
+    std::atomic<std::size_t> next{0};
+    std::mutex err_mu;
+    common::Status error = common::Status::Ok();
+    std::atomic<bool> failed{false};
+    auto work = [&] {
+      auto lane = OpenLane(c_);
+      auto fail = [&](common::Status st) {
+        std::lock_guard lock(err_mu);
+        if (error.ok()) error = std::move(st);
+        failed = true;
+      };
+      if (!lane.ok()) return fail(lane.status());
+      for (std::size_t i = next++; i < parts.size(); i = next++) {
+        auto& part = parts[i];
+        while (!part.done) {
+          if (stop_ || failed) return fail(common::Unavailable("stopped before the end"));
+          try {
+            auto n = Chunk(*lane, part);
+            if (!n.ok()) return fail(n.status());
+            auto st = Count(*n, false);
+            if (!st.ok()) return fail(st);
+          } catch (const std::exception& e) {
+            return fail(common::Unavailable(FirstLine(e.what())));
+          }
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    int lanes = std::min<int>(c_.partitions, static_cast<int>(parts.size()));
+    for (int i = 0; i < lanes; ++i) threads.emplace_back(work);
+    for (auto& t : threads) t.join();
+    if (!error.ok()) return error;
+    SLUICE_RETURN_IF_ERROR(Count(0, true));
+    return written_.load();
+  }
+
+  // One cursor in one snapshot, no resume; the fence is held throughout.
+  common::Result<std::int64_t> Sequential() {
+    auto lane = OpenLane(c_);
+    if (!lane.ok()) return lane.status();
+    SharedFence fence(lane->fence.get(), fence_key_);
+    pqxx::nontransaction tx(*lane->source);
+    tx.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    tx.exec(fmt::format("DECLARE sluice_backfill NO SCROLL CURSOR FOR SELECT {} FROM {}",
+                        plan_.select_list, plan_.table_sql));
+    while (true) {
+      if (stop_) return common::Unavailable("stopped before the end");
+      auto rows = tx.exec(fmt::format("FETCH {} FROM sluice_backfill", c_.chunk_rows));
+      auto batch = Changes(rows);
+      if (!batch.ok()) return batch.status();
+      SLUICE_RETURN_IF_ERROR(Write(*lane, *batch));
+      SLUICE_RETURN_IF_ERROR(Count(batch->size(), false));
+      if (rows.size() < static_cast<std::size_t>(c_.chunk_rows)) break;
+    }
+    tx.exec("COMMIT");
+    SLUICE_RETURN_IF_ERROR(Count(0, true));
+    return written_.load();
+  }
+
+  common::Status Truncate() {
+    if (!c_.truncate_history || c_.already_truncated) return common::Status::Ok();
+    pqxx::connection conn(TargetUrl(c_));
+    SharedFence fence(&conn, fence_key_);
+    pqxx::connection writer(TargetUrl(c_));
+    pqxx::work tx(writer);
+    auto q = QualifiedTarget(tx, c_);
+    if (!tx.exec_params("SELECT to_regclass($1) IS NOT NULL", q)[0][0].as<bool>())
+      return common::Status::Ok();  // nothing to empty: truncated_at stays NULL
+    tx.exec("TRUNCATE " + q);
+    tx.commit();
+    spdlog::warn("emptied destination {} before its reload (truncate_history)", q);
+    if (hooks_.on_truncated) return hooks_.on_truncated(common::Clock::now());
+    return common::Status::Ok();
+  }
+
+ private:
+  const LoaderConfig& c_;
+  SourcePlan plan_;
+  std::vector<dataflow::RowTransform> transforms_;
+  const LoadHooks& hooks_;
+  const std::atomic<bool>& stop_;
+  std::string fence_key_;
+  std::vector<TargetColumn> columns_;
+  std::vector<Partition> parts_;
+  std::atomic<std::int64_t> written_{0};
+  std::mutex report_mu_;
+  common::TimePoint last_report_{};
+};
+
+struct Prepared {
+  SourcePlan plan;
+  std::vector<dataflow::RowTransform> transforms;
+  CheckVerdict verdict;
+};
+
+common::Result<Prepared> Prepare(const LoaderConfig& c) {
+  Prepared out;
+  if (c.partition_column && c.sequential_read)
+    return common::InvalidArgument("partition_column and sequential_read exclude each other");
+  auto transforms = Transforms(c);
+  if (!transforms.ok()) return transforms.status();
+  out.transforms = std::move(transforms).value();
+  std::unique_ptr<pqxx::connection> conn;
+  try {
+    conn = ConnectSource(c.source_url);
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("source unreachable: {}", FirstLine(e.what())));
+  }
+  try {
+    pqxx::nontransaction tx(*conn);
+    auto plan = PlanSource(tx, c);
+    if (!plan.ok()) return plan.status();
+    out.plan = std::move(plan).value();
+    auto est = tx.exec_params("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass($1)",
+                              out.plan.table_sql);
+    // reltuples is -1 (or 0 before any ANALYZE on old servers): no estimate.
+    if (!est.empty() && !est[0][0].is_null() && est[0][0].as<std::int64_t>() > 0)
+      out.verdict.approximate_row_count = est[0][0].as<std::int64_t>();
+  } catch (const pqxx::broken_connection& e) {
+    return common::Unavailable(fmt::format("source connection lost: {}", FirstLine(e.what())));
+  }
+  SLUICE_RETURN_IF_ERROR(CheckDestination(c, ShapedColumns(out.plan, out.transforms)));
+  return out;
+}
+
+}  // namespace
+
+common::Result<CheckVerdict> CheckPair(const LoaderConfig& config) {
+  auto prepared = Prepare(config);
+  if (!prepared.ok()) return prepared.status();
+  return prepared->verdict;
+}
+
+common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHooks& hooks,
+                                      const std::atomic<bool>& stop) {
+  // The same rules as the pre-check, before anything is emptied.
+  auto prepared = Prepare(config);
+  if (!prepared.ok()) return prepared.status();
+  try {
+    Loader loader(config, std::move(prepared->plan), std::move(prepared->transforms), hooks, stop);
+    SLUICE_RETURN_IF_ERROR(loader.Plan());
+    SLUICE_RETURN_IF_ERROR(loader.Truncate());
+    return config.sequential_read ? loader.Sequential() : loader.Partitioned();
+  } catch (const pqxx::broken_connection& e) {
+    return common::Unavailable(fmt::format("connection lost: {}", FirstLine(e.what())));
+  } catch (const std::exception& e) {
+    return common::Internal(FirstLine(e.what()));
+  }
+}
+
+}  // namespace sluice::backfill

@@ -1,0 +1,164 @@
+// requires-subsystems: backfill
+// `sluice loader`: one backfill item. Launched by the backfill launcher with
+// `--config FILE` (a 0600 launch file), or by hand with `--item ID` over
+// SLUICE_DATABASE_URL (connector configs decrypted with --data-dir's key).
+//   --check-only  validates the pair and stamps checked_at (exit 0), refuses
+//                 it (item failed, exit 3), or gives no verdict (exit 1: the
+//                 launcher fails open).
+//   otherwise     loads the pair, reporting rows_written / last_report_at by
+//                 its own clock; exit 0 completed, 1 failed (reported),
+//                 4 the attempt is no longer ours, 5 transient (requeued).
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "backfill/launch.h"
+#include "backfill/loader.h"
+#include "backfill/report.h"
+#include "backfill/repository.h"
+#include "cli/command_registry.h"
+#include "secrets/key_ring.h"
+
+namespace {
+
+using sluice::backfill::ItemReporter;
+using sluice::backfill::LoaderConfig;
+using sluice::common::Code;
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+struct LoaderFlags {
+  std::string config_path;
+  std::string item_id;
+  std::string data_dir = "./var";
+  bool check_only = false;
+};
+
+sluice::common::Result<LoaderConfig> ConfigFromItem(const LoaderFlags& f) {
+  const char* url = std::getenv("SLUICE_DATABASE_URL");
+  if (!url) return sluice::common::InvalidArgument("--item needs SLUICE_DATABASE_URL");
+  auto id = sluice::common::Uuid::Parse(f.item_id);
+  if (!id) return sluice::common::InvalidArgument("--item is not a UUID");
+  auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
+  if (!keys.ok()) return keys.status();
+  pqxx::connection conn(url);
+  pqxx::work tx(conn);
+  auto item = sluice::backfill::Repository::FindItem(tx, *id);
+  if (!item) return sluice::common::NotFound("no such backfill item");
+  auto run = sluice::backfill::Repository::FindRun(tx, item->run_id);
+  return sluice::backfill::BuildLoaderConfig(tx, *item, *run, &*keys, std::string(url));
+}
+
+bool IsRefusal(Code c) {
+  return c == Code::kInvalidArgument || c == Code::kFailedPrecondition || c == Code::kNotFound;
+}
+
+int RunLoader(const LoaderFlags& f) {
+  LoaderConfig config;
+  if (!f.config_path.empty()) {
+    std::ifstream in(f.config_path);
+    auto json = nlohmann::json::parse(in, nullptr, false);
+    auto parsed = LoaderConfig::FromJson(json);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "sluice loader: %s\n", parsed.status().message().c_str());
+      return 2;
+    }
+    config = std::move(parsed).value();
+  } else {
+    auto built = ConfigFromItem(f);
+    if (!built.ok()) {
+      std::fprintf(stderr, "sluice loader: %s\n", built.status().message().c_str());
+      return 2;
+    }
+    config = std::move(built).value();
+  }
+  auto id = sluice::common::Uuid::Parse(config.item_id);
+  if (!id) return 2;
+  std::optional<ItemReporter> reporter;
+  if (config.report_database_url)
+    reporter.emplace(*config.report_database_url, *id, config.attempt_micros);
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  if (f.check_only) {
+    auto verdict = sluice::backfill::CheckPair(config);
+    auto now = sluice::common::Clock::now();
+    if (verdict.ok()) {
+      spdlog::info("pre-check accepted {} -> {}", config.source_table, config.target_table);
+      if (reporter) {
+        auto st = reporter->Checked(now, verdict->approximate_row_count);
+        if (!st.ok()) spdlog::warn("{}", st.message());
+      }
+      return 0;
+    }
+    if (IsRefusal(verdict.status().code())) {
+      spdlog::error("pre-check refused {}: {}", config.source_table, verdict.status().message());
+      if (reporter) (void)reporter->Rejected(verdict.status().message(), now);
+      return 3;
+    }
+    spdlog::warn("pre-check has no verdict: {}", verdict.status().message());
+    return 1;
+  }
+
+  sluice::backfill::LoadHooks hooks;
+  if (reporter) {
+    hooks.on_truncated = [&](sluice::common::TimePoint at) { return reporter->Truncated(at); };
+    hooks.on_progress = [&](std::int64_t rows, sluice::common::TimePoint at) {
+      return reporter->Progress(rows, at);
+    };
+  }
+  spdlog::info("loading {} -> {}.{}", config.source_table, config.target_schema,
+               config.target_table);
+  auto rows = sluice::backfill::LoadPair(config, hooks, g_stop);
+  auto now = sluice::common::Clock::now();
+  if (rows.ok()) {
+    spdlog::info("loaded {} rows into {}", *rows, config.target_table);
+    if (reporter) {
+      auto st = reporter->Complete(*rows, now);
+      if (!st.ok()) {
+        spdlog::error("{}", st.message());
+        return st.code() == Code::kFailedPrecondition ? 4 : 5;
+      }
+    }
+    return 0;
+  }
+  const auto& st = rows.status();
+  spdlog::error("load of {} failed: {}", config.source_table, st.message());
+  if (g_stop) return 5;  // stopped: the launcher decides (requeue or cancel)
+  if (st.code() == Code::kFailedPrecondition &&
+      st.message().find("no longer this attempt") != std::string::npos)
+    return 4;
+  if (st.code() == Code::kUnavailable) return 5;  // transient: a requeue retries it
+  if (reporter) (void)reporter->Fail(st.message(), now);
+  return 1;
+}
+
+sluice::cli::RegisterCommand reg([](CLI::App& root) {
+  auto flags = std::make_shared<LoaderFlags>();
+  auto* cmd = root.add_subcommand("loader", "Load one backfill item (source table -> destination)");
+  auto* config = cmd->add_option("--config", flags->config_path, "Launch file from the launcher");
+  auto* item =
+      cmd->add_option("--item", flags->item_id, "Backfill item id (reads SLUICE_DATABASE_URL)");
+  config->excludes(item);
+  cmd->add_option("--data-dir", flags->data_dir, "Where config.key lives (with --item)")
+      ->capture_default_str();
+  cmd->add_flag("--check-only", flags->check_only,
+                "Validate the pair and stamp checked_at; load nothing");
+  cmd->callback([flags] {
+    if (flags->config_path.empty() && flags->item_id.empty()) {
+      std::fprintf(stderr, "sluice loader: --config or --item is required\n");
+      sluice::cli::ExitCode() = 2;
+      return;
+    }
+    sluice::cli::ExitCode() = RunLoader(*flags);
+  });
+});
+
+}  // namespace

@@ -1,0 +1,57 @@
+// A source and a target PostgreSQL database, a data-plane database with a
+// source and a target connector, and helpers to make (table -> destination)
+// pairs, trigger runs and compare tables.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <pqxx/pqxx>
+#include <string>
+
+#include "backfill/trigger.h"
+#include "store/database.h"
+#include "support/test_database.h"
+
+namespace sluice::backfill::testing {
+
+class BackfillHarness {
+ public:
+  BackfillHarness();
+  ~BackfillHarness();
+
+  store::Database& db() { return *db_; }
+  const std::string& plane_url() const { return plane_.url(); }
+  const std::string& source_url() const { return source_.url(); }
+  const std::string& target_url() const { return target_.url(); }
+  const common::Uuid& source_id() const { return source_id_; }
+  const common::Uuid& target_id() const { return target_id_; }
+  const common::Uuid& team_id() const { return team_id_; }
+  const std::filesystem::path& dir() const { return dir_; }
+
+  // `rows` rows of (id bigint PK, label text, amount numeric(12,2), at timestamptz).
+  void CreateSourceTable(const std::string& table, int rows);
+  // A datamodel on source table `table` and a subscription into `target_table`.
+  common::Uuid AddPair(const std::string& table, const std::string& target_table);
+  // One run per source for these subscriptions (origin bulk).
+  std::vector<CreatedRun> Trigger(const std::vector<common::Uuid>& subscriptions,
+                                  bool truncate_history = false);
+
+  void Source(const std::string& sql);
+  void Target(const std::string& sql);
+  // md5 over the table's rows in key order ("missing" when it does not exist).
+  std::string Digest(const std::string& url, const std::string& table);
+  std::int64_t Scalar(const std::string& url, const std::string& sql);
+  BackfillItem Item(const common::Uuid& id);
+  BackfillRun RunRow(const common::Uuid& id);
+  std::string LoaderLogs();
+
+ private:
+  sluice::testing::TestDatabase plane_, source_, target_;
+  std::unique_ptr<store::Database> db_;
+  common::Uuid source_id_, target_id_, team_id_, env_id_;
+  std::filesystem::path dir_;
+};
+
+}  // namespace sluice::backfill::testing
