@@ -16,6 +16,8 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterPipelinesRoutes(r, ctx);
   RegisterSubscriptionsRoutes(r, ctx);
   RegisterWarehousesRoutes(r, ctx);
+  RegisterWorkspaceRoutes(r, ctx);
+  RegisterTasksRoutes(r, ctx);
   RegisterWizardRoutes(r, ctx);
   RegisterWorkersRoutes(r, ctx);
   RegisterLicenseRoutes(r, ctx);

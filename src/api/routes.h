@@ -20,6 +20,8 @@ void RegisterDatamodelsRoutes(Router& r, ApiContext& ctx);
 void RegisterPipelinesRoutes(Router& r, ApiContext& ctx);
 void RegisterSubscriptionsRoutes(Router& r, ApiContext& ctx);
 void RegisterWarehousesRoutes(Router& r, ApiContext& ctx);
+void RegisterWorkspaceRoutes(Router& r, ApiContext& ctx);
+void RegisterTasksRoutes(Router& r, ApiContext& ctx);
 void RegisterWizardRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkersRoutes(Router& r, ApiContext& ctx);
 void RegisterLicenseRoutes(Router& r, ApiContext& ctx);

@@ -20,14 +20,6 @@ const catalog::ConnectorType& RequireWarehouseType(const std::string& id) {
   return *t;
 }
 
-WarehouseRow RequireWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              Action action) {
-  auto w = FindWarehouse(tx, id);
-  if (!w) throw ApiError(404, "not_found", "warehouse not found");
-  RequireTeamResource(tx, caller, w->team_id, action, "warehouse");
-  return *w;
-}
-
 Response List(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Page page = ParsePage(req);

@@ -112,14 +112,36 @@ void UpdateWarehouse(pqxx::work& tx, const WarehouseRow& w) {
 }
 
 void DeleteWarehouse(pqxx::work& tx, const common::Uuid& id) {
-  auto used = tx.exec_params("SELECT id FROM task WHERE warehouse_id = $1 ORDER BY id LIMIT 1",
-                             id.ToString());
+  // The FK is ON DELETE RESTRICT; this says which task before it refuses.
+  auto used = tx.exec_params(
+      "SELECT id, name, count(*) OVER () FROM task WHERE warehouse_id = $1 ORDER BY name, id "
+      "LIMIT 1",
+      id.ToString());
   if (!used.empty()) {
+    auto others = used[0][2].as<long>() - 1;
     throw ApiError(409, "in_use",
-                   "warehouse is used by task " + used[0][0].as<std::string>() +
+                   "warehouse is used by task " + used[0][1].as<std::string>() + " (" +
+                       used[0][0].as<std::string>() + ")" +
+                       (others > 0 ? " and " + std::to_string(others) + " other task(s)" : "") +
                        "; delete or move the task first");
   }
   tx.exec_params("DELETE FROM warehouse WHERE id = $1", id.ToString());
+}
+
+void RecordWarehouseTest(pqxx::work& tx, const common::Uuid& id, bool succeeded,
+                         const std::string& message) {
+  tx.exec_params(std::string("UPDATE warehouse SET last_test_at = ") + sql::kNowUtc +
+                     ", last_test_succeeded = $2, last_test_message = $3, updated_at = " +
+                     sql::kNowUtc + " WHERE id = $1",
+                 id.ToString(), succeeded, message);
+}
+
+WarehouseRow RequireWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
+                              auth::Action action) {
+  auto w = FindWarehouse(tx, id);
+  if (!w) throw ApiError(404, "not_found", "warehouse not found");
+  RequireTeamResource(tx, caller, w->team_id, action, "warehouse");
+  return *w;
 }
 
 }  // namespace sluice::api

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/http.h"
+#include "auth/authorizer.h"
 #include "common/uuid.h"
 
 namespace sluice::api {
@@ -36,5 +37,13 @@ void InsertWarehouse(pqxx::work& tx, const WarehouseRow& w);
 void UpdateWarehouse(pqxx::work& tx, const WarehouseRow& w);
 // 409 naming a task still scheduled on it; its script runs go with it.
 void DeleteWarehouse(pqxx::work& tx, const common::Uuid& id);
+// Stores a connection test's verdict: NULL draft, true live, false error.
+void RecordWarehouseTest(pqxx::work& tx, const common::Uuid& id, bool succeeded,
+                         const std::string& message);
+
+// The warehouse when it exists and the caller may do `action` on its team
+// (404 "warehouse not found" when hidden).
+WarehouseRow RequireWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
+                              auth::Action action);
 
 }  // namespace sluice::api

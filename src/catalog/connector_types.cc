@@ -174,7 +174,17 @@ const std::vector<ConnectorType>& AllWarehouseTypes() {
        {Str("host", true, "Workspace host, e.g. dbc-123.cloud.databricks.com"),
         Str("http_path", true, "HTTP path of the SQL warehouse"),
         Secret("token", true, "Personal access token"), Str("catalog", false, "Default catalog"),
-        Str("schema", false, "Default schema")}}};
+        Str("schema", false, "Default schema")}},
+      {"postgresql",
+       "postgresql",
+       Way::kTarget,
+       "PostgreSQL",
+       {Str("host", true, "Server host name or address"),
+        Int("port", false, 1, 65535, "Server port", 5432), Str("database", true, "Database name"),
+        Str("user", true, "User the statements run as"),
+        Secret("password", false, "Password of the user"),
+        OneOf("sslmode", {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"},
+              "libpq sslmode")}}};
   return types;
 }
 

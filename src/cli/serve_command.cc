@@ -130,6 +130,7 @@ int Serve(const ServeFlags& f) {
                                          w.launch_generation, std::chrono::hours(24 * 365));
   };
   sluice::orchestrator::BackgroundOptions background_options;
+  background_options.warehouse_keys = &sluice::api::ConfigKeyRing();
   if (!f.control_plane_url.empty())
     background_options.license.control_plane_url = f.control_plane_url;
   if (const char* token = std::getenv("SLUICE_CONTROL_PLANE_TOKEN"))

@@ -166,6 +166,7 @@ int Up(const UpFlags& f) {
   backfill_launcher.Start();
 #endif
   sluice::orchestrator::BackgroundOptions background;
+  background.warehouse_keys = &sluice::api::ConfigKeyRing();
   background.events_broker = sluice::kafka::ClientConfig{};
   background.events_broker->bootstrap_servers = f.broker_listen;
   sluice::orchestrator::BackgroundTasks tasks(db, background);

@@ -8,12 +8,17 @@
 #include "metrics/periodic_task.h"
 #include "metrics/retention.h"
 #include "metrics/rollup.h"
+#include "warehouse/runner.h"
+#include "warehouse/scheduler.h"
 
 namespace sluice::orchestrator {
 
 using namespace std::chrono_literals;
 
 struct BackgroundTasks::State {
+  // Scheduled runs execute here; declared first so it outlives the ticks.
+  std::unique_ptr<warehouse::RunExecutor> task_runs;
+  std::unique_ptr<warehouse::TaskScheduler> scheduler;
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<events::OutboxPublisher> outbox;
   std::vector<std::unique_ptr<metrics::PeriodicTask>> tasks;
@@ -38,6 +43,17 @@ BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
     auto r = events::EventStore(db).CloseExpired(common::Clock::now());
     if (!r.ok()) spdlog::warn("closing quiet events: {}", r.status().message());
   }));
+  if (options.warehouse_keys) {
+    state_->task_runs = std::make_unique<warehouse::RunExecutor>(db);
+    state_->scheduler = std::make_unique<warehouse::TaskScheduler>(
+        db, *state_->task_runs, warehouse::SchedulerOptions{options.warehouse_keys});
+    auto* scheduler = state_->scheduler.get();
+    tasks.push_back(
+        std::make_unique<metrics::PeriodicTask>(options.task_scheduler_tick, [scheduler] {
+          auto r = scheduler->FireDue(common::Clock::now());
+          if (!r.ok()) spdlog::warn("task scheduler: {}", r.status().message());
+        }));
+  }
   if (options.events_broker) {
     auto producer = kafka::Producer::Create(*options.events_broker);
     if (!producer.ok()) {

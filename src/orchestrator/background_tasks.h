@@ -1,6 +1,6 @@
 // The back end's periodic jobs, started by `sluice serve` / `up`: metric
 // rollups for closed days, raw metric retention, closing quiet event folds,
-// and the connector_events outbox onto the broker. Each job is safe with
+// the connector_events outbox onto the broker, and the task scheduler. Each job is safe with
 // several back ends running (advisory locks / cursors in the database).
 #pragma once
 
@@ -10,6 +10,7 @@
 
 #include "kafka/client_config.h"
 #include "orchestrator/license_refresher.h"
+#include "secrets/key_ring.h"
 #include "store/database.h"
 
 namespace sluice::orchestrator {
@@ -22,6 +23,10 @@ struct BackgroundOptions {
   // Where license verdicts come from (community when no control-plane).
   LicenseSource license;
   std::chrono::seconds license_refresh{300};
+  // Decrypts warehouse configurations for scheduled tasks; nullptr leaves the
+  // task scheduler off.
+  const secrets::KeyRing* warehouse_keys = nullptr;
+  std::chrono::seconds task_scheduler_tick{10};
 };
 
 class BackgroundTasks {

@@ -1,0 +1,32 @@
+// An API harness (real server, real PostgreSQL) with a `postgresql`
+// warehouse pointing at the test cluster itself, and helpers to wait for a
+// run to end by polling it over HTTP like a client would.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "config_api/api_harness.h"
+
+namespace sluice::testing {
+
+// host/port/database/user of the test database `dbname` as a warehouse config.
+Json ClusterWarehouseConfig(const std::string& dbname);
+
+class WarehouseApiTest : public ApiHarness {
+ protected:
+  void SetUp() override;
+
+  // Creates a postgresql warehouse on the test database; returns its id.
+  std::string NewPgWarehouse(const std::string& team, const std::string& name);
+  // POST a script; returns the 202 body (or fails the test).
+  Json StartRun(const std::string& warehouse, const std::string& sql);
+  // Polls GET /script-runs/{id} until its status is not running.
+  Json WaitRun(const std::string& run_id, std::chrono::seconds limit = std::chrono::seconds(60));
+  // Polls until statement `index` reads `status`.
+  Json WaitStatement(const std::string& run_id, int index, const std::string& status);
+
+  std::string warehouse_id_;
+};
+
+}  // namespace sluice::testing
