@@ -109,7 +109,7 @@ export interface Series {
 
 // A plain SVG line chart with a time axis and a max label.
 export function LineChart({ series, height = 180, unit = "" }: { series: Series[]; height?: number; unit?: string }) {
-  const width = 640;
+  const width = 1000;
   const all = series.flatMap((s) => s.points);
   if (all.length === 0) return <div className="chart-empty muted">No data in this range</div>;
   const t0 = Math.min(...all.map((p) => p.t));

@@ -92,7 +92,7 @@ export async function startSluice({ databaseUrl, email, password }) {
     log: () => log,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      const t = setTimeout(() => child.kill("SIGKILL"), 60_000); // workers get 30 s to stop
       const r = await exited;
       clearTimeout(t);
       return r;

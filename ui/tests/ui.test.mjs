@@ -279,8 +279,11 @@ describe("web UI", { timeout: 240_000 }, () => {
     await page.getByRole("alert").filter({ hasText: "deletes every row" }).waitFor();
     await shot("11-backfill-drawer");
     await page.getByRole("button", { name: "Start backfill" }).click();
-    await page.locator(".backfill").first().waitFor();
-    await page.locator(".backfill .progress").first().waitFor({ timeout: 30_000 });
+    const run = page.locator(".backfill").first();
+    await run.locator(".progress").waitFor({ timeout: 30_000 });
+    await expectVisible(run.locator("h3 .badge-run-done"), "backfill done", 90_000);
+    // The destination was emptied and refilled: every source row is back.
+    assert.equal(await waitForCount(dstDb, "SELECT count(*) FROM customers_copy", 50, 30_000), 50);
     await shot("12-backfills");
   });
 });

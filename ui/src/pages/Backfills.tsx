@@ -95,14 +95,22 @@ function RunCard({ run, onChange }: { run: Run; onChange: () => void }) {
           Stalled since {formatTime(run.stalled_since)}: {STALLED[run.stalled_reason ?? ""] ?? run.stalled_reason}
         </div>
       )}
-      {p && (
+      {p && !running && (
+        <div className="progress">
+          <Bar percent={run.status === "done" ? 100 : p.percent} />
+          <span>
+            {run.status} · {p.rows_written === null ? "—" : formatNumber(p.rows_written)} rows written
+          </span>
+        </div>
+      )}
+      {p && running && (
         <div className="progress">
           <Bar percent={p.percent} />
           <span>
             {p.percent === null ? "progress not measurable yet" : `${p.percent.toFixed(0)}%`} · {p.rows_written === null ? "—" : formatNumber(p.rows_written)} of ~
             {p.approximate_row_count === null ? "?" : formatNumber(p.approximate_row_count)} rows
             {p.rows_per_second !== null ? ` · ${formatNumber(p.rows_per_second)} rows/s` : ""}
-            {running ? ` · ETA ${p.eta_seconds === null ? "unknown" : formatDuration(p.eta_seconds)}` : ""}
+            {` · ETA ${p.eta_seconds === null ? "unknown" : formatDuration(p.eta_seconds)}`}
           </span>
         </div>
       )}
