@@ -43,6 +43,11 @@ interface Task {
   last_run: null | { id: string; status: string; created_at: string };
 }
 
+// Schedules are UTC, so their times are shown in UTC too.
+function formatUtc(iso: string | null) {
+  return iso ? iso.replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1 UTC") : "—";
+}
+
 const WAREHOUSE_FIELDS: Record<string, [string, string][]> = {
   postgresql: [
     ["host", "text"],
@@ -264,7 +269,7 @@ function Tasks({ teamId, warehouses }: { teamId: string; warehouses: Warehouse[]
                   every {t.schedule.every} {t.schedule.unit}
                   {t.schedule.offset_minutes ? ` +${t.schedule.offset_minutes} min` : ""}
                 </td>
-                <td>{t.enabled ? formatTime(t.next_run_at) : "paused"}</td>
+                <td>{t.enabled ? formatUtc(t.next_run_at) : "paused"}</td>
                 <td>{t.last_run ? `${t.last_run.status} ${formatTime(t.last_run.created_at)}` : "—"}</td>
                 <td className="actions">
                   <button className="small" onClick={() => act.run(async () => { await post(`/tasks/${t.id}/run`); tasks.reload(); })}>
