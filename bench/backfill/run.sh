@@ -5,11 +5,11 @@
 # between the same two databases of one throwaway cluster, in the same run,
 # into the same destination DDL (primary key included). Prints rows/s of
 # both and the ratio loader/COPY.
-#   ROWS=1000000 PARTITIONS=4 CHUNK=5000 bash bench/backfill/run.sh
+#   ROWS=1000000 PARTITIONS=4 CHUNK=20000 bash bench/backfill/run.sh
 set -euo pipefail
 ROWS=${ROWS:-1000000}
 PARTITIONS=${PARTITIONS:-4}
-CHUNK=${CHUNK:-5000}
+CHUNK=${CHUNK:-20000}
 BIN=${SLUICE_BIN:-$(cd "$(dirname "$0")/../.." && pwd)/build/sluice}
 DIR=$(mktemp -d /tmp/sluice-bench-bf.XXXXXX)
 chmod 755 "$DIR"

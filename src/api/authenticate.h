@@ -14,10 +14,11 @@ namespace sluice::api {
 // From an "Authorization: Bearer <token>" header value.
 common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& authorization);
 
-// A worker token, valid only while its worker row exists under the same
-// connector (deleting the connector revokes it). The generation is checked
-// by each report, so a replaced pod's token still reads as itself and is
-// refused with 409 rather than 401.
+// A worker token's signature and scope. It is valid only while its worker
+// row exists under the same connector (deleting the connector revokes it),
+// which each worker endpoint checks in its own transaction. The generation is
+// checked by each report, so a replaced pod's token still reads as itself
+// and is refused with 409 rather than 401.
 common::Result<PodPrincipal> AuthenticatePod(ApiContext& ctx, const std::string& authorization);
 
 // What the launcher hands a pod: scoped to its worker row and generation.

@@ -61,7 +61,7 @@ struct PodPrincipal {
   common::Uuid worker_id;
   common::Uuid connector_id;
   common::Uuid generation;
-  int shard_index = 0;
+  int shard_index = -1;  // from the worker row, once an endpoint resolved it
 };
 
 struct Request {

@@ -1,5 +1,7 @@
 #include "api/server.h"
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
@@ -91,6 +93,20 @@ common::Status ApiServer::Start(const std::string& host, int port) {
   if (http_) return common::FailedPrecondition("server already started");
   http_ = std::make_unique<httplib::Server>();
   http_->set_payload_max_length(4 << 20);
+  // Hundreds of clients (the UI, the CLI, every worker's heartbeat) keep
+  // connections open; each open connection holds a pool thread while it
+  // lives, so the pool is wider than the cores, and a connection serves many
+  // requests before it is recycled.
+  http_->new_task_queue = [] { return new httplib::ThreadPool(64); };
+  http_->set_keep_alive_max_count(1000);
+  // Debian's httplib is a compiled library that listens with a backlog of 5,
+  // which resets connections when hundreds of clients connect at once. The
+  // socket is ours to see before bind; listening on it again after bind
+  // raises the backlog (Linux allows it).
+  http_->set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;
+  });
   // One catch-all per method; httplib reads the body before calling it, and
   // our Router does the matching (so 404 and 405 render as JSON errors).
   auto dispatch = [this](const httplib::Request& req, httplib::Response& res) {
@@ -111,6 +127,7 @@ common::Status ApiServer::Start(const std::string& host, int port) {
     }
     port_ = port;
   }
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   // listen_after_bind sets is_running once its accept loop starts.
   for (int i = 0; i < 5000 && !http_->is_running(); ++i) {

@@ -62,6 +62,7 @@ class ApiServer {
   int port_ = 0;
   bool serve_ui_ = false;
   std::optional<std::string> ui_dir_;
+  int listen_fd_ = -1;  // the listening socket, seen before bind
 };
 
 }  // namespace sluice::api

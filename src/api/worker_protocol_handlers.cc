@@ -15,20 +15,28 @@ namespace sluice::api {
 
 namespace {
 
-dataflow::PodIdentity Identity(const Request& req) {
+// The token's worker row, under the token's connector: a deleted row (its
+// connector was deleted) revokes the token.
+dataflow::PodIdentity ResolvePod(pqxx::work& tx, const Request& req) {
   const auto& p = *req.pod;
-  return {p.worker_id, p.connector_id, p.generation, p.shard_index};
+  auto r = tx.exec_params("SELECT connector_id, shard_index FROM worker WHERE id = $1",
+                          p.worker_id.ToString());
+  if (r.empty() || std::string(r[0][0].c_str()) != p.connector_id.ToString())
+    throw ApiError(401, "unauthenticated", "invalid or expired token");
+  return {p.worker_id, p.connector_id, p.generation, r[0][1].as<int>()};
 }
 
-Response Write(ApiContext& ctx, const std::function<common::Status(pqxx::work&)>& fn) {
-  ctx.db.Transact([&](pqxx::work& tx) { ThrowIfError(fn(tx)); });
+// Runs fn with the pod resolved, in one transaction.
+Response Write(ApiContext& ctx, const Request& req,
+               const std::function<common::Status(pqxx::work&, const dataflow::PodIdentity&)>& fn) {
+  ctx.db.Transact([&](pqxx::work& tx) { ThrowIfError(fn(tx, ResolvePod(tx, req))); });
   return Response::NoContent();
 }
 
 Response Launch(ApiContext& ctx, Request& req) {
-  auto pod = Identity(req);
   Json launch;
   ctx.db.Transact([&](pqxx::work& tx) {
+    auto pod = ResolvePod(tx, req);
     // Under the row lock: the launcher's transaction that stamped this
     // generation may still be committing when the pod asks.
     auto w = runtime::WorkerRepository::FindForUpdate(tx, pod.worker_id);
@@ -46,21 +54,33 @@ Response State(ApiContext& ctx, Request& req) {
   if (!state) throw ApiError(422, "invalid_state", "state must be LIVE, ERROR or STOPPED");
   std::optional<std::string> reason;
   if (body.contains("reason") && body["reason"].is_string()) reason = body["reason"];
-  auto pod = Identity(req);
-  return Write(ctx,
-               [&](pqxx::work& tx) { return dataflow::ApplyStateReport(tx, pod, *state, reason); });
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
+    return dataflow::ApplyStateReport(tx, pod, *state, reason);
+  });
 }
 
+// The hottest endpoint (every pod, every few seconds): one UPDATE, and no
+// wait for the commit to reach disk. A heartbeat lost to a crash is
+// harmless: the staleness window is many heartbeats long.
 Response Heartbeat(ApiContext& ctx, Request& req) {
-  auto pod = Identity(req);
-  return Write(ctx, [&](pqxx::work& tx) { return dataflow::ApplyHeartbeat(tx, pod); });
+  const auto& p = *req.pod;
+  ctx.db.Transact([&](pqxx::work& tx) {
+    tx.exec("SET LOCAL synchronous_commit = off");
+    auto st = dataflow::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1});
+    // No row: the connector (and so the token) was deleted.
+    if (st.code() == common::Code::kNotFound)
+      throw ApiError(401, "unauthenticated", "invalid or expired token");
+    ThrowIfError(st);
+  });
+  return Response::NoContent();
 }
 
 Response Production(ApiContext& ctx, Request& req) {
   auto intervals = dataflow::IntervalsFromJson(req.Body().value("intervals", Json()));
   if (!intervals.ok()) throw ApiError(422, "invalid_metrics", intervals.status().message());
-  return Write(ctx,
-               [&](pqxx::work& tx) { return dataflow::IngestProductionIntervals(tx, *intervals); });
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity&) {
+    return dataflow::IngestProductionIntervals(tx, *intervals);
+  });
 }
 
 // The subscription must be one this pod's connector delivers.
@@ -77,7 +97,7 @@ Response Consumption(ApiContext& ctx, Request& req) {
   auto body = req.Body();
   auto counters = dataflow::CountersFromJson(body.value("counters", Json()));
   if (!counters.ok()) throw ApiError(422, "invalid_metrics", counters.status().message());
-  return Write(ctx, [&](pqxx::work& tx) {
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity&) {
     auto sub = OwnSubscription(tx, req, body);
     return dataflow::IngestDelivery(tx, sub, body.value("topic", std::string()), *counters);
   });
@@ -87,8 +107,7 @@ Response Rejected(ApiContext& ctx, Request& req) {
   auto body = req.Body();
   auto records = dataflow::RejectedFromJson(body.value("records", Json()));
   if (!records.ok()) throw ApiError(422, "invalid_records", records.status().message());
-  auto pod = Identity(req);
-  return Write(ctx, [&](pqxx::work& tx) {
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
     auto sub = OwnSubscription(tx, req, body);
     return dataflow::RecordRejected(tx, pod, sub, *records);
   });

@@ -6,8 +6,10 @@
 #include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
+#include <set>
 #include <thread>
 
+#include "backfill/copy_pump.h"
 #include "connectors/postgres/catalog.h"
 #include "connectors/postgres/type_mapping.h"
 #include "connectors/targets/postgres_target.h"
@@ -61,7 +63,7 @@ common::Result<LoaderConfig> LoaderConfig::FromJson(const json& j) {
       c.partition_column = j["partition_column"].get<std::string>();
     if (j.contains("transforms")) c.transforms = j["transforms"].get<std::vector<json>>();
     c.partitions = std::max(1, j.value("partitions", 4));
-    c.chunk_rows = std::max(1, j.value("chunk_rows", 5000));
+    c.chunk_rows = std::max(1, j.value("chunk_rows", 20000));
     if (j.contains("report") && j["report"].contains("database_url"))
       c.report_database_url = j["report"]["database_url"].get<std::string>();
   } catch (const std::exception& e) {
@@ -283,7 +285,39 @@ struct Lane {
   std::unique_ptr<pqxx::connection> source;
   std::unique_ptr<pqxx::connection> fence;  // nullptr: a non-PostgreSQL destination
   std::unique_ptr<connectors::targets::Target> target;
+  // The COPY fast path (copy_pump.h), when the pair allows it.
+  bool fast = false;
+  PgConn fast_source, fast_target;
+  std::string copy_in, upsert;
 };
+
+// Types whose COPY text the destination's column (as PostgresTarget creates
+// it) reads back unchanged; anything else goes the row-by-row JSON way.
+bool CopySafe(const std::string& type) {
+  static const std::set<std::string> kSafe = {
+      "int2",    "int4",   "int8",      "float4",      "float8",   "numeric", "bool",  "text",
+      "varchar", "bpchar", "name",      "uuid",        "json",     "jsonb",   "bytea", "date",
+      "time",    "timetz", "timestamp", "timestamptz", "interval", "inet"};
+  return kSafe.count(type.size() > 1 && type[0] == '_' ? type.substr(1) : type) > 0;
+}
+
+std::string QuoteIdent(const std::string& name) {
+  std::string out = "\"";
+  for (char ch : name) {
+    if (ch == '"') out.push_back('"');
+    out.push_back(ch);
+  }
+  return out + "\"";
+}
+
+std::string QuoteLiteral(const std::string& text) {
+  std::string out = "'";
+  for (char ch : text) {
+    if (ch == '\'') out.push_back('\'');
+    out.push_back(ch);
+  }
+  return out + "'";
+}
 
 common::Result<Lane> OpenLane(const LoaderConfig& c) {
   Lane lane;
@@ -315,6 +349,113 @@ class Loader {
         fence_key_(PostgresTarget::BackfillFenceKey(c.target_schema, c.target_table)) {
     for (const auto& col : plan_.columns)
       columns_.push_back({col.column.name, col.column.type_name, col.column.key});
+  }
+
+  // The fast path needs a PostgreSQL destination, no shaping, a key, and
+  // column types whose text form round-trips.
+  bool FastEligible() const {
+    if (c_.target_type != "postgresql" || !transforms_.empty() || plan_.keys.empty()) return false;
+    for (const auto& col : plan_.columns)
+      if (!CopySafe(col.column.type_name)) return false;
+    return true;
+  }
+
+  // After the destination exists: a staging table per lane session and the
+  // upsert from it. Any mismatch leaves the lane on the JSON path.
+  void SetupFast(Lane& lane) {
+    if (!FastEligible()) return;
+    auto src = ConnectPg(c_.source_url);
+    auto dst = ConnectPg(TargetUrl(c_));
+    if (!src.ok() || !dst.ok()) return;
+    if (!ExecPg(src->get(),
+                "SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'; SET IntervalStyle "
+                "= 'iso_8601'; SET bytea_output = 'hex'; SET extra_float_digits = 3")
+             .ok())
+      return;
+    const std::string target = QuoteIdent(c_.target_schema) + "." + QuoteIdent(c_.target_table);
+    auto cols = QueryPg(dst->get(),
+                        fmt::format("SELECT column_name FROM information_schema.columns "
+                                    "WHERE table_schema = {} AND table_name = {}",
+                                    QuoteLiteral(c_.target_schema), QuoteLiteral(c_.target_table)));
+    auto pk = QueryPg(dst->get(),
+                      fmt::format("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON "
+                                  "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE "
+                                  "i.indisprimary AND i.indrelid = to_regclass({})",
+                                  QuoteLiteral(target)));
+    if (!cols.ok() || !pk.ok() || pk->empty()) return;
+    std::set<std::string> have;
+    for (const auto& r : *cols) have.insert(*r[0]);
+    std::string list, updates, conflict;
+    for (const auto& col : plan_.columns) {
+      if (!have.count(col.column.name)) return;  // the JSON path adds the column
+      list += (list.empty() ? "" : ", ") + QuoteIdent(col.column.name);
+    }
+    std::set<std::string> keys;
+    for (const auto& r : *pk) {
+      keys.insert(*r[0]);
+      conflict += (conflict.empty() ? "" : ", ") + QuoteIdent(*r[0]);
+    }
+    for (const auto& col : plan_.columns)
+      if (!keys.count(col.column.name))
+        updates += fmt::format("{}{} = EXCLUDED.{}", updates.empty() ? "" : ", ",
+                               QuoteIdent(col.column.name), QuoteIdent(col.column.name));
+    if (!ExecPg(dst->get(), fmt::format("CREATE TEMP TABLE sluice_backfill_stage ON COMMIT DELETE "
+                                        "ROWS AS SELECT {} FROM {} WITH NO DATA",
+                                        list, target))
+             .ok())
+      return;
+    lane.copy_in = fmt::format("COPY sluice_backfill_stage ({}) FROM STDIN", list);
+    lane.upsert = fmt::format(
+        "INSERT INTO {} ({}) SELECT {} FROM sluice_backfill_stage ON CONFLICT ({}) DO {}", target,
+        list, list, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates);
+    lane.fast_source = std::move(src).value();
+    lane.fast_target = std::move(dst).value();
+    lane.fast = true;
+  }
+
+  std::string ChunkSql(pqxx::transaction_base& tx, const Partition& part) const {
+    std::string where = part.predicate;
+    if (!part.last_key.empty()) {
+      std::string bound;
+      for (std::size_t i = 0; i < plan_.keys.size(); ++i)
+        bound += fmt::format("{}{}::{}", i ? ", " : "", tx.quote(part.last_key[i]),
+                             plan_.keys[i]->sql_type);
+      where += fmt::format("{}({}) > ({})", where.empty() ? "" : " AND ", plan_.key_list, bound);
+    }
+    return fmt::format("SELECT {} FROM {}{} ORDER BY {} LIMIT {}", plan_.select_list,
+                       plan_.table_sql, where.empty() ? "" : " WHERE " + where, plan_.key_list,
+                       c_.chunk_rows);
+  }
+
+  // One chunk by COPY: fence, then COPY the read into the staging table and
+  // upsert from it in one destination transaction, then release.
+  common::Result<std::size_t> FastChunk(Lane& lane, Partition& part) {
+    SharedFence fence(lane.fence.get(), fence_key_);
+    std::string sql;
+    {
+      pqxx::nontransaction quoting(*lane.source);
+      sql = ChunkSql(quoting, part);
+    }
+    PGconn* dst = lane.fast_target.get();
+    SLUICE_RETURN_IF_ERROR(ExecPg(dst, "BEGIN"));
+    auto pumped = Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, lane.copy_in);
+    common::Status st = pumped.ok() ? ExecPg(dst, lane.upsert) : pumped.status();
+    if (st.ok()) st = ExecPg(dst, "COMMIT");
+    if (!st.ok()) {
+      (void)ExecPg(dst, "ROLLBACK");
+      return st;
+    }
+    if (pumped->rows > 0) {
+      part.last_key.clear();
+      for (const auto* k : plan_.keys) {
+        auto idx = static_cast<std::size_t>(k - plan_.columns.data());
+        if (idx >= pumped->last.size() || !pumped->last[idx])
+          return common::Internal("the last row's key could not be read back");
+        part.last_key.push_back(*pumped->last[idx]);
+      }
+    }
+    if (pumped->rows < static_cast<std::size_t>(c_.chunk_rows)) part.done = true;
+    return pumped->rows;
   }
 
   // Rows read -> shaped changes (filtered rows dropped).
@@ -367,17 +508,7 @@ class Loader {
   common::Result<std::size_t> Chunk(Lane& lane, Partition& part) {
     SharedFence fence(lane.fence.get(), fence_key_);
     pqxx::nontransaction tx(*lane.source);
-    std::string where = part.predicate;
-    if (!part.last_key.empty()) {
-      std::string bound;
-      for (std::size_t i = 0; i < plan_.keys.size(); ++i)
-        bound += fmt::format("{}{}::{}", i ? ", " : "", tx.quote(part.last_key[i]),
-                             plan_.keys[i]->sql_type);
-      where += fmt::format("{}({}) > ({})", where.empty() ? "" : " AND ", plan_.key_list, bound);
-    }
-    auto rows = tx.exec(fmt::format("SELECT {} FROM {}{} ORDER BY {} LIMIT {}", plan_.select_list,
-                                    plan_.table_sql, where.empty() ? "" : " WHERE " + where,
-                                    plan_.key_list, c_.chunk_rows));
+    auto rows = tx.exec(ChunkSql(tx, part));
     auto batch = Changes(rows);
     if (!batch.ok()) return batch.status();
     SLUICE_RETURN_IF_ERROR(Write(lane, *batch));
@@ -438,12 +569,22 @@ class Loader {
         failed = true;
       };
       if (!lane.ok()) return fail(lane.status());
+      SetupFast(*lane);
       for (std::size_t i = next++; i < parts.size(); i = next++) {
         auto& part = parts[i];
         while (!part.done) {
           if (stop_ || failed) return fail(common::Unavailable("stopped before the end"));
           try {
-            auto n = Chunk(*lane, part);
+            common::Result<std::size_t> n = common::Unavailable("unread");
+            if (lane->fast) {
+              n = FastChunk(*lane, part);
+              if (!n.ok() && n.status().code() != common::Code::kUnavailable) {
+                // The destination refused the set: the JSON path says which rows.
+                spdlog::warn("COPY path refused ({}); loading row by row", n.status().message());
+                lane->fast = false;
+              }
+            }
+            if (!lane->fast) n = Chunk(*lane, part);
             if (!n.ok()) return fail(n.status());
             auto st = Count(*n, false);
             if (!st.ok()) return fail(st);
@@ -567,6 +708,7 @@ common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHook
   try {
     Loader loader(config, std::move(prepared->plan), std::move(prepared->transforms), hooks, stop);
     SLUICE_RETURN_IF_ERROR(loader.Plan());
+    if (hooks.still_ours) SLUICE_RETURN_IF_ERROR(hooks.still_ours());
     SLUICE_RETURN_IF_ERROR(loader.Truncate());
     return config.sequential_read ? loader.Sequential() : loader.Partitioned();
   } catch (const pqxx::broken_connection& e) {

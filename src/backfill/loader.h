@@ -52,7 +52,7 @@ struct LoaderConfig {
   std::vector<nlohmann::json> transforms;  // datamodel shaping, then the subscription's
   std::optional<std::string> report_database_url;
   int partitions = 4;
-  int chunk_rows = 5000;
+  int chunk_rows = 20000;  // rows per chunk (the fence is held for one chunk)
 
   nlohmann::json ToJson() const;
   static common::Result<LoaderConfig> FromJson(const nlohmann::json& j);
@@ -72,6 +72,8 @@ common::Result<CheckVerdict> CheckPair(const LoaderConfig& config);
 
 // Progress callbacks, dated by the loader's own clock.
 struct LoadHooks {
+  // Asked before anything is written or emptied: is this attempt still live?
+  std::function<common::Status()> still_ours;
   std::function<common::Status(common::TimePoint)> on_truncated;
   std::function<common::Status(std::int64_t rows, common::TimePoint)> on_progress;
 };

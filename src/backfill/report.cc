@@ -47,6 +47,12 @@ common::Status ItemReporter::Exec(const std::string& what, const std::string& sq
   return common::Unavailable(fmt::format("{}: data-plane database unreachable", what));
 }
 
+common::Status ItemReporter::StillOurs() {
+  // A no-op update under the fence: it matches only while the attempt is live.
+  return Exec("claim", std::string("UPDATE backfill_item SET updated_at = updated_at") + kAttempt +
+                           " AND $3::bigint IS NULL AND $4::bigint IS NULL AND $5::text IS NULL");
+}
+
 common::Status ItemReporter::Progress(std::int64_t rows, common::TimePoint at) {
   // A report dated before the last one changes nothing (a replayed line).
   return Exec("progress",

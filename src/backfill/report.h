@@ -23,6 +23,7 @@ class ItemReporter {
                std::optional<std::int64_t> attempt_micros);
 
   // Load mode. FailedPrecondition when the attempt is no longer ours.
+  common::Status StillOurs();
   common::Status Progress(std::int64_t rows, common::TimePoint at);
   common::Status Truncated(common::TimePoint at);
   common::Status Complete(std::int64_t rows, common::TimePoint at);

@@ -36,6 +36,7 @@ struct LoaderFlags {
   std::string config_path;
   std::string item_id;
   std::string data_dir = "./var";
+  std::string api_url;
   bool check_only = false;
 };
 
@@ -109,6 +110,7 @@ int RunLoader(const LoaderFlags& f) {
 
   sluice::backfill::LoadHooks hooks;
   if (reporter) {
+    hooks.still_ours = [&] { return reporter->StillOurs(); };
     hooks.on_truncated = [&](sluice::common::TimePoint at) { return reporter->Truncated(at); };
     hooks.on_progress = [&](std::int64_t rows, sluice::common::TimePoint at) {
       return reporter->Progress(rows, at);
@@ -149,6 +151,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   config->excludes(item);
   cmd->add_option("--data-dir", flags->data_dir, "Where config.key lives (with --item)")
       ->capture_default_str();
+  // The rendered Kubernetes Job passes the back end's URL; the loader does not
+  // speak the worker protocol yet, so with --item it still reads and reports
+  // through SLUICE_DATABASE_URL.
+  cmd->add_option("--api", flags->api_url, "Back end URL (from the Job manifest; unused yet)");
   cmd->add_flag("--check-only", flags->check_only,
                 "Validate the pair and stamp checked_at; load nothing");
   cmd->callback([flags] {

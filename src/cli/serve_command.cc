@@ -43,7 +43,9 @@ struct ServeFlags {
   std::string backend_url;        // how workers reach this API; empty: derived from --listen
   std::string ui_dir;             // the built web UI; empty: found next to the binary
   int license_grace_seconds = 72 * 3600;
-  std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
+  std::string metrics_token;       // bearer a Prometheus scraper presents at GET /metrics
+  std::string launcher = "local";  // or "kubernetes"
+  sluice::runtime::KubernetesLauncherOptions kubernetes;
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -129,6 +131,15 @@ int Serve(const ServeFlags& f) {
     return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
                                          w.launch_generation, std::chrono::hours(24 * 365));
   };
+  if (f.launcher == "kubernetes") {
+    if (f.backend_url.empty()) {
+      std::fprintf(stderr,
+                   "sluice serve: --launcher kubernetes needs --backend-url (how pods "
+                   "reach this API inside the cluster)\n");
+      return 2;
+    }
+    orchestration.kubernetes = f.kubernetes;
+  }
   sluice::orchestrator::BackgroundOptions background_options;
   background_options.warehouse_keys = &sluice::api::ConfigKeyRing();
   if (!f.control_plane_url.empty())
@@ -193,6 +204,23 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
                   "only a superuser's token is accepted)")
       ->envname("SLUICE_METRICS_TOKEN");
+  cmd->add_option("--launcher", flags->launcher,
+                  "Where workers run: local processes or Kubernetes Deployments")
+      ->check(CLI::IsMember({"local", "kubernetes"}))
+      ->capture_default_str();
+  auto& k8s = flags->kubernetes;
+  cmd->add_option("--k8s-api-server", k8s.api.server, "Kubernetes API server URL")
+      ->capture_default_str();
+  cmd->add_option("--k8s-token-file", k8s.api.token_file, "Bearer token file for the API server")
+      ->capture_default_str();
+  cmd->add_option("--k8s-ca-file", k8s.api.ca_file, "CA bundle the API server is verified with")
+      ->capture_default_str();
+  cmd->add_option("--k8s-namespace", k8s.manifests.namespace_name, "Namespace of worker pods")
+      ->capture_default_str();
+  cmd->add_option("--k8s-image", k8s.manifests.image, "Sluice image worker pods run")
+      ->capture_default_str();
+  cmd->add_option("--k8s-service-account", k8s.manifests.service_account,
+                  "Service account of worker pods");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 

@@ -1,12 +1,14 @@
 // requires-subsystems: dataflow
-// `sluice worker --config FILE`: one shard of one connector. Launched by the
-// orchestrator (a local process, or a Kubernetes pod); SIGTERM stops it
-// cleanly, flushing what it emitted before confirming any position.
+// `sluice worker --config FILE` (a local process) or `sluice worker --api URL`
+// with SLUICE_WORKER_TOKEN (a Kubernetes pod): one shard of one connector.
+// SIGTERM stops it cleanly, flushing what it emitted before confirming any
+// position.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <utility>
@@ -20,13 +22,35 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-int RunWorkerCommand(const std::string& config_path) {
-  std::ifstream in(config_path);
-  if (!in) {
-    std::fprintf(stderr, "sluice worker: cannot read %s\n", config_path.c_str());
-    return 2;
+struct WorkerFlags {
+  std::string config;
+  std::string api;        // the back end, for a pod without a launch file
+  std::string connector;  // what the pod's Deployment says it runs; checked
+  std::string state_dir = "/tmp";
+  std::string shard, generation;  // informational: the token carries both
+};
+
+int RunWorkerCommand(const WorkerFlags& flags) {
+  nlohmann::json json;
+  std::string state_base;
+  if (!flags.config.empty()) {
+    std::ifstream in(flags.config);
+    if (!in) {
+      std::fprintf(stderr, "sluice worker: cannot read %s\n", flags.config.c_str());
+      return 2;
+    }
+    json = nlohmann::json::parse(in, nullptr, false);
+    state_base = flags.config;
+  } else {
+    const char* token = std::getenv("SLUICE_WORKER_TOKEN");
+    if (flags.api.empty() || !token || !*token) {
+      std::fprintf(stderr,
+                   "sluice worker: give --config FILE, or --api URL with "
+                   "SLUICE_WORKER_TOKEN set\n");
+      return 2;
+    }
+    json = {{"backend", {{"url", flags.api}, {"token", token}}}};
   }
-  auto json = nlohmann::json::parse(in, nullptr, false);
   // A launcher with an API hands the pod only the back end's URL and a token
   // scoped to it; the decrypted launch config is fetched, never written down.
   std::optional<std::pair<std::string, std::string>> backend;
@@ -45,8 +69,18 @@ int RunWorkerCommand(const std::string& config_path) {
                  launch.status().message().c_str());
     return 2;
   }
-  // Snapshot progress lives beside the launch file, so a restarted pod resumes.
-  if (launch->state_path.empty()) launch->state_path = config_path + ".snapshot.json";
+  if (!flags.connector.empty() && flags.connector != launch->connector_id.ToString()) {
+    std::fprintf(stderr, "sluice worker: the token is for connector %s, not %s\n",
+                 launch->connector_id.ToString().c_str(), flags.connector.c_str());
+    return 2;
+  }
+  // Snapshot progress lives beside the launch file, so a restarted process
+  // resumes; a pod keeps it on its own disk (a new pod re-reads, which the
+  // idempotent targets absorb).
+  if (launch->state_path.empty())
+    launch->state_path = !state_base.empty() ? state_base + ".snapshot.json"
+                                             : flags.state_dir + "/sluice-" +
+                                                   launch->worker_id.ToString() + ".snapshot.json";
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigaction(SIGTERM, &sa, nullptr);
@@ -62,10 +96,20 @@ int RunWorkerCommand(const std::string& config_path) {
 }
 
 sluice::cli::RegisterCommand reg([](CLI::App& root) {
-  auto config = std::make_shared<std::string>();
+  auto flags = std::make_shared<WorkerFlags>();
   auto* cmd = root.add_subcommand("worker", "Run one shard of one connector");
-  cmd->add_option("--config", *config, "Launch config JSON written by the launcher")->required();
-  cmd->callback([config] { sluice::cli::ExitCode() = RunWorkerCommand(*config); });
+  auto* config =
+      cmd->add_option("--config", flags->config, "Launch config JSON written by the launcher");
+  cmd->add_option("--api", flags->api,
+                  "Back end URL; the launch is fetched with SLUICE_WORKER_TOKEN")
+      ->excludes(config);
+  cmd->add_option("--connector", flags->connector, "The connector this pod runs (checked)");
+  // Informational: the token carries the shard and generation.
+  cmd->add_option("--shard", flags->shard, "Shard index (from the token)");
+  cmd->add_option("--generation", flags->generation, "Launch generation (from the token)");
+  cmd->add_option("--state-dir", flags->state_dir, "Where a pod keeps snapshot progress")
+      ->capture_default_str();
+  cmd->callback([flags] { sluice::cli::ExitCode() = RunWorkerCommand(*flags); });
 });
 
 }  // namespace

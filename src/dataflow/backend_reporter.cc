@@ -2,9 +2,9 @@
 // the back end's /api/v1/worker/* endpoints with the pod's scoped token. The
 // back end answers a refused report with 409, which the worker loop reads
 // as "replaced or told to stop" exactly as with the database transport.
-#include <curl/curl.h>
 #include <fmt/format.h>
 
+#include "common/http_client.h"
 #include "dataflow/pod_reports.h"
 #include "dataflow/worker_reporter.h"
 
@@ -14,46 +14,24 @@ namespace {
 
 using nlohmann::json;
 
-size_t Collect(char* data, size_t size, size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
+using common::HttpReply;
 
-struct Reply {
-  long status = 0;
-  std::string body;
-};
-
-common::Result<Reply> Call(const std::string& method, const std::string& url,
-                           const std::string& token, const std::string* payload) {
-  CURL* curl = curl_easy_init();
-  if (!curl) return common::Unavailable("curl_easy_init failed");
-  Reply reply;
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-  if (payload) {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload->data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload->size()));
-  }
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 10000L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
-  CURLcode rc = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK)
+common::Result<HttpReply> Call(const std::string& method, const std::string& url,
+                               const std::string& token, const std::string* payload) {
+  common::HttpRequest request;
+  request.method = method;
+  request.url = url;
+  request.headers = {"Content-Type: application/json", common::BearerHeader(token)};
+  if (payload) request.body = *payload;
+  auto reply = common::SendHttp(request);
+  if (!reply.ok())
     return common::Unavailable(
-        fmt::format("cannot reach the back end at {}: {}", url, curl_easy_strerror(rc)));
+        fmt::format("cannot reach the back end: {}", reply.status().message()));
   return reply;
 }
 
 // The back end's error body {"error":{"code","message"}} as a Status.
-common::Status StatusOf(const Reply& reply) {
+common::Status StatusOf(const HttpReply& reply) {
   if (reply.status >= 200 && reply.status < 300) return {};
   auto body = json::parse(reply.body, nullptr, false);
   std::string message = fmt::format("back end answered HTTP {}", reply.status);

@@ -19,9 +19,28 @@ std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records) {
 
 common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
                                 std::optional<std::string> reason) {
-  return runtime::WorkerRepository::ApplyReport(
-             tx, pod.worker_id, {pod.generation, state, std::move(reason)}, common::Clock::now())
-      .status();
+  auto applied = runtime::WorkerRepository::ApplyReport(
+      tx, pod.worker_id, {pod.generation, state, reason}, common::Clock::now());
+  if (!applied.ok() || state != runtime::WorkerState::kError) return applied.status();
+  // A failure is an event too, in the failing system's own words; it folds
+  // by fingerprint, so a target that stays away is one row whose count grows.
+  auto ref = tx.exec_params("SELECT env_id, team_id, name FROM connector WHERE id = $1",
+                            pod.connector_id.ToString());
+  if (ref.empty() || ref[0][0].is_null() || ref[0][1].is_null()) return {};
+  events::ResourceEvent ev;
+  ev.ts = common::Clock::now();
+  ev.level = events::Level::kError;
+  ev.type = events::Type::kConnector;
+  ev.code = "worker.error";
+  ev.summary = "Worker reported an error";
+  ev.reason = reason.value_or("unknown");
+  ev.details = {{"shard_index", pod.shard}};
+  ev.resource.env_id = *common::Uuid::Parse(ref[0][0].c_str());
+  ev.resource.team_id = *common::Uuid::Parse(ref[0][1].c_str());
+  ev.resource.connector_id = pod.connector_id;
+  ev.resource.connector_name = ref[0][2].is_null() ? "" : ref[0][2].c_str();
+  ev.pod = fmt::format("shard-{}", pod.shard);
+  return events::EventStore::Record(tx, ev, {}).status();
 }
 
 common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod) {

@@ -104,6 +104,7 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     return 0;
   }
   bool in_error = false;
+  std::string reported_error;
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   std::chrono::milliseconds backoff(0);
   while (!stop) {
@@ -114,9 +115,14 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
       (void)reporter.Rejected(stage->spec(), stage->TakeRejected());
     }
     // A target that went away is reported with its own words, and retried
-    // with backoff; nothing is committed meanwhile, so nothing is lost.
+    // with backoff; nothing is committed meanwhile, so nothing is lost. A
+    // failure that changes its words (connection lost, then refused) is
+    // reported again, so the reason says what is wrong now.
     if (!failure.ok()) {
-      if (!in_error) (void)reporter.ReportState(WorkerState::kError, failure.message());
+      if (!in_error || failure.message() != reported_error) {
+        (void)reporter.ReportState(WorkerState::kError, failure.message());
+        reported_error = failure.message();
+      }
       in_error = true;
       backoff = std::min(std::max(backoff * 2, std::chrono::milliseconds(200)),
                          std::chrono::milliseconds(5000));

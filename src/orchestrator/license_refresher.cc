@@ -1,22 +1,13 @@
 #include "orchestrator/license_refresher.h"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "common/http_client.h"
 #include "runtime/license_repository.h"
 
 namespace sluice::orchestrator {
-
-namespace {
-
-size_t Collect(char* data, size_t size, size_t count, void* out) {
-  static_cast<std::string*>(out)->append(data, size * count);
-  return size * count;
-}
-
-}  // namespace
 
 common::Result<runtime::LicenseVerdict> ParseVerdict(const std::string& body,
                                                      common::TimePoint now) {
@@ -44,30 +35,20 @@ common::Result<runtime::LicenseVerdict> ParseVerdict(const std::string& body,
 common::Result<runtime::LicenseVerdict> FetchVerdict(const LicenseSource& source,
                                                      common::TimePoint now) {
   if (!source.control_plane_url) return runtime::LicenseVerdict{true, std::nullopt, now};
-  CURL* curl = curl_easy_init();
-  if (!curl) return common::Unavailable("curl_easy_init failed");
-  std::string body;
-  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  common::HttpRequest request;
+  request.url = *source.control_plane_url;
+  request.headers = {"Accept: application/json"};
   if (!source.bearer_token.empty())
-    headers = curl_slist_append(headers, ("Authorization: Bearer " + source.bearer_token).c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, source.control_plane_url->c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(source.timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(curl);
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK)
-    return common::Unavailable(fmt::format("control-plane {} unreachable: {}",
-                                           *source.control_plane_url, curl_easy_strerror(rc)));
-  if (status != 200)
+    request.headers.push_back(common::BearerHeader(source.bearer_token));
+  request.timeout = source.timeout;
+  auto reply = common::SendHttp(request);
+  if (!reply.ok())
     return common::Unavailable(
-        fmt::format("control-plane {} answered HTTP {}", *source.control_plane_url, status));
-  return ParseVerdict(body, now);
+        fmt::format("control-plane unreachable: {}", reply.status().message()));
+  if (reply->status != 200)
+    return common::Unavailable(
+        fmt::format("control-plane {} answered HTTP {}", *source.control_plane_url, reply->status));
+  return ParseVerdict(reply->body, now);
 }
 
 common::Status RefreshLicense(store::Database& db, const LicenseSource& source) {

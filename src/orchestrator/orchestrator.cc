@@ -2,10 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "events/event_store.h"
@@ -19,14 +16,19 @@ namespace sluice::orchestrator {
 using runtime::Worker;
 using runtime::WorkerRepository;
 using runtime::WorkerState;
-namespace fs = std::filesystem;
+
+namespace {
+
+std::unique_ptr<runtime::PodLauncher> MakeLauncher(const OrchestratorOptions& o) {
+  if (o.kubernetes) return std::make_unique<runtime::KubernetesPodLauncher>(*o.kubernetes);
+  return std::make_unique<runtime::LocalPodLauncher>(o.sluice_bin, o.run_dir, o.supervisor);
+}
+
+}  // namespace
 
 Orchestrator::Orchestrator(store::Database& db, OrchestratorOptions options)
-    : db_(db),
-      options_(std::move(options)),
-      supervisor_(std::make_unique<runtime::ProcessSupervisor>(options_.supervisor)) {
-  fs::create_directories(options_.run_dir);
-  supervisor_->OnExit([this](const runtime::ProcessExit& exit) {
+    : db_(db), options_(std::move(options)), launcher_(MakeLauncher(options_)) {
+  launcher_->OnExit([this](const runtime::ProcessExit& exit) {
     // The crash is evidence whatever the row says; it folds by fingerprint,
     // so a crash loop is one event whose count grows.
     auto id = common::Uuid::Parse(exit.key.substr(0, 36));
@@ -48,6 +50,10 @@ Orchestrator::Orchestrator(store::Database& db, OrchestratorOptions options)
 }
 
 Orchestrator::~Orchestrator() { Stop(); }
+
+runtime::ProcessSupervisor& Orchestrator::supervisor() {
+  return dynamic_cast<runtime::LocalPodLauncher&>(*launcher_).supervisor();
+}
 
 std::string Orchestrator::PodKey(const Worker& w) {
   return w.id.ToString() + ":" + w.launch_generation.ToString();
@@ -71,17 +77,23 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
     if (!built.ok()) return built.status();
     launch = *built;
   }
-  auto path = fs::path(options_.run_dir) / (w.id.ToString() + ".json");
-  {
-    // Written 0600: it holds a token or decrypted credentials.
-    std::ofstream out(path, std::ios::trunc);
-    out << launch.dump(2);
+  auto name = tx.exec_params("SELECT name FROM connector WHERE id = $1", w.connector_id.ToString());
+  runtime::PodLaunch pod;
+  pod.key = PodKey(w);
+  pod.pod.worker_id = w.id.ToString();
+  pod.pod.connector_id = w.connector_id.ToString();
+  pod.pod.connector_name = name.empty() || name[0][0].is_null() ? "" : name[0][0].c_str();
+  pod.pod.shard_index = w.shard_index;
+  pod.pod.launch_generation = w.launch_generation.ToString();
+  pod.pod.config_hash = w.launched_config_hash.value_or("");
+  pod.file = std::move(launch);
+  if (auto st = launcher_->Ensure(pod); !st.ok()) {
+    // The intent stands and the next tick tries again; the reason shows why
+    // nothing runs yet.
+    w.reason = "cannot launch: " + st.message();
+    WorkerRepository::Update(tx, w);
+    return st;
   }
-  chmod(path.c_str(), 0600);
-  supervisor_->Ensure(PodKey(w),
-                      {{options_.sluice_bin, "worker", "--config", path.string()},
-                       {},
-                       (fs::path(options_.run_dir) / (w.id.ToString() + ".log")).string()});
   WorkerRepository::Update(tx, w);
   return common::Status::Ok();
 }
@@ -136,7 +148,7 @@ common::Status Orchestrator::Tick() {
           stale.push_back(w);
           continue;
         }
-        if (!supervisor_->IsRunning(PodKey(w))) {
+        if (!launcher_->IsRunning(PodKey(w))) {
           // Expected to run but not ours: launched by a previous back end or
           // lost. A new generation fences off whatever may still be out there.
           w.Start(now, std::nullopt);
@@ -160,7 +172,7 @@ common::Status Orchestrator::Tick() {
         if (!stopping_.insert(key).second) continue;
       }
       std::thread([this, w, key] {
-        bool killed = supervisor_->Stop(key, options_.stop_timeout);
+        bool killed = launcher_->Stop(key, options_.stop_timeout);
         try {
           auto forced = db_.Transact([&](pqxx::work& tx) -> std::optional<Worker> {
             auto row = WorkerRepository::FindForUpdate(tx, w.id);
@@ -185,13 +197,13 @@ common::Status Orchestrator::Tick() {
       }).detach();
       wanted.insert(key);
     }
-    for (const auto& key : supervisor_->Keys()) {
+    for (const auto& key : launcher_->Keys()) {
       bool in_stop;
       {
         std::lock_guard lock(stops_mu_);
         in_stop = stopping_.count(key) > 0;
       }
-      if (!wanted.count(key) && !in_stop) supervisor_->Stop(key, options_.stop_timeout);
+      if (!wanted.count(key) && !in_stop) launcher_->Stop(key, options_.stop_timeout);
     }
     for (const auto& w : license_paused)
       RecordWorkerEvent(w, "worker.license_paused", "critical", "Worker paused by the license",

@@ -17,6 +17,8 @@
 
 #include "common/status.h"
 #include "orchestrator/launch_builder.h"
+#include "runtime/kubernetes_pod_launcher.h"
+#include "runtime/local_pod_launcher.h"
 #include "runtime/process_supervisor.h"
 #include "store/database.h"
 
@@ -38,6 +40,9 @@ struct OrchestratorOptions {
   std::function<std::string(const runtime::Worker&)> issue_worker_token;
   const secrets::KeyRing* keys = nullptr;  // decrypts connector configs
   runtime::SupervisorOptions supervisor;
+  // Set: pods are Deployments applied through the Kubernetes API server
+  // (needs backend_url and issue_worker_token). Unset: local processes.
+  std::optional<runtime::KubernetesLauncherOptions> kubernetes;
 };
 
 class Orchestrator {
@@ -51,7 +56,9 @@ class Orchestrator {
   void Start();
   void Stop();
 
-  runtime::ProcessSupervisor& supervisor() { return *supervisor_; }
+  runtime::PodLauncher& launcher() { return *launcher_; }
+  // The local launcher's supervisor (tests look at pids); only when local.
+  runtime::ProcessSupervisor& supervisor();
   static std::string PodKey(const runtime::Worker& w);
 
  private:
@@ -65,7 +72,7 @@ class Orchestrator {
 
   store::Database& db_;
   OrchestratorOptions options_;
-  std::unique_ptr<runtime::ProcessSupervisor> supervisor_;
+  std::unique_ptr<runtime::PodLauncher> launcher_;
   std::mutex stops_mu_;
   std::set<std::string> stopping_;  // pod keys with a stop in flight
   std::atomic<bool> stop_{false};

@@ -47,16 +47,17 @@ json RenderWorkerDeployment(const WorkerPodSpec& spec, const KubernetesOptions& 
         "--generation", spec.launch_generation, "--api", o.api_url}},
       {"env", json::array({TokenEnv(spec.token_secret)})},
       {"resources", Resources(o)}};
+  json annotations = {{"sluice.dev/connector-name", spec.connector_name},
+                      {"sluice.dev/launch-generation", spec.launch_generation},
+                      {"sluice.dev/config-hash", spec.config_hash}};
+  if (!spec.worker_id.empty()) annotations["sluice.dev/worker-id"] = spec.worker_id;
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
           {"metadata",
            {{"name", WorkerDeploymentName(spec)},
             {"namespace", o.namespace_name},
             {"labels", labels},
-            {"annotations",
-             {{"sluice.dev/connector-name", spec.connector_name},
-              {"sluice.dev/launch-generation", spec.launch_generation},
-              {"sluice.dev/config-hash", spec.config_hash}}}}},
+            {"annotations", annotations}}},
           {"spec",
            {{"replicas", 1},
             // One pod per shard, never two: the old pod goes before the new one.

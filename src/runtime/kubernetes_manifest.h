@@ -25,6 +25,7 @@ struct WorkerPodSpec {
   std::string launch_generation;
   std::string config_hash;   // stamped as an annotation too
   std::string token_secret;  // name of the Secret holding the worker token
+  std::string worker_id;     // annotated when set, so a listing maps back to the row
 };
 
 struct LoaderJobSpec {

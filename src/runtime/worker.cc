@@ -48,10 +48,13 @@ Status Worker::accepts_reported_state(const StateReport& report) const {
 
 void Worker::Apply(const StateReport& report, common::TimePoint now) {
   // A pod that stops on its own while the back end wanted it paused stays
-  // PAUSED: the intent is what the operator asked for.
-  WorkerState next = report.state;
-  if (state == WorkerState::kPaused && next == WorkerState::kStopped) next = WorkerState::kPaused;
-  TransitionTo(next, now);
+  // PAUSED, and keeps the reason it was paused for (the license's, say): the
+  // intent is what the operator, or the license, asked for.
+  if (state == WorkerState::kPaused && report.state == WorkerState::kStopped) {
+    last_heartbeat_at = now;
+    return;
+  }
+  TransitionTo(report.state, now);
   reason = report.reason;
   last_heartbeat_at = now;
 }

@@ -140,6 +140,15 @@ common::Result<Worker> WorkerRepository::ApplyReport(pqxx::work& tx, const commo
 
 common::Status WorkerRepository::Heartbeat(pqxx::work& tx, const common::Uuid& worker_id,
                                            const common::Uuid& generation, common::TimePoint now) {
+  // The common case is one statement: the UPDATE takes the row lock itself
+  // and the generation rule is its WHERE. Only a refusal reads the row, so
+  // that the domain type words (or, after a race, accepts) it.
+  auto updated = tx.exec_params(
+      fmt::format("UPDATE worker SET last_heartbeat_at = {}, updated_at = now() AT TIME ZONE "
+                  "'UTC' WHERE id = $1 AND launch_generation = $2",
+                  Ts(3)),
+      worker_id.ToString(), generation.ToString(), common::ToEpochMicros(now));
+  if (updated.affected_rows() == 1) return common::Status::Ok();
   auto worker = FindForUpdate(tx, worker_id);
   if (!worker) return common::NotFound("no such worker");
   SLUICE_RETURN_IF_ERROR(worker->AcceptHeartbeat(generation, now));

@@ -6,11 +6,13 @@
 
 #include <signal.h>
 
+#include <fstream>
 #include <thread>
 
 #include "backfill/launcher.h"
 #include "backfill/repository.h"
 #include "backfill_harness.h"
+#include "common/subprocess.h"
 #include "connectors/targets/postgres_target.h"
 
 namespace sluice::backfill {
@@ -20,8 +22,9 @@ using namespace std::chrono_literals;
 
 class LauncherTest : public ::testing::Test, public testing::BackfillHarness {
  protected:
-  void Launch(Caps caps = {2, 2}, StallThresholds stall = {}) {
+  void Launch(Caps caps = {2, 2}, StallThresholds stall = {}, bool kubernetes = false) {
     LauncherOptions o;
+    if (kubernetes) o.kubernetes = runtime::KubernetesOptions{};
     o.sluice_bin = std::getenv("SLUICE_BIN");
     o.run_dir = (dir() / "run").string();
     o.database_url = plane_url();
@@ -70,6 +73,55 @@ TEST_F(LauncherTest, ARunLoadsEveryItemAndIsDone) {
     EXPECT_FALSE(item.truncated_at.has_value());
   }
   EXPECT_EQ(Item(runs[0].items[0].id).rows_written, 3000);
+}
+
+TEST_F(LauncherTest, WithKubernetesConfiguredTheJobManifestIsRenderedAndItsNameRecorded) {
+  CreateSourceTable("j", 100);
+  auto runs = Trigger({AddPair("j", "j_copy")});
+  auto item_id = runs[0].items[0].id;
+  Launch({2, 2}, {}, /*kubernetes=*/true);
+  ASSERT_TRUE(TickUntil([&] { return RunRow(runs[0].run.id).status == RunStatus::kDone; }))
+      << LoaderLogs();
+  auto item = Item(item_id);
+  ASSERT_TRUE(item.job_name.has_value());
+  EXPECT_EQ(*item.job_name, "sluice-loader-" + item_id.ToString());
+  std::ifstream in(dir() / "run" / "jobs" / (*item.job_name + ".json"));
+  auto manifest = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(manifest.is_object());
+  EXPECT_EQ(manifest["kind"], "Job");
+  EXPECT_EQ(manifest["metadata"]["name"], *item.job_name);
+}
+
+// By hand, an item reads its own configuration from the data-plane database
+// and reports there, fenced on the attempt it was launched for.
+TEST_F(LauncherTest, TheLoaderRunsAnItemByIdOverTheDatabase) {
+  CreateSourceTable("h", 1000);
+  auto runs = Trigger({AddPair("h", "h_copy")});
+  auto item_id = runs[0].items[0].id;
+  db().Transact([&](pqxx::work& tx) {
+    auto item = *Repository::FindItem(tx, item_id);
+    item.checked_at = common::Clock::now();
+    ASSERT_TRUE(item.Launch(common::Clock::now(), std::nullopt).ok());
+    Repository::UpdateItem(tx, item);
+  });
+  setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
+  auto r = common::RunProcess({std::getenv("SLUICE_BIN"), "loader", "--item", item_id.ToString(),
+                               "--data-dir", (dir() / "data").string()});
+  unsetenv("SLUICE_DATABASE_URL");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto item = Item(item_id);
+  EXPECT_EQ(item.status, ItemStatus::kCompleted);
+  EXPECT_EQ(item.rows_written, 1000);
+  EXPECT_EQ(Digest(target_url(), "h_copy"), Digest(source_url(), "h"));
+  // A second run of the same, now finished, attempt writes and reports nothing.
+  Target("DELETE FROM h_copy");
+  setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
+  auto again = common::RunProcess({std::getenv("SLUICE_BIN"), "loader", "--item",
+                                   item_id.ToString(), "--data-dir", (dir() / "data").string()});
+  unsetenv("SLUICE_DATABASE_URL");
+  EXPECT_EQ(again.exit_code, 4) << again.output;
+  EXPECT_EQ(Item(item_id).finished_at, item.finished_at);
+  EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM h_copy"), 0);
 }
 
 TEST_F(LauncherTest, AKilledLoaderIsRequeuedAndCompletes) {

@@ -68,13 +68,19 @@ TEST_F(WorkerProtocol, ReportsFollowTheWorkerRulesUnderTheRowLock) {
       Pod("POST", "/state", {{"state", "ERROR"}, {"reason", "late"}}, TokenFor(common::Uuid::V4()));
   EXPECT_EQ(stale.status, 409) << stale.body.dump();
   EXPECT_EQ(State(), "LIVE");
-  // A pod may not report an intent.
-  EXPECT_EQ(Pod("POST", "/state", {{"state", "STOPPING"}}).status, 409);
+  // A pod may not report an intent: that is the back end's to write.
+  EXPECT_EQ(Pod("POST", "/state", {{"state", "STOPPING"}}).status, 422);
   EXPECT_EQ(Pod("POST", "/state", {{"state", "NAPPING"}}).status, 422);
   EXPECT_EQ(Pod("POST", "/state", {{"state", "ERROR"}, {"reason", "disk full"}}).status, 204);
   auto row = db_->Transact(
       [&](pqxx::work& tx) { return *runtime::WorkerRepository::Find(tx, worker_.id); });
   EXPECT_EQ(row.reason, "disk full");
+  // The failure is also a resource event, in the worker's words.
+  pqxx::connection c(tdb_->url());
+  auto event = pqxx::work(c).exec1(
+      "SELECT count(*), max(reason) FROM resource_event WHERE code = 'worker.error'");
+  EXPECT_EQ(event[0].as<int>(), 1);
+  EXPECT_EQ(std::string(event[1].c_str()), "disk full");
 }
 
 TEST_F(WorkerProtocol, LaunchIsDecryptedOnlyHere) {

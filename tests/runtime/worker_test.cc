@@ -52,6 +52,16 @@ TEST(Worker, StopRequestedAtIsSetIffStopping) {
   EXPECT_FALSE(w.stop_requested_at);
 }
 
+TEST(Worker, APausedPodThatStopsStaysPausedWithItsReason) {
+  auto now = common::Clock::now();
+  auto w = Started(now);
+  w.Pause();
+  w.reason = "paused by license: no verdict within the grace window";
+  w.Apply({w.launch_generation, WorkerState::kStopped, {}}, now + 1s);
+  EXPECT_EQ(w.state, WorkerState::kPaused);
+  EXPECT_EQ(w.reason, "paused by license: no verdict within the grace window");
+}
+
 TEST(Worker, SecondStopRequestKeepsTheFirstTime) {
   auto now = common::Clock::now();
   auto w = Started(now);

@@ -1,0 +1,57 @@
+#include "common/http_client.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace sluice::common {
+
+namespace {
+
+size_t Collect(char* data, size_t size, size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+struct CurlDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct HeaderListDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+}  // namespace
+
+Result<HttpReply> SendHttp(const HttpRequest& request) {
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) return Unavailable("curl_easy_init failed");
+  curl_slist* raw_headers = nullptr;
+  for (const auto& h : request.headers) raw_headers = curl_slist_append(raw_headers, h.c_str());
+  std::unique_ptr<curl_slist, HeaderListDeleter> headers(raw_headers);
+  HttpReply reply;
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (!request.body.empty() || request.method != "GET") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+  }
+  if (!request.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, request.ca_file.c_str());
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  // Signals would interrupt other threads' work; the timeout does the job.
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &reply.body);
+  CURLcode rc = curl_easy_perform(c);
+  if (rc != CURLE_OK)
+    return Unavailable(
+        fmt::format("{} {}: {}", request.method, request.url, curl_easy_strerror(rc)));
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &reply.status);
+  return reply;
+}
+
+std::string BearerHeader(const std::string& token) { return "Authorization: Bearer " + token; }
+
+}  // namespace sluice::common

@@ -1,0 +1,37 @@
+// One blocking HTTP request through libcurl. The back end's own clients (the
+// worker protocol, the control-plane's license verdicts, the Kubernetes API
+// server) all need the same small thing: a method, headers, a body, a
+// deadline, and the status and body back.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace sluice::common {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  std::string body;                  // sent when non-empty or when method is not GET
+  std::chrono::milliseconds timeout{10'000};
+  std::string ca_file;  // PEM bundle to verify the server with; empty: the system's
+};
+
+struct HttpReply {
+  long status = 0;
+  std::string body;
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+// Unavailable when no answer came (connection refused, timeout, TLS); any
+// HTTP status, 5xx included, is a reply for the caller to judge.
+Result<HttpReply> SendHttp(const HttpRequest& request);
+
+// "Authorization: Bearer <token>".
+std::string BearerHeader(const std::string& token);
+
+}  // namespace sluice::common

@@ -1,0 +1,318 @@
+// Faults during a steady stream, with real processes: source and target
+// workers (`sluice worker`), the broker, and PostgreSQL. Every fault ends
+// with the target equal to the source (no row lost, none doubled), and the
+// failure is visible where a user looks: the worker row's reason and a
+// resource event. Each test records what it injected for the summary.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "broker/broker_harness.h"
+#include "common/uuid.h"
+#include "connectors/topic_naming.h"
+#include "reliability/record.h"
+#include "runtime/process_supervisor.h"
+#include "runtime/worker_repository.h"
+#include "store/database.h"
+#include "store/embedded_cluster.h"
+#include "support/test_database.h"
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class Faults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    broker_.Start();
+    dir_ =
+        std::filesystem::temp_directory_path() / ("sluice-faults-" + common::Uuid::V4().ToString());
+    std::filesystem::create_directories(dir_);
+    slot_ = "faults_" + common::Uuid::V4().ToString().substr(0, 8);
+    source_url_ = source_db_.url();
+  }
+  void TearDown() override {
+    supervisor_.reset();
+    try {
+      pqxx::connection c(source_url_);
+      pqxx::nontransaction(c).exec(
+          "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name "
+          "= " +
+          c.quote(slot_));
+    } catch (...) {
+    }
+    if (own_source_) (void)own_source_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A source in a cluster of its own, so that it can really be restarted.
+  void UseOwnSourceCluster() {
+    store::EmbeddedClusterOptions o;
+    o.dir = (dir_ / "source-pg").string();
+    o.durable = false;
+    auto cluster = store::EmbeddedCluster::Start(o);
+    ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+    own_source_ = std::move(cluster).value();
+    source_url_ = own_source_->Url("postgres");
+  }
+
+  void Source(const std::string& sql) {
+    pqxx::connection c(source_url_);
+    pqxx::nontransaction(c).exec(sql);
+  }
+  void Target(const std::string& sql) {
+    pqxx::connection c(ClusterUrl("postgres"));
+    pqxx::nontransaction(c).exec(sql);
+  }
+
+  // Worker rows in the data-plane database, so the workers' reports (state,
+  // reason, events) land where the API reads them.
+  runtime::Worker NewWorkerRow(const std::string& name, const std::string& way) {
+    return plane_db().Transact([&](pqxx::work& tx) {
+      if (env_.empty()) {
+        env_ = common::Uuid::V4().ToString();
+        team_ = common::Uuid::V4().ToString();
+        tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
+                       env_);
+        tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team_, env_);
+      }
+      auto id = common::Uuid::V4();
+      tx.exec_params(
+          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+          "env_id) VALUES ($1, $2, 'postgresql', '{}', $3, $4, $5)",
+          id.ToString(), name, way, team_, env_);
+      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
+      w.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, w);
+      return w;
+    });
+  }
+  store::Database& plane_db() {
+    if (!db_) db_ = std::make_unique<store::Database>(plane_.url(), 2);
+    return *db_;
+  }
+
+  json Launch(const runtime::Worker& w, const std::string& kind) {
+    return {{"worker_id", w.id.ToString()},
+            {"connector_id", w.connector_id.ToString()},
+            {"generation", w.launch_generation.ToString()},
+            {"kind", kind},
+            {"broker", {{"bootstrap_servers", broker_.bootstrap()}}},
+            {"report", {{"database_url", plane_.url()}}}};
+  }
+
+  void StartWorkers() {
+    Source(
+        "CREATE TABLE IF NOT EXISTS orders (id serial PRIMARY KEY, name text NOT NULL, "
+        "amount numeric(12,2), doc jsonb)");
+    Source(
+        "INSERT INTO orders (name, amount, doc) SELECT 'snap' || g, g, "
+        "jsonb_build_object('g', g) FROM generate_series(1, 300) g");
+    source_row_ = NewWorkerRow("faults-source", "source");
+    target_row_ = NewWorkerRow("faults-target", "target");
+    json source = Launch(source_row_, "source");
+    source["source"] = {{"type", "postgresql"},
+                        {"url", source_url_},
+                        {"slot", slot_},
+                        {"publication", slot_},
+                        {"topic_prefix", "faults"},
+                        {"tables", {{{"schema", "public"}, {"table", "orders"}}}}};
+    json target = Launch(target_row_, "target");
+    target["target"] = {{"type", "postgresql"}, {"url", target_db_.url()}};
+    target["subscriptions"] = {
+        {{"id", common::Uuid::V4().ToString()},
+         {"topic", connectors::TopicForTable("faults", {"public", "orders"})},
+         {"consumer_group", "faults-" + slot_},
+         {"target_table", "orders_copy"},
+         {"error_table", "orders_errors"}}};
+    supervisor_ = std::make_unique<runtime::ProcessSupervisor>(
+        runtime::SupervisorOptions{.initial_backoff = 200ms, .max_backoff = 2000ms});
+    std::string bin = std::getenv("SLUICE_BIN");
+    for (auto [name, config] : {std::pair{"source", source}, std::pair{"target", target}}) {
+      auto path = (dir_ / (std::string(name) + ".json")).string();
+      std::ofstream(path) << config.dump(2);
+      supervisor_->Ensure(
+          name,
+          {{bin, "worker", "--config", path}, {}, (dir_ / (std::string(name) + ".log")).string()});
+    }
+  }
+
+  // Inserts, updates and deletes, as a stream of separate transactions.
+  void Churn(int round) {
+    Source("INSERT INTO orders (name, amount, doc) SELECT 'r" + std::to_string(round) +
+           "-' || g, g, '{\"k\": 1}' FROM generate_series(1, 100) g");
+    Source("UPDATE orders SET name = name || '+', amount = amount + 1 WHERE id % 7 = " +
+           std::to_string(round % 7));
+    Source("DELETE FROM orders WHERE id % 13 = " + std::to_string(round % 13));
+  }
+
+  std::string Rows(const std::string& url, const std::string& table) {
+    try {
+      pqxx::connection c(url);
+      return pqxx::nontransaction(c)
+          .exec1("SELECT coalesce(jsonb_agg(to_jsonb(t) ORDER BY id)::text, '[]') FROM " + table +
+                 " t")[0]
+          .c_str();
+    } catch (const std::exception& e) {
+      return std::string("error: ") + e.what();
+    }
+  }
+  long Count(const std::string& url, const std::string& table) {
+    try {
+      pqxx::connection c(url);
+      return pqxx::nontransaction(c).exec1("SELECT count(*) FROM " + table)[0].as<long>();
+    } catch (...) {
+      return -1;
+    }
+  }
+
+  // Waits for target == source; records the fault and the rows lost (source
+  // rows missing from the target) either way.
+  ::testing::AssertionResult ConvergesAfter(int faults, std::chrono::seconds limit = 90s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    std::string want, got;
+    while (std::chrono::steady_clock::now() < deadline) {
+      want = Rows(source_url_, "orders");
+      got = Rows(target_db_.url(), "orders_copy");
+      if (want == got) break;
+      std::this_thread::sleep_for(250ms);
+    }
+    long lost = 0;
+    if (want != got) {
+      pqxx::connection s(source_url_);
+      auto ids = pqxx::nontransaction(s).exec1("SELECT array_agg(id)::text FROM orders")[0];
+      pqxx::connection t(target_db_.url());
+      lost = pqxx::nontransaction(t)
+                 .exec1(std::string("SELECT count(*) FROM unnest('") +
+                        (ids.is_null() ? "{}" : ids.c_str()) +
+                        "'::int[]) i WHERE NOT EXISTS (SELECT 1 FROM orders_copy WHERE id = i)")[0]
+                 .as<long>();
+    }
+    RecordReliability("faults",
+                      {{"injected", faults},
+                       {"rows_lost", static_cast<double>(lost)},
+                       {"rows_checked", static_cast<double>(Count(source_url_, "orders"))}});
+    if (want == got) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "target did not converge (" << lost << " source rows missing)\n"
+           << Logs();
+  }
+
+  std::string Logs() {
+    std::string out;
+    for (auto name : {"source.log", "target.log"}) {
+      std::ifstream in(dir_ / name);
+      std::string all((std::istreambuf_iterator<char>(in)), {});
+      out +=
+          std::string("--- ") + name + "\n" + all.substr(all.size() > 2500 ? all.size() - 2500 : 0);
+    }
+    return out;
+  }
+
+  runtime::Worker RowOf(const runtime::Worker& w) {
+    return plane_db().Transact(
+        [&](pqxx::work& tx) { return *runtime::WorkerRepository::Find(tx, w.id); });
+  }
+  long EventCount(const std::string& code, const common::Uuid& connector) {
+    return plane_db().Transact([&](pqxx::work& tx) {
+      return tx
+          .exec_params1(
+              "SELECT coalesce(sum(count), 0) FROM resource_event WHERE code = $1 AND "
+              "connector_id = $2",
+              code, connector.ToString())[0]
+          .as<long>();
+    });
+  }
+  template <typename Pred>
+  bool Eventually(Pred pred, std::chrono::seconds limit = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return pred();
+  }
+
+  BrokerProcess broker_;
+  TestDatabase plane_, source_db_, target_db_;
+  std::unique_ptr<store::Database> db_;
+  std::unique_ptr<store::EmbeddedCluster> own_source_;
+  std::string source_url_, slot_, env_, team_;
+  std::filesystem::path dir_;
+  runtime::Worker source_row_, target_row_;
+  std::unique_ptr<runtime::ProcessSupervisor> supervisor_;
+};
+
+TEST_F(Faults, EveryProcessKilledInTurnDuringAStreamLosesNothing) {
+  StartWorkers();
+  int round = 0;
+  for (; round < 3; ++round) Churn(round);
+  kill(*supervisor_->Pid("source"), SIGKILL);
+  for (; round < 6; ++round) Churn(round);
+  kill(*supervisor_->Pid("target"), SIGKILL);
+  for (; round < 9; ++round) Churn(round);
+  broker_.Kill();
+  for (; round < 12; ++round) Churn(round);
+  broker_.Start();
+  for (; round < 15; ++round) Churn(round);
+  EXPECT_TRUE(ConvergesAfter(3));
+  EXPECT_GE(supervisor_->Restarts("source"), 1);
+  EXPECT_GE(supervisor_->Restarts("target"), 1);
+}
+
+TEST_F(Faults, TargetDatabaseAwayFor30SecondsIsReportedAndLosesNothing) {
+  StartWorkers();
+  ASSERT_TRUE(Eventually([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s))
+      << Logs();
+  // The database refuses every connection, and the ones open are cut.
+  Target("ALTER DATABASE " + target_db_.name() + " ALLOW_CONNECTIONS false");
+  Target("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
+         target_db_.name() + "'");
+  auto away_until = std::chrono::steady_clock::now() + 30s;
+  int round = 0;
+  while (std::chrono::steady_clock::now() < away_until) {
+    Churn(round++);
+    std::this_thread::sleep_for(1s);
+  }
+  // Visible while it lasts: the worker's reason is the database's own words
+  // (which of them depends on whether a batch was in flight when it went).
+  auto row = RowOf(target_row_);
+  EXPECT_EQ(row.state, runtime::WorkerState::kError);
+  ASSERT_TRUE(row.reason.has_value());
+  bool postgres_words = false;
+  for (auto words :
+       {"not currently accepting connections", "terminating connection", "closed the connection"})
+    postgres_words = postgres_words || row.reason->find(words) != std::string::npos;
+  EXPECT_TRUE(postgres_words) << *row.reason;
+  EXPECT_GE(EventCount("worker.error", target_row_.connector_id), 1);
+  Target("ALTER DATABASE " + target_db_.name() + " ALLOW_CONNECTIONS true");
+  EXPECT_TRUE(ConvergesAfter(1));
+  EXPECT_TRUE(Eventually([&] { return RowOf(target_row_).state == runtime::WorkerState::kLive; }));
+}
+
+TEST_F(Faults, SourceDatabaseRestartMidStreamLosesNothing) {
+  UseOwnSourceCluster();
+  StartWorkers();
+  int round = 0;
+  for (; round < 3; ++round) Churn(round);
+  ASSERT_TRUE(own_source_->Stop().ok());
+  std::this_thread::sleep_for(2s);
+  store::EmbeddedClusterOptions o;
+  o.dir = (dir_ / "source-pg").string();
+  o.port = own_source_->port();
+  o.durable = false;
+  auto again = store::EmbeddedCluster::Start(o);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  own_source_ = std::move(again).value();
+  for (; round < 6; ++round) Churn(round);
+  EXPECT_TRUE(ConvergesAfter(1));
+}
+
+}  // namespace
+}  // namespace sluice::testing
