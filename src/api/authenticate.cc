@@ -5,13 +5,23 @@
 
 namespace sluice::api {
 
-common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& authorization) {
+namespace {
+
+// The signed claims of an "Authorization: Bearer <token>" header value.
+common::Result<auth::TokenClaims> VerifyBearer(const ApiContext& ctx,
+                                               const std::string& authorization) {
   const std::string scheme = "Bearer ";
   if (authorization.size() <= scheme.size() ||
       authorization.compare(0, scheme.size(), scheme) != 0) {
     return common::Unauthenticated("missing bearer token");
   }
-  auto claims = ctx.signer.Verify(authorization.substr(scheme.size()), std::time(nullptr));
+  return ctx.signer.Verify(authorization.substr(scheme.size()), std::time(nullptr));
+}
+
+}  // namespace
+
+common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& authorization) {
+  auto claims = VerifyBearer(ctx, authorization);
   if (!claims.ok()) return claims.status();
   if (claims->kind == auth::TokenKind::kRefresh) {
     return common::Unauthenticated("a refresh token cannot authorize requests");
@@ -38,12 +48,7 @@ common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& autho
 }
 
 common::Result<PodPrincipal> AuthenticatePod(ApiContext& ctx, const std::string& authorization) {
-  const std::string scheme = "Bearer ";
-  if (authorization.size() <= scheme.size() ||
-      authorization.compare(0, scheme.size(), scheme) != 0) {
-    return common::Unauthenticated("missing bearer token");
-  }
-  auto claims = ctx.signer.Verify(authorization.substr(scheme.size()), std::time(nullptr));
+  auto claims = VerifyBearer(ctx, authorization);
   if (!claims.ok()) return claims.status();
   if (claims->kind != auth::TokenKind::kWorker)
     return common::Unauthenticated("the worker endpoints need a worker token");

@@ -34,6 +34,8 @@ std::optional<std::string> FieldReader::OptionalString(const std::string& key, s
   if (!v) return std::nullopt;
   if (!v->is_string()) InvalidField(key, "must be a string");
   std::string s = v->get<std::string>();
+  // PostgreSQL text cannot hold NUL: refused here rather than failing the insert.
+  if (s.find('\0') != std::string::npos) InvalidField(key, "must not contain NUL characters");
   if (Utf8Chars(s) > max_chars) {
     InvalidField(key, "longer than " + std::to_string(max_chars) + " characters");
   }

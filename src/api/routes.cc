@@ -22,9 +22,9 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterWorkersRoutes(r, ctx);
   RegisterLicenseRoutes(r, ctx);
   RegisterWorkerProtocolRoutes(r, ctx);
+  RegisterBackfillsRoutes(r, ctx);
   RegisterMonitoringRoutes(r, ctx);
   RegisterMetricsRoutes(r, ctx);
-  RegisterBackfillsRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it
 }
 

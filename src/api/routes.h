@@ -26,9 +26,9 @@ void RegisterWizardRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkersRoutes(Router& r, ApiContext& ctx);
 void RegisterLicenseRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx);
+void RegisterBackfillsRoutes(Router& r, ApiContext& ctx);
 void RegisterMonitoringRoutes(Router& r, ApiContext& ctx);
 void RegisterMetricsRoutes(Router& r, ApiContext& ctx);
-void RegisterBackfillsRoutes(Router& r, ApiContext& ctx);
 void RegisterOpenApiRoutes(Router& r, ApiContext& ctx);
 
 // All of the above, in order.

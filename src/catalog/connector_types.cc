@@ -54,7 +54,11 @@ std::vector<ConnectorType> Build() {
         OneOf("sslmode", sslmodes, "libpq sslmode"),
         Str("slot_name", false, "Replication slot (default: derived from the connector id)"),
         Str("publication_name", false, "Publication (default: the slot name)"),
-        Str("topic_prefix", false, "Prefix of the per-table topics", "sluice")}});
+        Str("topic_prefix", false, "Prefix of the per-table topics", "sluice"),
+        OneOf("format", {"json", "avro"},
+              "Encoding of the change events: JSON, or Avro in Confluent's wire format "
+              "with the schema in the registry",
+              "json")}});
   types.push_back(
       {"postgresql-target",
        "postgresql",

@@ -43,9 +43,9 @@ struct ServeFlags {
   std::string backend_url;        // how workers reach this API; empty: derived from --listen
   std::string ui_dir;             // the built web UI; empty: found next to the binary
   int license_grace_seconds = 72 * 3600;
-  std::string metrics_token;       // bearer a Prometheus scraper presents at GET /metrics
   std::string launcher = "local";  // or "kubernetes"
   sluice::runtime::KubernetesLauncherOptions kubernetes;
+  std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -120,6 +120,11 @@ int Serve(const ServeFlags& f) {
   orchestration.sluice_bin = sluice::common::SelfExecutablePath();
   orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   orchestration.report_database_url = (*provisioned)->url();
+#ifdef SLUICE_HAVE_REGISTRY_SERVER
+  orchestration.registry_url = "http://" +
+                               (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
+                               std::to_string(registry.port());
+#endif
   orchestration.keys = &sluice::api::ConfigKeyRing();
   orchestration.license_grace = api_options.license_grace;
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
@@ -200,10 +205,6 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--license-grace", flags->license_grace_seconds,
                   "Seconds after the last verdict before starts are refused and workers pause")
       ->capture_default_str();
-  cmd->add_option("--metrics-token", flags->metrics_token,
-                  "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
-                  "only a superuser's token is accepted)")
-      ->envname("SLUICE_METRICS_TOKEN");
   cmd->add_option("--launcher", flags->launcher,
                   "Where workers run: local processes or Kubernetes Deployments")
       ->check(CLI::IsMember({"local", "kubernetes"}))
@@ -221,6 +222,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--k8s-service-account", k8s.manifests.service_account,
                   "Service account of worker pods");
+  cmd->add_option("--metrics-token", flags->metrics_token,
+                  "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
+                  "only a superuser's token is accepted)")
+      ->envname("SLUICE_METRICS_TOKEN");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 

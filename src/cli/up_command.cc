@@ -143,6 +143,10 @@ int Up(const UpFlags& f) {
   options.sluice_bin = sluice::common::SelfExecutablePath();
   options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   options.report_database_url = url;
+#ifdef SLUICE_HAVE_REGISTRY_SERVER
+  options.registry_url = "http://" + (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) +
+                         ":" + std::to_string(registry.port());
+#endif
   options.keys = &sluice::api::ConfigKeyRing();
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
   options.backend_url = "http://" + (api_host == "0.0.0.0" ? std::string("127.0.0.1") : api_host) +

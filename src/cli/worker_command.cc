@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "cli/command_registry.h"
+#include "common/net.h"
+#include "dataflow/worker_metrics.h"
 #include "dataflow/worker_process.h"
 #include "dataflow/worker_reporter.h"
 
@@ -22,12 +24,34 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
+// Serves the worker's /metrics on `listen` and records the bound port in
+// <base>.metrics-port (port 0 picks one), so whoever launched it can scrape.
+bool StartMetricsListener(sluice::dataflow::MetricsListener& listener, const std::string& listen,
+                          const std::string& base) {
+  std::string host;
+  int port = 0;
+  if (!sluice::common::SplitHostPort(listen, &host, &port)) {
+    std::fprintf(stderr, "sluice worker: metrics listen address must be HOST:PORT\n");
+    return false;
+  }
+  if (auto st = listener.Start(host, port); !st.ok()) {
+    std::fprintf(stderr, "sluice worker: metrics: %s\n", st.message().c_str());
+    return false;
+  }
+  std::string port_file = base + ".metrics-port";
+  std::ofstream(port_file, std::ios::trunc) << listener.port() << "\n";
+  std::printf("worker metrics listening on http://%s:%d/metrics\n", host.c_str(), listener.port());
+  std::fflush(stdout);
+  return true;
+}
+
 struct WorkerFlags {
   std::string config;
   std::string api;        // the back end, for a pod without a launch file
   std::string connector;  // what the pod's Deployment says it runs; checked
   std::string state_dir = "/tmp";
   std::string shard, generation;  // informational: the token carries both
+  std::string metrics_listen;     // empty: the launch config's, else 127.0.0.1:0
 };
 
 int RunWorkerCommand(const WorkerFlags& flags) {
@@ -61,8 +85,15 @@ int RunWorkerCommand(const WorkerFlags& flags) {
       std::fprintf(stderr, "sluice worker: %s\n", fetched.status().message().c_str());
       return 1;
     }
+    auto registry = json.value("registry", nlohmann::json());
     json = *fetched;
+    if (registry.is_object() && !json.contains("registry")) json["registry"] = registry;
   }
+  std::string metrics_listen = flags.metrics_listen;
+  if (metrics_listen.empty() && json.is_object() && json.contains("metrics_listen") &&
+      json["metrics_listen"].is_string())
+    metrics_listen = json["metrics_listen"].get<std::string>();
+  if (metrics_listen.empty()) metrics_listen = "127.0.0.1:0";
   auto launch = sluice::dataflow::WorkerLaunch::FromJson(json);
   if (!launch.ok()) {
     std::fprintf(stderr, "sluice worker: bad launch config: %s\n",
@@ -92,7 +123,13 @@ int RunWorkerCommand(const WorkerFlags& flags) {
           : sluice::dataflow::MakeNullReporter();
   spdlog::info("worker {} ({} shard {}) starting", launch->worker_id.ToString(), launch->kind,
                launch->shard);
-  return sluice::dataflow::RunWorker(*launch, *reporter, g_stop);
+  sluice::dataflow::WorkerMetrics metrics;
+  sluice::dataflow::MetricsListener listener(metrics);
+  std::string base = !state_base.empty()
+                         ? state_base
+                         : flags.state_dir + "/sluice-" + launch->worker_id.ToString();
+  if (!StartMetricsListener(listener, metrics_listen, base)) return 2;
+  return sluice::dataflow::RunWorker(*launch, *reporter, g_stop, {}, &metrics);
 }
 
 sluice::cli::RegisterCommand reg([](CLI::App& root) {
@@ -109,6 +146,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--generation", flags->generation, "Launch generation (from the token)");
   cmd->add_option("--state-dir", flags->state_dir, "Where a pod keeps snapshot progress")
       ->capture_default_str();
+  cmd->add_option(
+      "--metrics-listen", flags->metrics_listen,
+      "HOST:PORT of the worker's Prometheus /metrics (default: the launch config's "
+      "metrics_listen, else 127.0.0.1:0; the port is written to <config>.metrics-port)");
   cmd->callback([flags] { sluice::cli::ExitCode() = RunWorkerCommand(*flags); });
 });
 

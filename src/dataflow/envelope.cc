@@ -2,16 +2,26 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 namespace sluice::dataflow {
 
 using nlohmann::json;
 
-EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
-                            const connectors::TableSchema& schema) {
+std::string ColumnsJson(const connectors::TableSchema& schema) {
   json columns = json::array();
   for (const auto& c : schema.columns) {
     columns.push_back({{"name", c.name}, {"type", c.type_name}, {"key", c.key}});
   }
+  return columns.dump();
+}
+
+EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
+                            const connectors::TableSchema& schema) {
+  return EncodeEnvelope(event, ColumnsJson(schema));
+}
+
+EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::string& columns_json) {
   json envelope = {{"op", std::string(1, static_cast<char>(event.op))},
                    {"before", event.before},
                    {"after", event.after},
@@ -22,30 +32,83 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
                      {"commit_lsn", event.commit_lsn},
                      {"ts_ms", event.commit_time_micros / 1000},
                      {"snapshot", event.op == connectors::Op::kRead}}},
-                   {"columns", std::move(columns)},
                    {"schema_version", event.schema_version}};
   if (!event.unchanged_columns.empty()) envelope["unchanged"] = event.unchanged_columns;
-  return {event.key.is_null() ? std::string() : event.key.dump(), envelope.dump()};
+  // A SQL_ASCII source can hand over text that is not UTF-8, which JSON
+  // cannot carry; strict dumping throws and the worker would crash-loop on
+  // that row forever (found by the pgoutput fuzzer). Such bytes become U+FFFD.
+  constexpr auto kReplace = json::error_handler_t::replace;
+  // The envelope is an object: splice the serialized columns in before its end.
+  std::string value = envelope.dump(-1, ' ', false, kReplace);
+  value.pop_back();
+  value += ",\"columns\":";
+  value += columns_json;
+  value += '}';
+  return {event.key.is_null() ? std::string() : event.key.dump(-1, ' ', false, kReplace),
+          std::move(value)};
 }
+
+namespace {
+
+std::vector<connectors::targets::TargetColumn> ColumnsFrom(const json& array) {
+  std::vector<connectors::targets::TargetColumn> out;
+  for (const auto& c : array) {
+    if (!c.is_object()) continue;
+    out.push_back(
+        {c.value("name", std::string()), c.value("type", std::string()), c.value("key", false)});
+  }
+  return out;
+}
+
+// The encoder appends `,"columns":[...]` last, and a table's column list
+// repeats on every message: parse it once per distinct text. Anything else
+// (another producer's key order, a text that does not split into two valid
+// documents) takes the full parse.
+bool ParseSplit(const std::string& value, json& envelope,
+                std::vector<connectors::targets::TargetColumn>& columns) {
+  static constexpr std::string_view kMarker = ",\"columns\":[";
+  auto at = value.rfind(kMarker);
+  if (at == std::string::npos || value.size() < 2 || value.compare(value.size() - 2, 2, "]}") != 0)
+    return false;
+  std::string_view text = std::string_view(value).substr(at + kMarker.size() - 1);
+  text.remove_suffix(1);  // the envelope's closing brace
+  thread_local std::string cached_text;
+  thread_local std::vector<connectors::targets::TargetColumn> cached;
+  if (text != cached_text) {
+    json parsed = json::parse(text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_array()) return false;
+    cached_text = text;
+    cached = ColumnsFrom(parsed);
+  }
+  std::string head = value.substr(0, at);
+  head += '}';
+  envelope = json::parse(head, nullptr, false);
+  if (envelope.is_discarded() || !envelope.is_object()) return false;
+  columns = cached;
+  return true;
+}
+
+}  // namespace
 
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,
                                                                  const std::string& value) {
-  json envelope = json::parse(value, nullptr, false);
-  if (envelope.is_discarded() || !envelope.is_object()) {
-    return common::InvalidArgument("message value is not a JSON object");
+  json envelope;
+  connectors::targets::TargetChange change;
+  if (!ParseSplit(value, envelope, change.columns)) {
+    envelope = json::parse(value, nullptr, false);
+    if (envelope.is_discarded() || !envelope.is_object()) {
+      return common::InvalidArgument("message value is not a JSON object");
+    }
+    change.columns.clear();
+    if (auto it = envelope.find("columns"); it != envelope.end() && it->is_array())
+      change.columns = ColumnsFrom(*it);
   }
   auto op = envelope.value("op", std::string());
   if (op.size() != 1 || std::string("crudt").find(op[0]) == std::string::npos) {
     return common::InvalidArgument(fmt::format("unknown op '{}'", op));
   }
-  connectors::targets::TargetChange change;
   change.op = op[0];
-  if (auto it = envelope.find("columns"); it != envelope.end() && it->is_array()) {
-    for (const auto& c : *it) {
-      change.columns.push_back(
-          {c.value("name", std::string()), c.value("type", std::string()), c.value("key", false)});
-    }
-  }
+  change.source = envelope.value("source", json(nullptr));
   if (change.op == 't') return change;
   change.key = key.empty() ? json(nullptr) : json::parse(key, nullptr, false);
   if (!change.key.is_object()) return common::InvalidArgument("message key is not a JSON object");

@@ -22,6 +22,10 @@ struct EncodedEvent {
 
 EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
                             const connectors::TableSchema& schema);
+// The same, with `columns` already serialized (ColumnsJson of the schema):
+// a sink encodes it once per schema rather than once per event.
+EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::string& columns_json);
+std::string ColumnsJson(const connectors::TableSchema& schema);
 
 // Decodes a value into what a target applies; InvalidArgument (with what
 // is wrong) for a message that is not an envelope.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "dataflow/avro_envelope.h"
 #include "dataflow/envelope.h"
 
 namespace sluice::dataflow {
@@ -9,15 +10,51 @@ namespace sluice::dataflow {
 using common::Status;
 
 Status KafkaChangeSink::SchemaChanged(const connectors::TableSchema& schema) {
+  if (registry_) {
+    auto encoder = registry::ChangeEventEncoder::Create(AvroTableSpec(schema, server_),
+                                                        registry::EventFormat::kAvro);
+    if (!encoder.ok()) return encoder.status();
+    // Re-registering identical content is a no-op answering the same id.
+    auto id = registry_->Register(schema.topic + "-value", encoder->schema_text());
+    if (!id.ok()) {
+      return Status(id.status().code(),
+                    fmt::format("registering the schema of {}: {}", schema.table.Qualified(),
+                                id.status().message()));
+    }
+    writers_.insert_or_assign(schema.topic, AvroWriter{std::move(encoder).value(), *id});
+  }
   schemas_[schema.topic] = schema;
+  columns_json_[schema.topic] = ColumnsJson(schema);
   return Status::Ok();
+}
+
+common::Result<std::string> KafkaChangeSink::EncodeValue(const connectors::ChangeEvent& event,
+                                                         const connectors::TableSchema& schema) {
+  if (!registry_) {
+    auto it = columns_json_.find(event.topic);
+    return it == columns_json_.end() ? EncodeEnvelope(event, schema).value
+                                     : EncodeEnvelope(event, it->second).value;
+  }
+  auto it = writers_.find(event.topic);
+  if (it == writers_.end())
+    return common::Internal("no registered schema for topic " + event.topic);
+  auto bytes = it->second.encoder.Encode(AvroChange(event, schema), it->second.schema_id);
+  if (!bytes.ok()) {
+    return common::InvalidArgument(fmt::format("encoding a change of {} as Avro: {}",
+                                               event.table.Qualified(), bytes.status().message()));
+  }
+  return bytes;
 }
 
 Status KafkaChangeSink::Emit(const connectors::ChangeEvent& event) {
   SLUICE_RETURN_IF_ERROR(failure_);
   auto it = schemas_.find(event.topic);
   static const connectors::TableSchema kNoSchema;
-  auto encoded = EncodeEnvelope(event, it == schemas_.end() ? kNoSchema : it->second);
+  const auto& schema = it == schemas_.end() ? kNoSchema : it->second;
+  auto value = EncodeValue(event, schema);
+  if (!value.ok()) return value.status();
+  EncodedEvent encoded{event.key.is_null() ? std::string() : event.key.dump(),
+                       std::move(value).value()};
   auto status = producer_.Send(event.topic, encoded.key, encoded.value, next_id_);
   if (!status.ok()) {
     // A full local queue: let deliveries drain, then try once more.

@@ -3,20 +3,33 @@
 // transaction boundary) is acknowledged to the source only once the broker
 // acknowledged every message emitted before it, so the WAL position the
 // source confirms to PostgreSQL never runs ahead of what Kafka holds.
+//
+// With a registry, values are Avro in Confluent's wire format
+// (dataflow/avro_envelope.h): each table's envelope schema is registered
+// under "<topic>-value" when the source first describes it, and a new
+// version whenever its columns change (a column added by DDL).
 #pragma once
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "connectors/change_sink.h"
+#include "dataflow/registry_client.h"
 #include "kafka/producer.h"
+#include "registry/change_event.h"
 
 namespace sluice::dataflow {
 
 class KafkaChangeSink : public connectors::ChangeSink {
  public:
   explicit KafkaChangeSink(kafka::Producer& producer) : producer_(producer) {}
+  // Avro: registers schemas through `registry`; `server` names the envelope
+  // records' namespace (the topic prefix).
+  KafkaChangeSink(kafka::Producer& producer, std::shared_ptr<RegistryClient> registry,
+                  std::string server)
+      : producer_(producer), registry_(std::move(registry)), server_(std::move(server)) {}
 
   common::Status Emit(const connectors::ChangeEvent& event) override;
   common::Status SchemaChanged(const connectors::TableSchema& schema) override;
@@ -31,9 +44,20 @@ class KafkaChangeSink : public connectors::ChangeSink {
 
  private:
   common::Status Absorb(const std::vector<kafka::Delivery>& deliveries);
+  common::Result<std::string> EncodeValue(const connectors::ChangeEvent& event,
+                                          const connectors::TableSchema& schema);
+
+  struct AvroWriter {
+    registry::ChangeEventEncoder encoder;
+    int schema_id;
+  };
 
   kafka::Producer& producer_;
   std::map<std::string, connectors::TableSchema> schemas_;  // by topic
+  std::map<std::string, std::string> columns_json_;         // by topic
+  std::shared_ptr<RegistryClient> registry_;                // set: Avro
+  std::string server_;
+  std::map<std::string, AvroWriter> writers_;  // by topic
   std::int64_t next_id_ = 1;
   std::int64_t watermark_ = 0;  // every id <= watermark_ is acknowledged
   std::set<std::int64_t> acked_above_;

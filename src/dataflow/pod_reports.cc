@@ -17,6 +17,33 @@ std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records) {
   return refs;
 }
 
+namespace {
+
+// An event about this pod's connector (and one of its subscriptions), with
+// the names a listing shows; nullopt when the connector has no env or team.
+std::optional<events::ResourceEvent> PodEvent(pqxx::work& tx, const PodIdentity& pod,
+                                              const std::optional<std::string>& subscription_id) {
+  auto ref = tx.exec_params(
+      "SELECT c.env_id, c.team_id, c.name, s.name FROM connector c "
+      "LEFT JOIN subscription s ON s.id::text = $2 WHERE c.id = $1",
+      pod.connector_id.ToString(), subscription_id.value_or(""));
+  if (ref.empty() || ref[0][0].is_null() || ref[0][1].is_null()) return std::nullopt;
+  events::ResourceEvent ev;
+  ev.ts = common::Clock::now();
+  ev.resource.env_id = *common::Uuid::Parse(ref[0][0].c_str());
+  ev.resource.team_id = *common::Uuid::Parse(ref[0][1].c_str());
+  ev.resource.connector_id = pod.connector_id;
+  ev.resource.connector_name = ref[0][2].is_null() ? "" : ref[0][2].c_str();
+  if (subscription_id) {
+    ev.resource.subscription_id = common::Uuid::Parse(*subscription_id);
+    if (!ref[0][3].is_null()) ev.resource.subscription_name = ref[0][3].c_str();
+  }
+  ev.pod = fmt::format("shard-{}", pod.shard);
+  return ev;
+}
+
+}  // namespace
+
 common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
                                 std::optional<std::string> reason) {
   auto applied = runtime::WorkerRepository::ApplyReport(
@@ -24,23 +51,15 @@ common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime:
   if (!applied.ok() || state != runtime::WorkerState::kError) return applied.status();
   // A failure is an event too, in the failing system's own words; it folds
   // by fingerprint, so a target that stays away is one row whose count grows.
-  auto ref = tx.exec_params("SELECT env_id, team_id, name FROM connector WHERE id = $1",
-                            pod.connector_id.ToString());
-  if (ref.empty() || ref[0][0].is_null() || ref[0][1].is_null()) return {};
-  events::ResourceEvent ev;
-  ev.ts = common::Clock::now();
-  ev.level = events::Level::kError;
-  ev.type = events::Type::kConnector;
-  ev.code = "worker.error";
-  ev.summary = "Worker reported an error";
-  ev.reason = reason.value_or("unknown");
-  ev.details = {{"shard_index", pod.shard}};
-  ev.resource.env_id = *common::Uuid::Parse(ref[0][0].c_str());
-  ev.resource.team_id = *common::Uuid::Parse(ref[0][1].c_str());
-  ev.resource.connector_id = pod.connector_id;
-  ev.resource.connector_name = ref[0][2].is_null() ? "" : ref[0][2].c_str();
-  ev.pod = fmt::format("shard-{}", pod.shard);
-  return events::EventStore::Record(tx, ev, {}).status();
+  auto ev = PodEvent(tx, pod, std::nullopt);
+  if (!ev) return {};
+  ev->level = events::Level::kError;
+  ev->type = events::Type::kConnector;
+  ev->code = "worker.error";
+  ev->summary = "Worker reported an error";
+  ev->reason = reason.value_or("unknown");
+  ev->details = {{"shard_index", pod.shard}};
+  return events::EventStore::Record(tx, *ev, {}).status();
 }
 
 common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod) {
@@ -83,6 +102,7 @@ common::Status IngestDelivery(pqxx::work& tx, const std::string& subscription_id
   s.delivered = c.delivered;
   s.skipped = c.skipped;
   s.errored = c.errored;
+  s.consumer_lag = c.consumer_lag;
   return metrics::IngestConsumption(tx, {s}, common::Clock::now());
 }
 
@@ -90,28 +110,18 @@ common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
                               const std::string& subscription_id,
                               const std::vector<RejectedRef>& records) {
   if (records.empty()) return {};
-  auto ref = tx.exec_params(
-      "SELECT c.env_id, c.team_id, c.name, s.name FROM connector c "
-      "LEFT JOIN subscription s ON s.id::text = $2 WHERE c.id = $1",
-      pod.connector_id.ToString(), subscription_id);
-  if (ref.empty() || ref[0][0].is_null() || ref[0][1].is_null()) return {};
+  auto base = PodEvent(tx, pod, subscription_id);
+  if (!base) return {};
   for (const auto& r : records) {
-    events::ResourceEvent ev;
-    ev.ts = common::Clock::now();
-    ev.level = events::Level::kError;
-    ev.type = events::Type::kDlq;
-    ev.code = "subscription.record_rejected";
-    ev.summary = "A record was refused by the target";
-    ev.reason = r.error;
-    ev.details = {{"topic", r.topic}, {"partition", r.partition}, {"offset", r.offset}};
-    ev.resource.env_id = *common::Uuid::Parse(ref[0][0].c_str());
-    ev.resource.team_id = *common::Uuid::Parse(ref[0][1].c_str());
-    ev.resource.connector_id = pod.connector_id;
-    ev.resource.connector_name = ref[0][2].is_null() ? "" : ref[0][2].c_str();
-    ev.resource.subscription_id = common::Uuid::Parse(subscription_id);
-    if (!ref[0][3].is_null()) ev.resource.subscription_name = ref[0][3].c_str();
-    ev.pod = fmt::format("shard-{}", pod.shard);
-    auto recorded = events::EventStore::Record(tx, ev, {});
+    auto ev = base;
+    ev->ts = common::Clock::now();
+    ev->level = events::Level::kError;
+    ev->type = events::Type::kDlq;
+    ev->code = "subscription.record_rejected";
+    ev->summary = "A record was refused by the target";
+    ev->reason = r.error;
+    ev->details = {{"topic", r.topic}, {"partition", r.partition}, {"offset", r.offset}};
+    auto recorded = events::EventStore::Record(tx, *ev, {});
     if (!recorded.ok()) return recorded.status();
   }
   return {};
@@ -179,8 +189,10 @@ common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const j
 }
 
 json CountersToJson(const DeliveryCounters& c) {
-  return {{"from_ms", c.from_ms},     {"to_ms", c.to_ms},     {"consumed", c.consumed},
-          {"delivered", c.delivered}, {"skipped", c.skipped}, {"errored", c.errored}};
+  json j = {{"from_ms", c.from_ms},     {"to_ms", c.to_ms},     {"consumed", c.consumed},
+            {"delivered", c.delivered}, {"skipped", c.skipped}, {"errored", c.errored}};
+  if (c.consumer_lag) j["consumer_lag"] = *c.consumer_lag;
+  return j;
 }
 
 common::Result<DeliveryCounters> CountersFromJson(const json& j) {
@@ -192,6 +204,11 @@ common::Result<DeliveryCounters> CountersFromJson(const json& j) {
         std::pair{"consumed", &c.consumed}, std::pair{"delivered", &c.delivered},
         std::pair{"skipped", &c.skipped}, std::pair{"errored", &c.errored}})
     ReadInt(j, key, field, &problems, "counters");
+  if (j.contains("consumer_lag") && !j["consumer_lag"].is_null()) {
+    std::int64_t lag = 0;
+    ReadInt(j, "consumer_lag", &lag, &problems, "counters");
+    c.consumer_lag = lag;
+  }
   SLUICE_RETURN_IF_ERROR(Problems(problems));
   return c;
 }

@@ -36,7 +36,8 @@ SubscriptionStage::SubscriptionStage(SubscriptionSpec spec, std::vector<RowTrans
 }
 
 common::Result<std::unique_ptr<SubscriptionStage>> SubscriptionStage::Create(
-    const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target_spec) {
+    const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target_spec,
+    std::shared_ptr<RegistryClient> registry) {
   std::vector<RowTransform> transforms;
   for (const auto* config : {&spec.datamodel_config, &spec.transform_config}) {
     auto transform = RowTransform::Create(*config);
@@ -51,6 +52,7 @@ common::Result<std::unique_ptr<SubscriptionStage>> SubscriptionStage::Create(
   std::string group = spec.consumer_group.empty() ? spec.id : spec.consumer_group;
   std::unique_ptr<SubscriptionStage> stage(
       new SubscriptionStage(std::move(spec), std::move(transforms), std::move(target).value()));
+  stage->avro_ = std::make_unique<AvroEnvelopeDecoder>(std::move(registry));
   auto consumer = kafka::Consumer::Create(broker, group);
   if (!consumer.ok()) return consumer.status();
   stage->consumer_ = std::move(consumer).value();
@@ -76,7 +78,13 @@ common::Status SubscriptionStage::Deliver() {
   std::vector<RejectedRecord> undecodable;
   std::int64_t skipped = 0;
   for (std::size_t i = 0; i < pending_.size(); ++i) {
-    auto change = DecodeEnvelope(pending_[i].key, pending_[i].value);
+    const auto& m = pending_[i];
+    auto change =
+        IsWireFramed(m.value) ? avro_->Decode(m.key, m.value) : DecodeEnvelope(m.key, m.value);
+    // An unreachable registry is the registry's problem, not the row's:
+    // nothing is committed and the batch is retried.
+    if (!change.ok() && change.status().code() == common::Code::kUnavailable)
+      return change.status();
     if (!change.ok()) {
       undecodable.push_back({pending_[i], change.status().message()});
       continue;

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "connectors/targets/postgres_target.h"
 #include "connectors/targets/target.h"
+#include "dataflow/avro_envelope.h"
 #include "dataflow/row_transform.h"
 #include "kafka/consumer.h"
 
@@ -42,6 +43,8 @@ struct TargetSpec {
 struct DeliveryCounters {
   std::int64_t from_ms = 0, to_ms = 0;
   std::int64_t consumed = 0, delivered = 0, skipped = 0, errored = 0;
+  // Set by the worker loop from the broker (not counted by the stage).
+  std::optional<std::int64_t> consumer_lag;
 };
 
 struct RejectedRecord {
@@ -51,8 +54,10 @@ struct RejectedRecord {
 
 class SubscriptionStage {
  public:
+  // `registry` decodes Avro (wire-framed) messages; JSON ones need none.
   static common::Result<std::unique_ptr<SubscriptionStage>> Create(
-      const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target);
+      const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target,
+      std::shared_ptr<RegistryClient> registry = nullptr);
 
   // Polls one batch and delivers it. A target that is unreachable returns
   // Unavailable and keeps the batch for the next call (nothing committed).
@@ -71,6 +76,7 @@ class SubscriptionStage {
   SubscriptionSpec spec_;
   std::vector<RowTransform> transforms_;  // datamodel's, then subscription's
   std::unique_ptr<kafka::Consumer> consumer_;
+  std::unique_ptr<AvroEnvelopeDecoder> avro_;
   std::unique_ptr<connectors::targets::Target> target_;
   std::unique_ptr<connectors::targets::PostgresTarget> error_target_;
   std::vector<kafka::Message> pending_;  // polled, not yet delivered

@@ -32,6 +32,9 @@ common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
     w.broker = *broker;
   if (j.contains("report") && j["report"].contains("database_url"))
     w.report_database_url = j["report"]["database_url"].get<std::string>();
+  if (j.contains("registry") && j["registry"].is_object() && j["registry"].contains("url") &&
+      j["registry"]["url"].is_string())
+    w.registry_url = j["registry"]["url"].get<std::string>();
   if (w.kind == "source") {
     const auto& s = j.value("source", json::object());
     w.source.type = s.value("type", std::string());
@@ -39,16 +42,43 @@ common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
     w.source.slot = s.value("slot", std::string());
     w.source.publication = s.value("publication", std::string());
     w.source.topic_prefix = s.value("topic_prefix", std::string("sluice"));
-    if (w.source.type != "postgresql")
-      problems.push_back("source.type: only postgresql is supported");
-    if (w.source.url.empty()) problems.push_back("source.url is required");
-    if (w.source.slot.empty()) problems.push_back("source.slot is required");
-    if (w.source.publication.empty()) problems.push_back("source.publication is required");
-    for (const auto& t : s.value("tables", json::array())) {
-      w.source.tables.push_back(
-          {t.value("schema", std::string("public")), t.value("table", std::string())});
+    w.source.format = s.value("format", std::string("json"));
+    if (w.source.format != "json" && w.source.format != "avro")
+      problems.push_back("source.format: json or avro");
+    if (w.source.format == "avro" && !w.registry_url)
+      problems.push_back("source.format avro needs registry.url");
+    if (w.source.type != "postgresql" && w.source.type != "kafka")
+      problems.push_back("source.type: postgresql or kafka");
+    if (w.source.type == "postgresql") {
+      if (w.source.url.empty()) problems.push_back("source.url is required");
+      if (w.source.slot.empty()) problems.push_back("source.slot is required");
+      if (w.source.publication.empty()) problems.push_back("source.publication is required");
+      for (const auto& t : s.value("tables", json::array())) {
+        w.source.tables.push_back(
+            {t.value("schema", std::string("public")), t.value("table", std::string())});
+      }
+      if (w.source.tables.empty()) problems.push_back("source.tables: at least one table");
     }
-    if (w.source.tables.empty()) problems.push_back("source.tables: at least one table");
+    for (const auto& d : j.value("datamodels", json::array())) {
+      DatamodelSpec spec;
+      spec.id = d.value("id", std::string());
+      spec.source_topic = d.value("source_topic", std::string());
+      spec.target_topic = d.value("target_topic", std::string());
+      spec.consumer_group = d.value("consumer_group", std::string());
+      spec.transform = d.value("transform", json::object());
+      if (d.contains("key") && d["key"].is_array())
+        for (const auto& k : d["key"])
+          if (k.is_string()) spec.key_columns.push_back(k.get<std::string>());
+      spec.input = d.value("input", std::string("envelope"));
+      spec.format = d.value("format", std::string("json"));
+      if (spec.id.empty() || spec.source_topic.empty() || spec.target_topic.empty())
+        problems.push_back("datamodels[]: id, source_topic and target_topic are required");
+      if (spec.input != "envelope" && spec.input != "json")
+        problems.push_back("datamodels[].input: envelope or json");
+      if (spec.format == "avro" && !w.registry_url)
+        problems.push_back("datamodels[].format avro needs registry.url");
+      w.datamodels.push_back(std::move(spec));
+    }
   }
   if (w.kind == "target") {
     const auto& t = j.value("target", json::object());

@@ -6,8 +6,12 @@
 //    "kind": "source" | "target",
 //    "broker": {<env.retention_configuration>},
 //    "report": {"database_url": "..."}            where heartbeats and metrics go
+//    "registry": {"url": "http://host:port"}      the schema registry, for Avro
 //    "source": {"type": "postgresql", "url": "...", "slot": "...", "publication": "...",
+//               "format": "json" | "avro",
 //               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
+//    "datamodels": [{"id", "source_topic", "target_topic", "consumer_group", "transform",
+//                    "key": [...], "input": "envelope" | "json", "format": "json" | "avro"}],
 //    "target": {"type": "postgresql" | "http" | "jsonl", ...its config: url / directory...},
 //    "subscriptions": [{"id", "name", "topic", "consumer_group", "target_table",
 //                       "target_schema", "transform_config", "error_table"}]}
@@ -21,6 +25,7 @@
 #include "common/status.h"
 #include "common/uuid.h"
 #include "connectors/change_event.h"
+#include "dataflow/datamodel_stage.h"
 #include "dataflow/subscription_stage.h"
 #include "kafka/client_config.h"
 
@@ -33,7 +38,10 @@ struct SourceLaunch {
   std::string publication;
   std::string topic_prefix = "sluice";
   std::vector<connectors::TableId> tables;
+  std::string format = "json";  // json | avro (needs the registry)
 };
+// type postgresql: the CDC source above; type kafka: an existing topic,
+// read by the launch's datamodel stages only.
 
 struct WorkerLaunch {
   common::Uuid worker_id;
@@ -43,10 +51,15 @@ struct WorkerLaunch {
   std::string kind;  // source | target
   kafka::ClientConfig broker;
   std::optional<std::string> report_database_url;
+  // The schema registry (Confluent REST, serve's --registry-listen): where
+  // Avro sources register and Avro messages' schemas are fetched.
+  std::optional<std::string> registry_url;
   SourceLaunch source;
   // Where the source keeps its snapshot progress between restarts (the
   // launcher's run dir); empty keeps none, so a restart re-reads the tables.
   std::string state_path;
+  // Datamodels this source shard republishes (kind source).
+  std::vector<DatamodelSpec> datamodels;
   TargetSpec target;
   std::vector<SubscriptionSpec> subscriptions;
 

@@ -3,11 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/time.h"
 #include "connectors/postgres/postgres_source.h"
+#include "dataflow/datamodel_stage.h"
 #include "dataflow/kafka_change_sink.h"
+#include "dataflow/worker_metrics.h"
 #include "kafka/producer.h"
 
 namespace sluice::dataflow {
@@ -22,17 +26,96 @@ bool Refused(const common::Status& s) {
   return s.code() == common::Code::kConflict || s.code() == common::Code::kNotFound;
 }
 
-int Fail(WorkerReporter& reporter, const common::Status& status) {
+int Fail(WorkerReporter& reporter, WorkerMetrics& wm, const common::Status& status) {
   spdlog::error("worker failed: {}", status.message());
+  wm.OnError();
   (void)reporter.ReportState(WorkerState::kError, status.message());
   return 1;
 }
 
+// The source's datamodel stages, on their own thread so neither the WAL
+// reader nor the republishing waits on the other's polls.
+class DatamodelRunner {
+ public:
+  DatamodelRunner(std::vector<std::unique_ptr<DatamodelStage>> stages)
+      : stages_(std::move(stages)) {
+    if (!stages_.empty()) thread_ = std::thread([this] { Loop(); });
+  }
+  ~DatamodelRunner() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (auto& stage : stages_) stage->Close();
+    stages_.clear();
+  }
+  // The first failure, once there is one (the worker exits and replays).
+  std::optional<common::Status> failure() {
+    std::lock_guard lock(mu_);
+    return failure_;
+  }
+
+ private:
+  void Loop() {
+    auto timeout = std::chrono::milliseconds(stages_.size() > 1 ? 50 : 200);
+    while (!stop_) {
+      for (auto& stage : stages_) {
+        common::Status st;
+        try {
+          st = stage->RunOnce(timeout);
+        } catch (const std::exception& e) {
+          st = common::Internal(e.what());
+        }
+        if (!st.ok()) {
+          std::lock_guard lock(mu_);
+          failure_ =
+              common::Status(st.code(), "datamodel " + stage->spec().id + ": " + st.message());
+          return;
+        }
+      }
+    }
+  }
+  std::vector<std::unique_ptr<DatamodelStage>> stages_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::optional<common::Status> failure_;
+  std::thread thread_;
+};
+
 int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              const WorkerTiming& timing) {
+              const WorkerTiming& timing, WorkerMetrics& wm) {
+  auto registry =
+      launch.registry_url ? std::make_shared<RegistryClient>(*launch.registry_url) : nullptr;
+  std::vector<std::unique_ptr<DatamodelStage>> stages;
+  for (const auto& spec : launch.datamodels) {
+    auto stage = DatamodelStage::Create(launch.broker, spec, registry);
+    if (!stage.ok()) return Fail(reporter, wm, stage.status());
+    stages.push_back(std::move(stage).value());
+  }
+  DatamodelRunner datamodels(std::move(stages));
+  if (launch.source.type == "kafka") {
+    // The topic exists already: republishing it is the whole job.
+    if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st))
+      return 0;
+    auto last_heartbeat = Steady::now();
+    while (!stop) {
+      if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (Steady::now() - last_heartbeat >= timing.heartbeat_every) {
+        last_heartbeat = Steady::now();
+        if (Refused(reporter.Heartbeat())) break;
+      }
+    }
+    datamodels.Stop();
+    (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
+    return 0;
+  }
   auto producer = kafka::Producer::Create(launch.broker);
-  if (!producer.ok()) return Fail(reporter, producer.status());
-  KafkaChangeSink sink(**producer);
+  if (!producer.ok()) return Fail(reporter, wm, producer.status());
+  auto sink_ptr =
+      launch.source.format == "avro"
+          ? std::make_unique<KafkaChangeSink>(**producer, registry, launch.source.topic_prefix)
+          : std::make_unique<KafkaChangeSink>(**producer);
+  KafkaChangeSink& sink = *sink_ptr;
   connectors::ProductionMetrics metrics(common::NowEpochMillis());
   connectors::postgres::PostgresSourceOptions options;
   options.url = launch.source.url;
@@ -60,19 +143,22 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
         };
   }
   connectors::postgres::PostgresSource source(options, &sink, &metrics);
-  if (auto st = source.Start(); !st.ok()) return Fail(reporter, st);
+  if (auto st = source.Start(); !st.ok()) return Fail(reporter, wm, st);
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
     spdlog::warn("back end refused LIVE ({}); exiting", st.message());
     return 0;
   }
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   while (!stop) {
-    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok()) return Fail(reporter, st);
-    if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, st);
+    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
+      return Fail(reporter, wm, st);
+    if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
+    if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
       auto st = reporter.Heartbeat();
+      wm.OnHeartbeat(st.ok());
       if (Refused(st)) {
         spdlog::warn("heartbeat refused ({}); exiting", st.message());
         break;
@@ -80,24 +166,31 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     }
     if (now - last_metrics >= timing.metrics_every) {
       last_metrics = now;
-      (void)reporter.Production(metrics.TakeInterval(common::NowEpochMillis()));
+      auto intervals = metrics.TakeInterval(common::NowEpochMillis());
+      wm.OnProduced(intervals);
+      (void)reporter.Production(intervals);
     }
   }
+  datamodels.Stop();
   // Clean stop: everything emitted is flushed and its position confirmed.
-  if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, st);
+  if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, wm, st);
   (void)source.Poll(std::chrono::milliseconds(0));
   source.Stop();
-  (void)reporter.Production(metrics.TakeInterval(common::NowEpochMillis()));
+  auto last = metrics.TakeInterval(common::NowEpochMillis());
+  wm.OnProduced(last);
+  (void)reporter.Production(last);
   (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
   return 0;
 }
 
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              const WorkerTiming& timing) {
+              const WorkerTiming& timing, WorkerMetrics& wm) {
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
+  auto registry =
+      launch.registry_url ? std::make_shared<RegistryClient>(*launch.registry_url) : nullptr;
   for (const auto& spec : launch.subscriptions) {
-    auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target);
-    if (!stage.ok()) return Fail(reporter, stage.status());
+    auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target, registry);
+    if (!stage.ok()) return Fail(reporter, wm, stage.status());
     stages.push_back(std::move(stage).value());
   }
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
@@ -107,6 +200,10 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   std::string reported_error;
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   std::chrono::milliseconds backoff(0);
+  std::vector<LagProbe::Target> lag_targets;
+  for (const auto& stage : stages)
+    lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
+  LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
   while (!stop) {
     common::Status failure;
     for (auto& stage : stages) {
@@ -120,6 +217,7 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     // reported again, so the reason says what is wrong now.
     if (!failure.ok()) {
       if (!in_error || failure.message() != reported_error) {
+        if (!in_error) wm.OnError();
         (void)reporter.ReportState(WorkerState::kError, failure.message());
         reported_error = failure.message();
       }
@@ -135,15 +233,30 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
-      if (Refused(reporter.Heartbeat())) break;
+      auto st = reporter.Heartbeat();
+      wm.OnHeartbeat(st.ok());
+      if (Refused(st)) break;
     }
     if (now - last_metrics >= timing.metrics_every) {
       last_metrics = now;
-      for (auto& stage : stages) (void)reporter.Consumption(stage->spec(), stage->TakeCounters());
+      for (auto& stage : stages) {
+        auto counters = stage->TakeCounters();
+        // Lag as the broker sees it (log end minus committed): what a
+        // restart would still have to deliver. Unknown when it cannot be asked.
+        auto lag = lag_probe.Latest(stage->spec().id);
+        if (lag) {
+          counters.consumer_lag = *lag;
+          wm.OnLag(stage->spec().id, *lag);
+        }
+        wm.OnDelivery(stage->spec().id, counters);
+        (void)reporter.Consumption(stage->spec(), counters);
+      }
     }
   }
   for (auto& stage : stages) {
-    (void)reporter.Consumption(stage->spec(), stage->TakeCounters());
+    auto counters = stage->TakeCounters();
+    wm.OnDelivery(stage->spec().id, counters);
+    (void)reporter.Consumption(stage->spec(), counters);
     stage->Close();
   }
   (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
@@ -153,12 +266,14 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
 }  // namespace
 
 int RunWorker(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              WorkerTiming timing) {
+              WorkerTiming timing, WorkerMetrics* metrics) {
+  WorkerMetrics unserved;
+  WorkerMetrics& wm = metrics ? *metrics : unserved;
   try {
-    return launch.kind == "source" ? RunSource(launch, reporter, stop, timing)
-                                   : RunTarget(launch, reporter, stop, timing);
+    return launch.kind == "source" ? RunSource(launch, reporter, stop, timing, wm)
+                                   : RunTarget(launch, reporter, stop, timing, wm);
   } catch (const std::exception& e) {
-    return Fail(reporter, common::Internal(e.what()));
+    return Fail(reporter, wm, common::Internal(e.what()));
   }
 }
 

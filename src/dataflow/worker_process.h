@@ -16,7 +16,10 @@ struct WorkerTiming {
   std::chrono::milliseconds metrics_every{5000};
 };
 
+class WorkerMetrics;
+
+// `metrics`, when given, is what the worker's /metrics listener serves.
 int RunWorker(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
-              WorkerTiming timing = {});
+              WorkerTiming timing = {}, WorkerMetrics* metrics = nullptr);
 
 }  // namespace sluice::dataflow

@@ -54,6 +54,16 @@ std::string PostgresUrl(const json& c) {
   return url;
 }
 
+std::optional<std::string> RepublishedTopic(const std::string& source_type,
+                                            const std::string& source_topic,
+                                            const std::optional<std::string>& target_topic) {
+  if (target_topic && !target_topic->empty() && *target_topic != source_topic) return target_topic;
+  // An existing topic holds plain JSON values, never the change envelope
+  // subscriptions read: it is always republished.
+  if (source_type == "kafka" && !source_topic.empty()) return source_topic + ".sluice";
+  return std::nullopt;
+}
+
 std::string DefaultSlotName(const runtime::Worker& worker) {
   std::string id = worker.connector_id.ToString();
   id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
@@ -77,22 +87,55 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
                  {"kind", way},
                  {"broker", broker}};
   if (way == "source") {
-    if (type != "postgresql")
+    if (type != "postgresql" && type != "kafka")
       return common::FailedPrecondition(fmt::format("no runtime for source type {}", type));
     std::vector<runtime::Placeable> placed;
-    std::vector<json> tables;
+    std::vector<json> tables, datamodels;
+    std::string prefix = config.value("topic_prefix", std::string("sluice"));
+    std::string format = config.value("format", std::string("json"));
+    if (type == "kafka" && format != "json")
+      return common::FailedPrecondition("kafka source: only JSON values are read");
     for (const auto& r : tx.exec_params(
-             "SELECT id, source_schema, source_table, shard_index FROM datamodel WHERE "
-             "source_connector_id = $1 AND coalesce(enabled, true) AND source_table IS NOT NULL "
-             "ORDER BY source_schema, source_table",
-             worker.connector_id.ToString())) {
+             "SELECT id, source_schema, source_table, shard_index, source_topic, target_topic, "
+             "coalesce(consumer_id, 'datamodel-' || id::text), config FROM datamodel WHERE "
+             "source_connector_id = $1 AND coalesce(enabled, true) AND ($2 OR source_table IS "
+             "NOT NULL) ORDER BY source_schema, source_table, id",
+             worker.connector_id.ToString(), type == "kafka")) {
       placed.push_back(
           {Text(r[0]), r[3].is_null() ? std::nullopt : std::optional<int>(r[3].as<int>())});
-      tables.push_back({{"schema", r[1].is_null() ? "public" : Text(r[1])}, {"table", Text(r[2])}});
+      std::string schema = r[1].is_null() ? "public" : Text(r[1]);
+      tables.push_back({{"schema", schema}, {"table", Text(r[2])}});
+      // The raw topic: the table's (PostgreSQL), or the existing one (Kafka).
+      std::string raw = !r[4].is_null() && !Text(r[4]).empty() ? Text(r[4])
+                        : type == "kafka" ? config.value("topic", std::string())
+                                          : connectors::TopicForTable(prefix, {schema, Text(r[2])});
+      auto out = RepublishedTopic(
+          type, raw, r[5].is_null() ? std::nullopt : std::optional<std::string>(Text(r[5])));
+      json model = nullptr;
+      if (out) {
+        json dm_config = ParseJson(r[7]);
+        model = {{"id", Text(r[0])},
+                 {"source_topic", raw},
+                 {"target_topic", *out},
+                 {"consumer_group", Text(r[6])},
+                 {"transform", dm_config.value("transform", json::object())},
+                 {"input", type == "kafka" ? "json" : "envelope"},
+                 {"format", type == "kafka" ? "json" : format}};
+        if (dm_config.contains("key")) model["key"] = dm_config["key"];
+      }
+      datamodels.push_back(model);
     }
-    json captured = json::array();
-    for (std::size_t i = 0; i < placed.size(); ++i)
-      if (runtime::Captures(worker.shard_index, placed[i], placed)) captured.push_back(tables[i]);
+    json captured = json::array(), models = json::array();
+    for (std::size_t i = 0; i < placed.size(); ++i) {
+      if (!runtime::Captures(worker.shard_index, placed[i], placed)) continue;
+      captured.push_back(tables[i]);
+      if (!datamodels[i].is_null()) models.push_back(datamodels[i]);
+    }
+    if (!models.empty()) launch["datamodels"] = models;
+    if (type == "kafka") {
+      launch["source"] = {{"type", type}, {"topic", config.value("topic", std::string())}};
+      return launch;
+    }
     // A configured slot name is the shard 0 slot; other shards suffix it, as
     // two pods can never share one slot.
     std::string slot = config.value("slot_name", DefaultSlotName(worker));
@@ -101,11 +144,9 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
     std::string publication = config.value("publication_name", slot);
     if (config.contains("publication_name") && worker.shard_index > 0)
       publication += "_" + std::to_string(worker.shard_index);
-    launch["source"] = {{"type", type},
-                        {"url", PostgresUrl(config)},
-                        {"slot", slot},
-                        {"publication", publication},
-                        {"topic_prefix", config.value("topic_prefix", std::string("sluice"))},
+    launch["source"] = {{"type", type},           {"url", PostgresUrl(config)},
+                        {"slot", slot},           {"publication", publication},
+                        {"topic_prefix", prefix}, {"format", format},
                         {"tables", captured}};
     return launch;
   }
@@ -128,25 +169,31 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
   for (const auto& r : tx.exec_params(
            "SELECT s.id, d.source_topic, coalesce(s.consumer_id, s.id::text), "
            "s.target_table_name, s.transform_config, s.error_table_enabled, s.error_table_name, "
-           "s.shard_index, s.name, d.config, et.json_configuration, et.connector_type FROM "
-           "subscription s "
+           "s.shard_index, s.name, d.config, et.json_configuration, et.connector_type, "
+           "d.target_topic, sc.connector_type FROM subscription s "
            "JOIN datamodel d ON d.id = s.datamodel_id "
+           "LEFT JOIN connector sc ON sc.id = d.source_connector_id "
            "LEFT JOIN connector et ON et.id = s.error_table_target_id "
            "WHERE s.target_connector_id = $1 AND coalesce(s.enabled, true) ORDER BY s.id",
            worker.connector_id.ToString())) {
     placed.push_back(
         {Text(r[0]), r[7].is_null() ? std::nullopt : std::optional<int>(r[7].as<int>())});
+    // A datamodel republished by its source's worker is read from its
+    // target_topic, already shaped; otherwise its shaping runs here.
+    auto republished = RepublishedTopic(
+        Text(r[13]), Text(r[1]), r[12].is_null() ? std::nullopt : std::optional(Text(r[12])));
+    json datamodel_shaping =
+        republished ? json::object() : ParseJson(r[9]).value("transform", json::object());
     json sub = {{"id", Text(r[0])},
                 {"name", Text(r[8])},
-                {"topic", Text(r[1])},
+                {"topic", republished ? *republished : Text(r[1])},
                 {"consumer_group", Text(r[2])},
                 {"target_table", Text(r[3])},
                 {"target_schema", config.value("schema", std::string("public"))},
                 {"transform_config", ParseJson(r[4])},
-                // The datamodel's shaping runs in the delivery stage, before the
-                // subscription's own: the raw CDC topic is what is consumed.
-                // datamodel.config carries its shaping under "transform".
-                {"datamodel_config", ParseJson(r[9]).value("transform", json::object())}};
+                // datamodel.config carries its shaping under "transform"; read
+                // from the raw CDC topic, it runs here before the subscription's.
+                {"datamodel_config", datamodel_shaping}};
     if (!r[5].is_null() && r[5].as<bool>()) {
       sub["error_table"] = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
       // Rejected rows go to the error-table target connector when one is
@@ -176,6 +223,7 @@ common::Result<json> BuildLaunch(pqxx::transaction_base& tx, const runtime::Work
   full["generation"] = worker.launch_generation.ToString();
   if (context.report_database_url)
     full["report"] = {{"database_url", *context.report_database_url}};
+  if (context.registry_url) full["registry"] = {{"url", *context.registry_url}};
   return full;
 }
 

@@ -18,6 +18,8 @@ namespace sluice::orchestrator {
 struct LaunchContext {
   // Where local workers report (the data-plane database), or nullopt.
   std::optional<std::string> report_database_url;
+  // The schema registry's URL (Avro sources register, targets decode).
+  std::optional<std::string> registry_url;
 };
 
 // Connector configurations are encrypted at rest; `keys` decrypts them
@@ -37,6 +39,12 @@ common::Result<nlohmann::json> BuildLaunch(pqxx::transaction_base& tx,
 
 // libpq URL from a postgresql connector config {host, port, database, user, password, sslmode}.
 std::string PostgresUrl(const nlohmann::json& config);
+
+// The topic a datamodel's stage republishes onto, or nullopt when the
+// datamodel is read raw (no distinct target_topic): subscriptions read this.
+std::optional<std::string> RepublishedTopic(const std::string& source_type,
+                                            const std::string& source_topic,
+                                            const std::optional<std::string>& target_topic);
 
 // Names of the replication slot and publication of a source shard.
 std::string DefaultSlotName(const runtime::Worker& worker);

@@ -72,8 +72,11 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
   if (options_.backend_url && options_.issue_worker_token) {
     launch = {
         {"backend", {{"url", *options_.backend_url}, {"token", options_.issue_worker_token(w)}}}};
+    // The registry is where this launcher runs it, beside the back end.
+    if (options_.registry_url) launch["registry"] = {{"url", *options_.registry_url}};
   } else {
-    auto built = BuildLaunch(tx, w, {options_.report_database_url}, options_.keys);
+    auto built =
+        BuildLaunch(tx, w, {options_.report_database_url, options_.registry_url}, options_.keys);
     if (!built.ok()) return built.status();
     launch = *built;
   }

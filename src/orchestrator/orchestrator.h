@@ -33,6 +33,7 @@ struct OrchestratorOptions {
   // Past this long without a verdict, running workers are paused (license_state).
   std::chrono::seconds license_grace{72 * 3600};
   std::optional<std::string> report_database_url;  // where local workers report
+  std::optional<std::string> registry_url;         // the schema registry, for Avro
   // The worker protocol over HTTP: with both set, a pod's launch file holds
   // only this URL and a token scoped to its worker row and generation; it
   // fetches its decrypted config and reports through the API.

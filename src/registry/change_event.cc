@@ -37,12 +37,15 @@ json Nullable(json type) { return json::array({"null", std::move(type)}); }
 
 }  // namespace
 
+std::string AvroFieldName(const std::string& column) { return AvroName(column); }
+
 json EnvelopeSchema(const TableSpec& t) {
   json fields = json::array();
   for (const auto& c : t.columns) {
     json f = {{"name", AvroName(c.name)},
               {"type", c.nullable ? Nullable(c.avro_type) : c.avro_type}};
     if (c.nullable) f["default"] = nullptr;
+    if (!c.doc.empty()) f["doc"] = c.doc;
     fields.push_back(std::move(f));
   }
   json value = {{"type", "record"}, {"name", "Value"}, {"fields", std::move(fields)}};
@@ -73,6 +76,11 @@ json EnvelopeSchema(const TableSpec& t) {
                      {{"name", "ts_ms"}, {"type", Nullable("long")}, {"default", nullptr}},
                  })},
   };
+  if (t.track_unchanged) {
+    envelope["fields"].push_back({{"name", "unchanged"},
+                                  {"type", {{"type", "array"}, {"items", "string"}}},
+                                  {"default", json::array()}});
+  }
   std::string ns = Namespace(t);
   if (!ns.empty()) envelope["namespace"] = ns;
   return envelope;
@@ -103,7 +111,7 @@ std::string ChangeEventEncoder::value_subject() const {
 }
 
 Result<json> ChangeEventEncoder::Envelope(const Change& c) const {
-  bool needs_after = c.op != ChangeOp::kDelete;
+  bool needs_after = c.op != ChangeOp::kDelete && c.op != ChangeOp::kTruncate;
   bool needs_before = c.op == ChangeOp::kDelete;
   if (needs_after && !c.after) {
     return InvalidArgument(std::string("op '") + static_cast<char>(c.op) +
@@ -131,11 +139,17 @@ Result<json> ChangeEventEncoder::Envelope(const Change& c) const {
       {"table", table_.table},
       {"lsn", c.source.lsn ? json(*c.source.lsn) : json(nullptr)},
   };
-  return json{{"before", image(c.before)},
-              {"after", image(c.after)},
-              {"source", std::move(source)},
-              {"op", std::string(1, static_cast<char>(c.op))},
-              {"ts_ms", c.ts_ms}};
+  json envelope = {{"before", image(c.before)},
+                   {"after", image(c.after)},
+                   {"source", std::move(source)},
+                   {"op", std::string(1, static_cast<char>(c.op))},
+                   {"ts_ms", c.ts_ms}};
+  if (table_.track_unchanged) {
+    json unchanged = json::array();
+    for (const auto& name : c.unchanged) unchanged.push_back(AvroName(name));
+    envelope["unchanged"] = std::move(unchanged);
+  }
+  return envelope;
 }
 
 Result<std::string> ChangeEventEncoder::Encode(const Change& change, std::int32_t schema_id) const {

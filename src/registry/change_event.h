@@ -24,6 +24,9 @@ struct ColumnSpec {
   // An Avro type: "long", "string", {"type": "long", "logicalType": "timestamp-micros"}, ...
   nlohmann::json avro_type;
   bool nullable = true;  // becomes ["null", type] with default null
+  // The field's doc. Part of the registry's content hash (custom attributes
+  // are not), so metadata a reader needs belongs here.
+  std::string doc;
 };
 
 struct TableSpec {
@@ -32,9 +35,19 @@ struct TableSpec {
   std::string schema;
   std::string table;
   std::vector<ColumnSpec> columns;
+  // Adds `unchanged` (array of column names, default []) to the envelope:
+  // columns an update did not send (PostgreSQL's unchanged TOASTed values),
+  // which a reader must leave as they are rather than set to null.
+  bool track_unchanged = false;
 };
 
-enum class ChangeOp : char { kCreate = 'c', kUpdate = 'u', kDelete = 'd', kRead = 'r' };
+enum class ChangeOp : char {
+  kCreate = 'c',
+  kUpdate = 'u',
+  kDelete = 'd',
+  kRead = 'r',
+  kTruncate = 't',  // no row images
+};
 
 struct ChangeSource {
   std::optional<std::int64_t> lsn;  // position in the source's log; absent if it has none
@@ -49,10 +62,14 @@ struct Change {
   std::optional<nlohmann::json> before;
   std::optional<nlohmann::json> after;
   ChangeSource source;
-  std::int64_t ts_ms = 0;  // when Sluice processed the change
+  std::int64_t ts_ms = 0;              // when Sluice processed the change
+  std::vector<std::string> unchanged;  // column names; needs track_unchanged
 };
 
 enum class EventFormat { kAvro, kJson };
+
+// The Avro name a column is written under ([A-Za-z0-9_], no leading digit).
+std::string AvroFieldName(const std::string& column);
 
 // The Avro schema of the envelope for `table`, as JSON.
 nlohmann::json EnvelopeSchema(const TableSpec& table);

@@ -33,6 +33,21 @@ TEST(Envelope, RoundTripsAnUpdateWithItsColumns) {
   EXPECT_EQ(decoded->columns[1].source_type, "text");
 }
 
+// Found by the pgoutput fuzzer: a SQL_ASCII source sends text that is not
+// UTF-8; encoding must not throw (the worker would crash-loop on the row).
+TEST(Envelope, TextThatIsNotUtf8IsCarriedWithReplacementCharacters) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kCreate;
+  e.table = {"public", "orders"};
+  e.key = {{"id", "k\xff"}};
+  e.after = {{"id", 1}, {"name", "caf\xe9"}};
+  EncodedEvent encoded;
+  ASSERT_NO_THROW(encoded = EncodeEnvelope(e, Schema()));
+  auto decoded = DecodeEnvelope(encoded.key, encoded.value);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->after["name"], "caf\xef\xbf\xbd");
+}
+
 TEST(Envelope, DebeziumFieldsArePresent) {
   connectors::ChangeEvent e;
   e.op = connectors::Op::kCreate;
@@ -51,6 +66,38 @@ TEST(Envelope, GarbageIsRefusedWithAReason) {
   EXPECT_FALSE(DecodeEnvelope("", "not json").ok());
   EXPECT_FALSE(DecodeEnvelope("{\"id\":1}", "{\"op\":\"z\"}").ok());
   EXPECT_FALSE(DecodeEnvelope("", "{\"op\":\"c\",\"after\":{}}").ok());  // no key
+}
+
+// Columns are parsed once per distinct list; envelopes whose key order
+// differs, or whose strings merely look like the marker, decode the same.
+TEST(Envelope, ColumnsAnywhereAndMarkerLookalikesDecodeTheSame) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kCreate;
+  e.table = {"public", "orders"};
+  e.key = {{"id", 1}};
+  e.after = {{"id", 1}, {"name", ",\"columns\":[]}"}};
+  auto encoded = EncodeEnvelope(e, Schema());
+  auto first = DecodeEnvelope(encoded.key, encoded.value);
+  auto again = DecodeEnvelope(encoded.key, encoded.value);  // the cached column list
+  ASSERT_TRUE(first.ok() && again.ok()) << first.status().ToString();
+  EXPECT_EQ(first->after["name"], ",\"columns\":[]}");
+  EXPECT_EQ(again->columns, first->columns);
+  ASSERT_EQ(first->columns.size(), 2u);
+  // The same envelope with `columns` first (as another producer may write it).
+  json reordered = json::parse(encoded.value);
+  std::string columns_first =
+      "{\"columns\":" + reordered["columns"].dump() + "," + reordered.dump().substr(1);
+  auto other = DecodeEnvelope(encoded.key, columns_first);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(other->columns, first->columns);
+  EXPECT_EQ(other->after, first->after);
+  // A nested "columns" array in an envelope that also ends in "]}".
+  std::string lookalike =
+      R"({"op":"c","after":{"id":2,"name":"x"},"meta":{"k":1,"columns":[1]},"tags":[1]})";
+  auto odd = DecodeEnvelope(R"({"id":2})", lookalike);
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  EXPECT_TRUE(odd->columns.empty());
+  EXPECT_EQ(odd->after["name"], "x");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
+#include "orchestrator/launch_builder.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/placement.h"
 #include "runtime/license_repository.h"
@@ -255,6 +256,63 @@ TEST_F(OrchestratorTest, PastTheLicenseGraceWorkersPauseAndResumeOnAValidVerdict
   EXPECT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kLive; }));
   EXPECT_FALSE(WorkerOf(source_id_).reason.has_value());
   EXPECT_EQ(WorkerOf(target_id_).state, WorkerState::kPaused);
+}
+
+// A datamodel with its own target_topic is republished by its source's
+// worker (shaping included) and its subscriptions read that topic, shaped
+// already; a `kafka` source always republishes its existing topic.
+TEST_F(OrchestratorTest, DatamodelWithATargetTopicIsRepublishedBySourceAndReadBySubscriptions) {
+  common::Uuid kafka_id = common::Uuid::V4();
+  db_->Transact([&](pqxx::work& tx) {
+    tx.exec_params(
+        "UPDATE datamodel SET target_topic = 'items.shaped', consumer_id = 'dm-items', config = "
+        "$1",
+        nlohmann::json{{"transform", {{"exclude", {"label"}}}}}.dump());
+    tx.exec_params("UPDATE connector SET json_configuration = $2 WHERE id = $1",
+                   source_id_.ToString(),
+                   nlohmann::json{{"url", source_.url()}, {"format", "avro"}}.dump());
+    tx.exec_params(
+        "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+        "env_id) SELECT $1, 'k', 'kafka', $2, 'source', team_id, env_id FROM connector WHERE id = "
+        "$3",
+        kafka_id.ToString(), nlohmann::json{{"topic", "events"}}.dump(), source_id_.ToString());
+    tx.exec_params(
+        "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic) VALUES "
+        "($1, 'events', $2, $3, 'events')",
+        common::Uuid::V4().ToString(), nlohmann::json{{"key", {"id"}}}.dump(), kafka_id.ToString());
+  });
+  auto launch = [&](const common::Uuid& id) {
+    return db_->Transact([&](pqxx::work& tx) {
+      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
+      auto built = BuildLaunchConfig(tx, w, nullptr);
+      EXPECT_TRUE(built.ok()) << built.status().message();
+      return built.ok() ? *built : nlohmann::json();
+    });
+  };
+  auto source = launch(source_id_);
+  ASSERT_EQ(source["datamodels"].size(), 1u) << source.dump();
+  EXPECT_EQ(source["datamodels"][0]["source_topic"],
+            connectors::TopicForTable("sluice", {"public", "items"}));
+  EXPECT_EQ(source["datamodels"][0]["target_topic"], "items.shaped");
+  EXPECT_EQ(source["datamodels"][0]["consumer_group"], "dm-items");
+  EXPECT_EQ(source["datamodels"][0]["format"], "avro");
+  EXPECT_EQ(source["datamodels"][0]["transform"]["exclude"][0], "label");
+  EXPECT_EQ(source["source"]["format"], "avro");
+  auto target = launch(target_id_);
+  EXPECT_EQ(target["subscriptions"][0]["topic"], "items.shaped");
+  EXPECT_EQ(target["subscriptions"][0]["datamodel_config"], nlohmann::json::object());
+  auto kafka = launch(kafka_id);
+  EXPECT_EQ(kafka["source"]["type"], "kafka");
+  ASSERT_EQ(kafka["datamodels"].size(), 1u) << kafka.dump();
+  EXPECT_EQ(kafka["datamodels"][0]["target_topic"], "events.sluice");
+  EXPECT_EQ(kafka["datamodels"][0]["input"], "json");
+  EXPECT_EQ(kafka["datamodels"][0]["key"][0], "id");
+  // The full launch carries where the registry is.
+  auto full = db_->Transact([&](pqxx::work& tx) {
+    auto w = runtime::WorkerRepository::ForConnector(tx, source_id_)[0];
+    return *BuildLaunch(tx, w, {std::nullopt, "http://127.0.0.1:8081"}, nullptr);
+  });
+  EXPECT_EQ(full["registry"]["url"], "http://127.0.0.1:8081");
 }
 
 }  // namespace

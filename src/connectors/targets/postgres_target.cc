@@ -1,6 +1,7 @@
 #include "connectors/targets/postgres_target.h"
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
@@ -46,7 +47,92 @@ struct FoldedRow {
   bool deleted = false;
 };
 
+// COPY's text format: backslash, tab, newline and carriage return escaped.
+void AppendCopyEscaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+}
+
+// A JSON array as a PostgreSQL array literal ({"a",NULL,{1,2}}).
+std::string ArrayLiteral(const json& a) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& e : a) {
+    if (!first) out.push_back(',');
+    first = false;
+    if (e.is_null()) {
+      out += "NULL";
+    } else if (e.is_array()) {
+      out += ArrayLiteral(e);
+    } else if (e.is_number() || e.is_boolean()) {
+      out += e.dump();
+    } else {
+      std::string text = e.is_string() ? e.get<std::string>() : e.dump();
+      out.push_back('"');
+      for (char c : text) {
+        if (c == '"' || c == '\\') out.push_back('\\');
+        out.push_back(c);
+      }
+      out.push_back('"');
+    }
+  }
+  return out + "}";
+}
+
+// One value in COPY's text format, read by the column's input function
+// exactly as json_populate_recordset reads the JSON value.
+void AppendCopyValue(std::string& out, const std::string& source_type, const json& v) {
+  if (v.is_null()) {
+    out += "\\N";
+  } else if (v.is_string()) {
+    AppendCopyEscaped(out, v.get_ref<const std::string&>());
+  } else if (v.is_boolean()) {
+    out += v.get<bool>() ? "t" : "f";
+  } else if (v.is_number()) {
+    out += v.dump();
+  } else if (v.is_array() && source_type.size() > 1 && source_type[0] == '_') {
+    AppendCopyEscaped(out, ArrayLiteral(v));
+  } else {
+    AppendCopyEscaped(out, v.dump());
+  }
+}
+
+std::string PqError(PGconn* conn) { return FirstLine(PQerrorMessage(conn)); }
+
 }  // namespace
+
+struct PostgresTarget::BulkConnection {
+  PGconn* conn = nullptr;
+  ~BulkConnection() {
+    if (conn) PQfinish(conn);
+  }
+  // Runs one statement; its error message, or empty.
+  std::string Exec(const std::string& sql) {
+    PGresult* r = PQexec(conn, sql.c_str());
+    auto status = PQresultStatus(r);
+    std::string error = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK
+                            ? std::string()
+                            : FirstLine(PQresultErrorMessage(r));
+    PQclear(r);
+    return error;
+  }
+};
 
 PostgresTarget::PostgresTarget(PostgresTargetOptions options) : options_(std::move(options)) {}
 PostgresTarget::~PostgresTarget() = default;
@@ -251,10 +337,132 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
   }
 }
 
+common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch) {
+  // Insert-only, folded by key (a later image of a key replaces an earlier).
+  std::vector<std::string> order;
+  std::map<std::string, json> rows;
+  std::map<std::string, std::string> types;
+  std::vector<TargetColumn> columns;
+  for (const auto& change : batch) {
+    if (change.op != 'c' && change.op != 'r') return common::FailedPrecondition("not insert-only");
+    if (!change.columns.empty()) columns = change.columns;
+    for (const auto& c : change.columns) types[c.name] = c.source_type;
+    std::string id = change.key.dump();
+    auto [it, fresh] = rows.try_emplace(id, json::object());
+    if (fresh) order.push_back(id);
+    json image = change.after.is_object() ? change.after : json::object();
+    for (const auto& [k, v] : change.key.items()) image[k] = v;
+    for (auto& [k, v] : image.items()) v = NormaliseValue(types[k], v);
+    it->second = std::move(image);
+  }
+  // One column list for every row, else the ordinary path's per-signature
+  // statements are what keeps absent columns at their defaults.
+  std::vector<std::string> names;
+  for (const auto& [k, v] : rows[order.front()].items()) names.push_back(k);
+  for (const auto& id : order) {
+    const auto& image = rows[id];
+    if (image.size() != names.size()) return common::FailedPrecondition("mixed column sets");
+    for (const auto& n : names)
+      if (!image.contains(n)) return common::FailedPrecondition("mixed column sets");
+  }
+  {
+    pqxx::work tx(*conn_);
+    EnsureTable(tx, columns);
+    for (const auto& n : names)
+      if (!known_columns_.count(n)) EnsureTable(tx, {{n, types[n], false}});
+    tx.commit();
+  }
+  if (key_columns_.empty()) return common::FailedPrecondition("no key");
+  if (!bulk_ || PQstatus(bulk_->conn) != CONNECTION_OK) {
+    bulk_ = std::make_unique<BulkConnection>();
+    bulk_->conn = PQconnectdb(options_.url.c_str());
+    if (PQstatus(bulk_->conn) != CONNECTION_OK) {
+      auto error = PqError(bulk_->conn);
+      bulk_.reset();
+      return common::Unavailable("target database unreachable: " + error);
+    }
+  }
+  std::string cols, updates, conflict;
+  for (const auto& n : names) {
+    cols += (cols.empty() ? "" : ", ") + QuoteIdent(n);
+    if (std::find(key_columns_.begin(), key_columns_.end(), n) == key_columns_.end())
+      updates += (updates.empty() ? "" : ", ") +
+                 fmt::format("{} = EXCLUDED.{}", QuoteIdent(n), QuoteIdent(n));
+  }
+  for (std::size_t i = 0; i < key_columns_.size(); ++i)
+    conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
+  auto fail = [&](const std::string& error) {
+    (void)bulk_->Exec("ROLLBACK");
+    if (PQstatus(bulk_->conn) != CONNECTION_OK) {
+      bulk_.reset();
+      return common::Unavailable("target connection lost: " + error);
+    }
+    return common::InvalidArgument(error);
+  };
+  for (const auto& sql :
+       {std::string("BEGIN"),
+        fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified()),
+        fmt::format("COPY sluice_copy ({}) FROM STDIN", cols)}) {
+    PGresult* r = PQexec(bulk_->conn, sql.c_str());
+    auto status = PQresultStatus(r);
+    std::string error = FirstLine(PQresultErrorMessage(r));
+    PQclear(r);
+    if (status != PGRES_COMMAND_OK && status != PGRES_COPY_IN) return fail(error);
+  }
+  std::string buffer;
+  auto put = [&]() {
+    bool ok = PQputCopyData(bulk_->conn, buffer.data(), static_cast<int>(buffer.size())) == 1;
+    buffer.clear();
+    return ok;
+  };
+  for (const auto& id : order) {
+    const auto& image = rows[id];
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (i) buffer.push_back('\t');
+      AppendCopyValue(buffer, types[names[i]], image[names[i]]);
+    }
+    buffer.push_back('\n');
+    if (buffer.size() >= (1 << 20) && !put()) return fail(PqError(bulk_->conn));
+  }
+  if ((!buffer.empty() && !put()) || PQputCopyEnd(bulk_->conn, nullptr) != 1)
+    return fail(PqError(bulk_->conn));
+  std::string copy_error;
+  while (PGresult* r = PQgetResult(bulk_->conn)) {
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && copy_error.empty())
+      copy_error = FirstLine(PQresultErrorMessage(r));
+    PQclear(r);
+  }
+  if (!copy_error.empty()) return fail(copy_error);
+  auto error = bulk_->Exec(fmt::format(
+      "INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}", Qualified(), cols,
+      cols, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates));
+  if (error.empty()) error = bulk_->Exec("COMMIT");
+  if (!error.empty()) return fail(error);
+  ++copied_batches_;
+  return common::Status::Ok();
+}
+
 common::Result<std::vector<RejectedChange>> PostgresTarget::Apply(
     const std::vector<TargetChange>& batch) {
   SLUICE_RETURN_IF_ERROR(Connect());
   std::vector<RejectedChange> rejected;
+  if (options_.copy_threshold > 0 && batch.size() >= options_.copy_threshold) {
+    try {
+      auto copied = ApplyCopy(batch);
+      if (copied.ok()) return rejected;
+      if (copied.code() == common::Code::kUnavailable) return copied;
+      if (copied.code() != common::Code::kFailedPrecondition)
+        spdlog::warn("COPY into {} refused ({}); applying the batch row-wise", Qualified(),
+                     copied.message());
+    } catch (const pqxx::broken_connection& e) {
+      conn_.reset();
+      return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
+    } catch (const std::exception& e) {
+      known_columns_.clear();
+      spdlog::warn("COPY path into {} failed ({}); applying the ordinary way", Qualified(),
+                   FirstLine(e.what()));
+    }
+  }
   try {
     pqxx::work tx(*conn_);
     Fence(tx);

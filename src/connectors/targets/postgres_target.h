@@ -4,6 +4,11 @@
 // typed rows, so a batch is a handful of statements whatever its size).
 // A batch the database refuses is retried row by row so one poison row is
 // rejected with the database's message while the others land.
+//
+// A large insert-only batch (a snapshot, a bulk load) takes the COPY path
+// instead: the rows are COPYed into a temporary table, then moved with one
+// INSERT ... ON CONFLICT DO UPDATE, so replays stay idempotent. Whatever the
+// COPY path refuses is applied the ordinary way, poison rows included.
 #pragma once
 
 #include <memory>
@@ -27,6 +32,8 @@ struct PostgresTargetOptions {
   // inside one loader chunk (the ordering rule: src/backfill/loader.h).
   // Off only for the loader itself, which holds the fence shared.
   bool backfill_fence = true;
+  // Insert-only batches with at least this many rows go through COPY; 0 never.
+  std::size_t copy_threshold = 1000;
 };
 
 class PostgresTarget {
@@ -46,17 +53,28 @@ class PostgresTarget {
   // PostgreSQL type for a source type name (int4 -> integer, _text -> text[] ...).
   static std::string TargetType(const std::string& source_type);
 
+  // Batches applied through COPY so far.
+  std::int64_t copied_batches() const { return copied_batches_; }
+
  private:
   common::Status Connect();
   void Fence(pqxx::transaction_base& tx);
   void EnsureTable(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
   void ApplyFolded(pqxx::transaction_base& tx, const std::vector<TargetChange>& batch);
+  // The COPY path; FailedPrecondition when the batch does not fit it (the
+  // caller then applies it the ordinary way).
+  common::Status ApplyCopy(const std::vector<TargetChange>& batch);
   std::string Qualified() const;
 
   PostgresTargetOptions options_;
   std::unique_ptr<pqxx::connection> conn_;
   std::set<std::string> known_columns_;
   std::vector<std::string> key_columns_;
+  // COPY needs libpq's copy protocol, which this libpqxx does not expose for
+  // rows of a width only known at run time: a libpq connection of its own.
+  struct BulkConnection;
+  std::unique_ptr<BulkConnection> bulk_;
+  std::int64_t copied_batches_ = 0;
 };
 
 }  // namespace sluice::connectors::targets

@@ -22,6 +22,7 @@ struct TargetChange {
   nlohmann::json after;               // the row image; columns absent from it are left as they are
   std::vector<TargetColumn> columns;  // the table's columns as of this change
   std::string position;               // "topic/partition/offset" it was read from, when known
+  nlohmann::json source;              // the envelope's source metadata (lsn, ts_ms, ...), if any
 };
 
 // A change the target refused, with the target's own words.

@@ -1,0 +1,203 @@
+#include "dataflow/avro_envelope.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/time.h"
+#include "registry/avro_codec.h"
+#include "registry/wire_format.h"
+
+namespace sluice::dataflow {
+
+using connectors::targets::TargetChange;
+using nlohmann::json;
+
+namespace {
+
+enum class Kind { kBoolean, kLong, kDouble, kJsonText, kString };
+
+Kind KindOf(const std::string& pg_type) {
+  if (pg_type == "bool") return Kind::kBoolean;
+  if (pg_type == "int2" || pg_type == "int4" || pg_type == "int8") return Kind::kLong;
+  if (pg_type == "float4" || pg_type == "float8") return Kind::kDouble;
+  if (pg_type == "json" || pg_type == "jsonb" || (!pg_type.empty() && pg_type[0] == '_'))
+    return Kind::kJsonText;
+  return Kind::kString;
+}
+
+json AvroType(Kind k) {
+  switch (k) {
+    case Kind::kBoolean:
+      return "boolean";
+    case Kind::kLong:
+      return "long";
+    case Kind::kDouble:
+      return "double";
+    default:
+      return "string";
+  }
+}
+
+// A JSON-format value as the Avro datum of its column.
+json ToDatum(Kind k, const json& v) {
+  if (v.is_null()) return v;
+  switch (k) {
+    case Kind::kDouble:
+      if (v.is_string()) {
+        auto s = v.get<std::string>();
+        if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+        if (s == "Infinity") return std::numeric_limits<double>::infinity();
+        if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+      }
+      return v;
+    case Kind::kJsonText:
+      return v.dump();
+    case Kind::kString:
+      return v.is_string() ? v : json(v.dump());
+    default:
+      return v;
+  }
+}
+
+// And back: exactly the value the JSON format carries.
+json FromDatum(Kind k, const json& v) {
+  if (v.is_null()) return v;
+  if (k == Kind::kDouble && v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isnan(d)) return "NaN";
+    if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  }
+  if (k == Kind::kJsonText && v.is_string()) {
+    auto parsed = json::parse(v.get<std::string>(), nullptr, false);
+    return parsed.is_discarded() ? v : parsed;
+  }
+  return v;
+}
+
+json Converted(const json& image, const connectors::TableSchema& schema) {
+  if (!image.is_object()) return image;
+  json out = json::object();
+  for (const auto& c : schema.columns) {
+    auto it = image.find(c.name);
+    if (it != image.end()) out[c.name] = ToDatum(KindOf(c.type_name), *it);
+  }
+  return out;
+}
+
+}  // namespace
+
+registry::TableSpec AvroTableSpec(const connectors::TableSchema& schema,
+                                  const std::string& server) {
+  registry::TableSpec spec;
+  spec.server = server;
+  spec.schema = schema.table.schema;
+  spec.table = schema.table.name;
+  spec.track_unchanged = true;
+  for (const auto& c : schema.columns) {
+    json doc = {{"column", c.name}, {"pg_type", c.type_name}, {"key", c.key}};
+    spec.columns.push_back({c.name, AvroType(KindOf(c.type_name)), true, doc.dump()});
+  }
+  return spec;
+}
+
+registry::Change AvroChange(const connectors::ChangeEvent& event,
+                            const connectors::TableSchema& schema) {
+  registry::Change change;
+  change.op = static_cast<registry::ChangeOp>(static_cast<char>(event.op));
+  if (event.before.is_object()) change.before = Converted(event.before, schema);
+  if (event.after.is_object()) change.after = Converted(event.after, schema);
+  // A delete under REPLICA IDENTITY DEFAULT carries the key only.
+  if (event.op == connectors::Op::kDelete && !change.before)
+    change.before = Converted(event.key, schema);
+  if (event.lsn) change.source.lsn = static_cast<std::int64_t>(event.lsn);
+  change.source.ts_ms = event.commit_time_micros / 1000;
+  change.source.snapshot = event.op == connectors::Op::kRead;
+  change.ts_ms = common::NowEpochMillis();
+  change.unchanged = event.unchanged_columns;
+  return change;
+}
+
+bool IsWireFramed(const std::string& value) {
+  return value.size() >= registry::kWireHeaderSize && value[0] == registry::kWireMagic;
+}
+
+common::Result<const AvroEnvelopeDecoder::Reader*> AvroEnvelopeDecoder::ReaderFor(int id) {
+  if (auto it = readers_.find(id); it != readers_.end()) return &it->second;
+  if (!registry_) {
+    return common::InvalidArgument(
+        fmt::format("Avro message (schema id {}) but no schema registry is configured", id));
+  }
+  auto text = registry_->SchemaText(id);
+  if (!text.ok()) {
+    if (text.status().code() == common::Code::kUnavailable) return text.status();
+    return common::InvalidArgument(text.status().message());
+  }
+  auto schema = registry::avro::Schema::Parse(*text);
+  if (!schema.ok())
+    return common::InvalidArgument(fmt::format("schema {}: {}", id, schema.status().message()));
+  Reader reader{*schema, {}};
+  const auto& root = (*schema)->root();
+  int before = root.type == registry::avro::Type::kRecord ? root.FieldIndex("before") : -1;
+  const registry::avro::Node* value = nullptr;
+  if (before >= 0) {
+    for (const auto* branch : root.fields[before].type->branches)
+      if (branch->type == registry::avro::Type::kRecord) value = branch;
+  }
+  if (!value || root.FieldIndex("op") < 0)
+    return common::InvalidArgument(fmt::format("schema {} is not a change envelope", id));
+  for (const auto& f : value->fields) {
+    auto doc = json::parse(f.doc, nullptr, false);
+    Column col{f.name, {f.name, "", false}};
+    if (doc.is_object()) {
+      col.column.name = doc.value("column", f.name);
+      col.column.source_type = doc.value("pg_type", std::string());
+      col.column.key = doc.value("key", false);
+    }
+    reader.columns.push_back(std::move(col));
+  }
+  return &readers_.emplace(id, std::move(reader)).first->second;
+}
+
+common::Result<TargetChange> AvroEnvelopeDecoder::Decode(const std::string& key,
+                                                         const std::string& value) {
+  auto framed = registry::UnframeMessage(value);
+  if (!framed.ok()) return common::InvalidArgument(framed.status().message());
+  auto reader = ReaderFor(framed->schema_id);
+  if (!reader.ok()) return reader.status();
+  auto datum = registry::avro::Decode(*(*reader)->schema, framed->payload);
+  if (!datum.ok())
+    return common::InvalidArgument("Avro payload does not decode: " + datum.status().message());
+  TargetChange change;
+  auto op = datum->value("op", std::string());
+  if (op.size() != 1 || std::string("crudt").find(op[0]) == std::string::npos)
+    return common::InvalidArgument(fmt::format("unknown op '{}'", op));
+  change.op = op[0];
+  change.source = datum->value("source", json(nullptr));
+  for (const auto& c : (*reader)->columns) change.columns.push_back(c.column);
+  if (change.op == 't') return change;
+  change.key = key.empty() ? json(nullptr) : json::parse(key, nullptr, false);
+  if (!change.key.is_object()) return common::InvalidArgument("message key is not a JSON object");
+  if (change.op == 'd') {
+    change.after = nullptr;
+    return change;
+  }
+  const json& after = (*datum)["after"];
+  if (!after.is_object())
+    return common::InvalidArgument(fmt::format("op '{}' without an after image", op));
+  std::vector<std::string> unchanged;
+  if (auto it = datum->find("unchanged"); it != datum->end() && it->is_array())
+    unchanged = it->get<std::vector<std::string>>();
+  change.after = json::object();
+  for (const auto& c : (*reader)->columns) {
+    if (std::find(unchanged.begin(), unchanged.end(), c.field) != unchanged.end()) continue;
+    auto it = after.find(c.field);
+    change.after[c.column.name] =
+        it == after.end() ? json(nullptr) : FromDatum(KindOf(c.column.source_type), *it);
+  }
+  return change;
+}
+
+}  // namespace sluice::dataflow

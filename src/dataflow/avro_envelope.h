@@ -1,0 +1,68 @@
+// The Avro form of Sluice's change events, for connectors with
+// `format: avro`: Confluent's wire format (magic byte, schema id, Avro
+// binary) carrying the registry's Debezium-like envelope
+// (before/after/source{lsn, ts_ms}/op/ts_ms/unchanged), registered under
+// "<topic>-value" (Confluent's topic-name strategy). The key stays the
+// primary key as compact JSON, as in the JSON format.
+//
+// Column types map to Avro exactly: booleans, integers (long) and floats
+// (double; NaN and the infinities as Avro doubles) natively; everything else
+// as the string the JSON format carries (numeric, timestamps ISO-8601, uuid,
+// base64 bytea), json/jsonb and arrays as JSON text. Each field's doc holds
+// {"column", "pg_type", "key"}, so a reader rebuilds the column set the
+// JSON envelope lists in `columns` (doc is part of the registry's content
+// hash, unlike custom attributes, so different types never share an id).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/change_event.h"
+#include "connectors/targets/target_change.h"
+#include "dataflow/registry_client.h"
+#include "registry/avro_schema.h"
+#include "registry/change_event.h"
+
+namespace sluice::dataflow {
+
+// The registry's table description of `schema` (server = topic prefix).
+registry::TableSpec AvroTableSpec(const connectors::TableSchema& schema, const std::string& server);
+// `event` in the registry's change form, values converted to Avro datums.
+registry::Change AvroChange(const connectors::ChangeEvent& event,
+                            const connectors::TableSchema& schema);
+
+// Confluent framing: magic byte 0 and a 4-byte schema id. A JSON envelope
+// starts with '{', so the two formats never collide on one topic.
+bool IsWireFramed(const std::string& value);
+
+// Decodes wire-framed envelopes into what a target applies, fetching each
+// schema id once from the registry.
+class AvroEnvelopeDecoder {
+ public:
+  explicit AvroEnvelopeDecoder(std::shared_ptr<RegistryClient> registry)
+      : registry_(std::move(registry)) {}
+
+  // InvalidArgument for a message that does not decode (it goes to the error
+  // table); Unavailable when the registry cannot be reached (retried).
+  common::Result<connectors::targets::TargetChange> Decode(const std::string& key,
+                                                           const std::string& value);
+
+ private:
+  struct Column {
+    std::string field;  // the Avro field name
+    connectors::targets::TargetColumn column;
+  };
+  struct Reader {
+    registry::avro::SchemaPtr schema;
+    std::vector<Column> columns;
+  };
+  common::Result<const Reader*> ReaderFor(int id);
+
+  std::shared_ptr<RegistryClient> registry_;
+  std::map<int, Reader> readers_;
+};
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,80 @@
+// A datamodel's republishing loop, run by its source connector's worker:
+// consume the raw topic with the datamodel's consumer group, shape each row
+// by the datamodel's `config` (config.transform: column selection, renames,
+// casts, computed columns, row filter; see row_transform.h), publish the
+// result onto `target_topic` keyed by the shaped key, and commit the input
+// offsets only once the broker acknowledged every output message. A crash
+// republishes rather than loses; subscriptions apply idempotently.
+//
+// Input is either Sluice's change envelope (JSON or Avro, a CDC topic) or,
+// for a `kafka` source connector, plain JSON values of an existing topic:
+// each value is an upsert of the row it holds, a tombstone (empty value) a
+// delete, keyed by config.key (value fields) or else by the message key
+// when that is a JSON object. Output is the change envelope, in JSON or in
+// Avro (the output schema registered under "<target_topic>-value").
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "dataflow/avro_envelope.h"
+#include "dataflow/kafka_change_sink.h"
+#include "dataflow/row_transform.h"
+#include "kafka/consumer.h"
+#include "kafka/producer.h"
+
+namespace sluice::dataflow {
+
+struct DatamodelSpec {
+  std::string id;
+  std::string source_topic;
+  std::string target_topic;
+  std::string consumer_group;            // datamodel.consumer_id, defaulting to "datamodel-<id>"
+  nlohmann::json transform;              // datamodel.config.transform
+  std::vector<std::string> key_columns;  // datamodel.config.key, for plain JSON input
+  std::string input = "envelope";        // envelope | json
+  std::string format = "json";           // output: json | avro (needs the registry)
+};
+
+class DatamodelStage {
+ public:
+  static common::Result<std::unique_ptr<DatamodelStage>> Create(
+      const kafka::ClientConfig& broker, DatamodelSpec spec,
+      std::shared_ptr<RegistryClient> registry);
+
+  // Polls one batch and republishes it; an error leaves the batch
+  // uncommitted (the caller restarts the worker, which replays it).
+  common::Status RunOnce(std::chrono::milliseconds poll_timeout);
+  void Close() { consumer_->Close(); }
+  const DatamodelSpec& spec() const { return spec_; }
+  std::int64_t republished() const { return republished_; }
+  std::int64_t skipped() const { return skipped_; }
+
+ private:
+  DatamodelStage(DatamodelSpec spec, RowTransform transform,
+                 std::shared_ptr<RegistryClient> registry);
+  common::Result<connectors::targets::TargetChange> Decode(const kafka::Message& m);
+  common::Result<std::string> EncodeValue(const connectors::targets::TargetChange& change);
+
+  DatamodelSpec spec_;
+  RowTransform transform_;
+  std::shared_ptr<RegistryClient> registry_;
+  AvroEnvelopeDecoder avro_in_;
+  std::unique_ptr<kafka::Consumer> consumer_;
+  std::unique_ptr<kafka::Producer> producer_;
+  // Avro output: the writer of the current column set.
+  std::vector<connectors::targets::TargetColumn> avro_columns_;
+  std::optional<registry::ChangeEventEncoder> avro_out_;
+  int avro_schema_id_ = 0;
+  std::int64_t next_id_ = 1;
+  std::int64_t republished_ = 0, skipped_ = 0;
+};
+
+// A plain JSON value as a change (the `kafka` source's input).
+common::Result<connectors::targets::TargetChange> ChangeFromJsonValue(
+    const std::string& key, const std::string& value, const std::vector<std::string>& key_columns);
+
+}  // namespace sluice::dataflow
