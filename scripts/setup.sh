@@ -11,7 +11,12 @@ packages=(
   libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   kcat python3 python3-confluent-kafka python3-kafka python3-avro python3-requests
   clang-format clang libclang-rt-14-dev util-linux procps
+  chromium
 )
+
+# The web UI builds with Node.js 20+ and npm (a nodesource nodejs already
+# carries npm; Debian's own pair is the fallback when there is no node).
+command -v node >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
+bash scripts/build-ui.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_ONLY= >/dev/null
 cmake --build build -j"$(nproc)"
 exec build/sluice up --demo --data-dir ./var "$@"

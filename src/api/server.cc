@@ -9,6 +9,7 @@
 
 #include "api/authenticate.h"
 #include "api/routes.h"
+#include "api/static_files.h"
 
 namespace sluice::api {
 
@@ -41,6 +42,15 @@ void RenderError(httplib::Response& res, int status, const std::string& code,
 void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
   auto match = router_.Find(raw.method, raw.path);
   if (!match.route) {
+    if (serve_ui_ && (raw.method == "GET" || raw.method == "HEAD") && raw.path != "/api" &&
+        raw.path.rfind("/api/", 0) != 0) {
+      UiAnswer ui = AnswerUiPath(ui_dir_, raw.path);
+      res.status = ui.status;
+      res.set_header("Cache-Control",
+                     ui.immutable ? "public, max-age=31536000, immutable" : "no-cache");
+      res.set_content(std::move(ui.body), ui.content_type);
+      return;
+    }
     if (match.path_exists) return RenderError(res, 405, "method_not_allowed", "method not allowed");
     return RenderError(res, 404, "not_found", "no such endpoint: " + raw.path);
   }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -34,6 +35,12 @@ class ApiServer {
 
   // Routes may be added until Start.
   Router& router() { return router_; }
+  // Serve the web UI's files (see static_files.h) for GETs outside /api/;
+  // nullopt dir: a page saying how to build it. Call before Start.
+  void ServeUi(std::optional<std::string> dir) {
+    serve_ui_ = true;
+    ui_dir_ = std::move(dir);
+  }
   ApiContext& context() { return ctx_; }
 
   // Binds and serves on a background thread; returns once accepting.
@@ -53,6 +60,8 @@ class ApiServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  bool serve_ui_ = false;
+  std::optional<std::string> ui_dir_;
   int listen_fd_ = -1;  // the listening socket, seen before bind
 };
 

@@ -103,6 +103,7 @@ Response Run(ApiContext& ctx, Request& req) {
     for (const auto& t : tables) {
       DatamodelRow d;
       d.id = common::Uuid::V4();
+      d.source_connector_id = src.id;  // the source worker captures the tables of its datamodels
       d.source_schema = t.schema;
       d.source_table = t.table;
       if (!t.table) d.source_topic = src.configuration.value("topic", std::string());

@@ -14,6 +14,7 @@
 #include "api/config_keys.h"
 #include "api/idempotency.h"
 #include "api/server.h"
+#include "api/static_files.h"
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
 #include "common/net.h"
@@ -40,11 +41,22 @@ struct ServeFlags {
   std::string data_dir = "./var";
   std::string control_plane_url;  // empty: the community license
   std::string backend_url;        // how workers reach this API; empty: derived from --listen
+  std::string ui_dir;             // the built web UI; empty: found next to the binary
   int license_grace_seconds = 72 * 3600;
   std::string launcher = "local";  // or "kubernetes"
   sluice::runtime::KubernetesLauncherOptions kubernetes;
   std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
 };
+
+void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
+  auto dir = sluice::api::FindUiDir(flag);
+  if (dir)
+    spdlog::info("web UI from {}", *dir);
+  else
+    spdlog::warn("web UI not built{}{}; / explains how to build it", flag.empty() ? "" : " in ",
+                 flag);
+  api.ServeUi(dir);
+}
 
 int Serve(const ServeFlags& f) {
   std::string host, reg_host;
@@ -86,6 +98,7 @@ int Serve(const ServeFlags& f) {
   api_options.license_grace = std::chrono::seconds(f.license_grace_seconds);
   api_options.metrics_token = f.metrics_token;
   sluice::api::ApiServer api(db, std::move(*key), api_options);
+  ServeUi(api, f.ui_dir);
   if (auto st = api.Start(host, port); !st.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
     return 1;
@@ -186,6 +199,9 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->envname("SLUICE_CONTROL_PLANE_URL");
   cmd->add_option("--backend-url", flags->backend_url,
                   "URL workers use to reach this API (default: from --listen)");
+  cmd->add_option("--ui-dir", flags->ui_dir,
+                  "Built web UI (ui/dist); default: $SLUICE_UI_DIR or next to the binary")
+      ->envname("SLUICE_UI_DIR");
   cmd->add_option("--license-grace", flags->license_grace_seconds,
                   "Seconds after the last verdict before starts are refused and workers pause")
       ->capture_default_str();

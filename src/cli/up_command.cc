@@ -20,6 +20,7 @@
 #include "api/config_keys.h"
 #include "api/idempotency.h"
 #include "api/server.h"
+#include "api/static_files.h"
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
 #include "cli/demo_pipeline.h"
@@ -47,6 +48,7 @@ struct UpFlags {
   std::string listen = "127.0.0.1:8080";
   std::string registry_listen = "127.0.0.1:8081";
   std::string broker_listen = "127.0.0.1:9092";
+  std::string ui_dir;  // the built web UI; empty: found next to the binary
   bool demo = false;
 };
 
@@ -126,6 +128,9 @@ int Up(const UpFlags& f) {
   sluice::api::ApiOptions api_options;
   if (const char* token = std::getenv("SLUICE_METRICS_TOKEN")) api_options.metrics_token = token;
   sluice::api::ApiServer api(db, std::move(*key), api_options);
+  auto ui_dir = sluice::api::FindUiDir(f.ui_dir);
+  if (!ui_dir) spdlog::warn("web UI not built; / explains how to build it");
+  api.ServeUi(ui_dir);
   if (auto st = api.Start(api_host, api_port); !st.ok()) return Fail(st.message());
   std::printf("api listening on http://%s:%d\n", api_host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
@@ -213,6 +218,9 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--registry-listen", f->registry_listen, "Schema registry HOST:PORT")
       ->capture_default_str();
   cmd->add_option("--broker-listen", f->broker_listen, "Broker HOST:PORT")->capture_default_str();
+  cmd->add_option("--ui-dir", f->ui_dir,
+                  "Built web UI (ui/dist); default: $SLUICE_UI_DIR or next to the binary")
+      ->envname("SLUICE_UI_DIR");
   cmd->add_flag("--demo", f->demo, "Create a demo pipeline with writes going on");
   cmd->callback([f] { sluice::cli::ExitCode() = Up(*f); });
 });

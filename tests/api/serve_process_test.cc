@@ -73,7 +73,7 @@ class ServeProcess : public ::testing::Test {
 
 TEST_F(ServeProcess, ServesTheApiBootstrapsTheSuperuserAndStopsOnSigterm) {
   Child c = Spawn({"serve", "--listen", "127.0.0.1:0", "--registry-listen", "127.0.0.1:0",
-                   "--data-dir", dir_.string()},
+                   "--data-dir", dir_.string(), "--ui-dir", (dir_ / "no-ui").string()},
                   {{"SLUICE_DATABASE_URL", pg_.url()},
                    {"SLUICE_SUPERUSER_EMAIL", "boot@example.com"},
                    {"SLUICE_SUPERUSER_PASSWORD", "bootstrap-pass"}});
@@ -98,6 +98,15 @@ TEST_F(ServeProcess, ServesTheApiBootstrapsTheSuperuserAndStopsOnSigterm) {
   auto doc = cli.Get("/api/v1/openapi.json");
   ASSERT_TRUE(doc);
   EXPECT_EQ(doc->status, 200);
+  // No built UI in --ui-dir: pages outside /api/ say how to build it; the API stays JSON.
+  auto page = cli.Get("/pipelines/42");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 503);
+  EXPECT_NE(page->body.find("web UI is not built"), std::string::npos) << page->body;
+  auto missing = cli.Get("/api/v1/no-such-endpoint");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(Json::parse(missing->body)["error"]["code"], "not_found");
 
   struct stat st {};
   ASSERT_EQ(::stat((dir_ / "secret.key").c_str(), &st), 0);

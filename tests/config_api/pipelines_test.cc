@@ -127,6 +127,8 @@ TEST_F(PipelinesApi, WizardCreatesEverythingInOneCall) {
   ASSERT_EQ(r.status, 201) << r.body.dump();
   EXPECT_EQ(r.body["datamodels"].size(), 2u);
   EXPECT_EQ(r.body["subscriptions"].size(), 2u);
+  // The source worker captures the tables of the datamodels that name it.
+  EXPECT_EQ(r.body["datamodels"][0]["source_connector_id"], r.body["source_connector"]["id"]);
   EXPECT_EQ(r.body["source_connector"]["configuration"]["password"], "********");
   EXPECT_EQ(r.body["subscriptions"][0]["pipeline_id"], r.body["pipeline"]["id"]);
   EXPECT_TRUE(r.body["pipeline"]["is_completed"]);
