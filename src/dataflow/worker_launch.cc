@@ -6,7 +6,9 @@ namespace sluice::dataflow {
 
 using nlohmann::json;
 
-common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
+namespace {
+
+common::Result<WorkerLaunch> Parse(const json& j) {
   std::vector<std::string> problems;
   WorkerLaunch w;
   auto uuid = [&](const char* field, common::Uuid& out) {
@@ -111,6 +113,18 @@ common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
     return common::InvalidArgument(all);
   }
   return w;
+}
+
+}  // namespace
+
+common::Result<WorkerLaunch> WorkerLaunch::FromJson(const json& j) {
+  // A member of the wrong type makes nlohmann::json throw; a launch config
+  // that came over the wire is refused with its words instead.
+  try {
+    return Parse(j);
+  } catch (const json::exception& e) {
+    return common::InvalidArgument(fmt::format("launch config: {}", e.what()));
+  }
 }
 
 }  // namespace sluice::dataflow
