@@ -10,6 +10,7 @@
 #include <pqxx/pqxx>
 
 #include "config_api/api_harness.h"
+#include "reliability/record.h"
 
 namespace sluice::testing {
 namespace {
@@ -21,6 +22,10 @@ const std::vector<std::string> kTables = {"env",          "team",      "service_
 
 class HttpBadInput : public ApiHarness {
  protected:
+  void TearDown() override {
+    RecordReliability("bad_input", {{"requests_refused_cleanly", refused_}});
+    ApiHarness::TearDown();
+  }
   void SetUp() override {
     ApiHarness::SetUp();
     source_ = NewConnector(team_id_, "src", "postgresql-source");
@@ -265,6 +270,7 @@ TEST_F(HttpBadInput, SqlInjectionStringsInEveryNameFieldNeverReachSql) {
   ExpectHealthy();
   std::printf("bad input: %d refused cleanly, %d odd names stored verbatim, 0 server errors\n",
               refused_, stored);
+  RecordReliability("bad_input", {{"odd_names_stored_verbatim", stored}});
 }
 
 }  // namespace
