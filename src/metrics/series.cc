@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "metrics/sql_array.h"
 #include "metrics/sql_time.h"
 
 namespace sluice::metrics {
@@ -9,20 +10,6 @@ namespace sluice::metrics {
 namespace {
 
 constexpr std::chrono::seconds kDay{86400};
-
-std::string TextArray(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "}";
-}
 
 RateInputs ReadRate(const pqxx::row& row, int first) {
   return RateInputs{row[first].as<std::int64_t>(), row[first + 1].as<std::int64_t>(),
@@ -99,7 +86,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
                          " AND created_at >= " SLUICE_SQL_TS(
                              "$2") " AND created_at < " SLUICE_SQL_TS("$3") " GROUP BY b",
                          kBucket, kRateCols),
-             TextArray(topics), start, end, step_us)) {
+             TextArrayLiteral(topics), start, end, step_us)) {
       auto* pt = at(r[0].as<std::int64_t>());
       if (!pt) continue;
       auto& p = pt->production;
@@ -119,7 +106,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
                  " AND created_at >= " SLUICE_SQL_TS("$2") " AND created_at < " SLUICE_SQL_TS(
                      "$3") " GROUP BY b",
                  kBucket, kRateCols),
-             TextArray(sub_ids), start, end, step_us)) {
+             TextArrayLiteral(sub_ids), start, end, step_us)) {
       auto* pt = at(r[0].as<std::int64_t>());
       if (!pt) continue;
       auto& c = pt->consumption;
@@ -139,7 +126,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
                        " AND created_at >= " SLUICE_SQL_TS("$2") " AND created_at < " SLUICE_SQL_TS(
                            "$3") " GROUP BY b",
                        kBucket),
-           TextArray(sub_ids), start, end, step_us)) {
+           TextArrayLiteral(sub_ids), start, end, step_us)) {
     if (auto* pt = at(r[0].as<std::int64_t>())) pt->max_lag = r[1].as<std::int64_t>();
   }
   return points;

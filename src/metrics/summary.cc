@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "metrics/sql_array.h"
 #include "metrics/sql_time.h"
 
 namespace sluice::metrics {
@@ -119,21 +120,6 @@ constexpr Source kConsumption{
     "SUM(consumed_count)::bigint, SUM(delivered_count)::bigint, SUM(skipped_count)::bigint,"
     " SUM(error_count)::bigint"};
 
-// A PostgreSQL array literal of text elements, quoted and escaped.
-std::string ArrayLiteral(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "}";
-}
-
 }  // namespace
 
 void ProductionTotals::Merge(const ProductionTotals& o) {
@@ -159,7 +145,7 @@ common::Result<std::vector<ProductionTotals>> ProductionBreakdown(
     common::TimePoint now, GroupBy group, ReadPath path) {
   SLUICE_RETURN_IF_ERROR(CheckRange(range));
   auto [lo, hi] = RollupDays(range, now, path);
-  auto res = tx.exec_params(UnionSql(kProduction, group), ArrayLiteral(topics),
+  auto res = tx.exec_params(UnionSql(kProduction, group), TextArrayLiteral(topics),
                             EpochMicros(range.start), EpochMicros(range.end), lo, hi);
   std::vector<ProductionTotals> out;
   for (const auto& row : res) {
@@ -195,7 +181,7 @@ common::Result<std::vector<ConsumptionTotals>> ConsumptionBreakdown(
   auto [lo, hi] = RollupDays(range, now, path);
   std::vector<std::string> ids;
   for (const auto& sub : subscriptions) ids.push_back(sub.ToString());
-  auto res = tx.exec_params(UnionSql(kConsumption, group), ArrayLiteral(ids),
+  auto res = tx.exec_params(UnionSql(kConsumption, group), TextArrayLiteral(ids),
                             EpochMicros(range.start), EpochMicros(range.end), lo, hi);
   std::vector<ConsumptionTotals> out;
   for (const auto& row : res) {
