@@ -4,22 +4,32 @@
 # all measured in the same run on the same rows:
 #   source ceiling  pg_recvlogical decoding the same WAL (pgoutput, to /dev/null)
 #   sink ceiling    COPY of the same rows into a table like the target's
-# Latency per row: source commit (pg_xact_commit_timestamp) -> the moment the
-# target's apply statement wrote it (a landed_at DEFAULT clock_timestamp()
-# column of the pre-created target table; the apply transaction commits right
-# after). The rows are inserted as fast as PostgreSQL takes them, in
-# transactions of --tx-rows, so latency includes the queue a backlog builds.
+# Two phases over the same pipeline:
+#   streaming  rows are inserted as fast as PostgreSQL takes them (transactions
+#              of --tx-rows) while the workers run; latency per row is source
+#              commit (pg_xact_commit_timestamp) -> the moment the target's
+#              apply statement wrote it (a landed_at DEFAULT clock_timestamp()
+#              column), so it includes the queue a backlog builds.
+#   catch-up   the workers stop, as many rows again commit, the workers start:
+#              the time to drain that backlog is the rate comparable with
+#              pg_recvlogical, which also reads WAL that is already written.
+# --tables K splits the rows over K tables, one shard each (a source worker
+# with its own slot and a target worker), for the scaling figures; the CPU
+# seconds the workers used show how cost grows with work.
 # One throwaway cluster (fsync off, for every measurement alike) holds both
 # databases.
 #
-# usage: bench/cdc/run.sh [--rows N | --1m] [--tx-rows N] [--format json|avro]
-#                         [--bin PATH] [--keep]
+# usage: bench/cdc/run.sh [--rows N | --1m] [--tx-rows N] [--tables K]
+#                         [--format json|avro] [--bin PATH] [--keep]
 # Writes bench/results/cdc-<UTC time>.json and prints a table.
+# SLUICE_BENCH_PERF=DIR records a CPU profile of the first shard's workers;
+# SLUICE_BENCH_WRAP="cmd" runs every worker under cmd (e.g. env LD_PRELOAD=).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${SLUICE_BIN:-$ROOT/build/sluice}
 ROWS=200000
 TX_ROWS=1000
+TABLES=1
 FORMAT=json
 KEEP=0
 while [ $# -gt 0 ]; do
@@ -27,6 +37,7 @@ while [ $# -gt 0 ]; do
     --rows) ROWS=$2; shift 2 ;;
     --1m) ROWS=1000000; shift ;;
     --tx-rows) TX_ROWS=$2; shift 2 ;;
+    --tables) TABLES=$2; shift 2 ;;
     --format) FORMAT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
@@ -47,40 +58,51 @@ cleanup() {
 trap cleanup EXIT
 now() { date +%s.%N; }
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+q() { psql -qAtX "$@"; }
 
 # Cluster, with commit timestamps for the latency measurement.
 URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-psql -qAtX "$URL" -c "ALTER SYSTEM SET track_commit_timestamp = on" >/dev/null
+q "$URL" -c "ALTER SYSTEM SET track_commit_timestamp = on" -c "ALTER SYSTEM SET max_replication_slots = 32" \
+  -c "ALTER SYSTEM SET max_wal_senders = 32" >/dev/null
 "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null
 URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
 BASE=${URL%/*}
 SRC=$BASE/bench_source
 TGT=$BASE/bench_target
 REG=$BASE/bench_registry
-psql -qAtX "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
+q "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
   -c "CREATE DATABASE bench_registry" >/dev/null
 COLUMNS="id bigint PRIMARY KEY, c_int integer, c_big bigint, c_num numeric(12,2), c_text text,
   c_hash varchar(64), c_bool boolean, c_ts timestamptz, c_doc jsonb, c_float double precision"
-psql -qAtX "$SRC" >/dev/null <<SQL
-CREATE TABLE bench_rows ($COLUMNS);
-CREATE PUBLICATION bench_recv_pub FOR TABLE bench_rows;
+ALL_SRC="" ALL_TGT=""
+for t in $(seq "$TABLES"); do
+  q "$SRC" -c "CREATE TABLE bench_rows_$t ($COLUMNS)" >/dev/null
+  q "$TGT" -c "CREATE TABLE bench_rows_$t ($COLUMNS, landed_at timestamptz DEFAULT clock_timestamp())" >/dev/null
+  ALL_SRC+="${ALL_SRC:+ UNION ALL }SELECT id, xmin FROM bench_rows_$t"
+  ALL_TGT+="${ALL_TGT:+ UNION ALL }SELECT id, landed_at FROM bench_rows_$t"
+done
+# Transaction i goes to table i mod K: every shard sees the same stream.
+q "$SRC" >/dev/null <<SQL
+CREATE VIEW all_rows AS $ALL_SRC;
+CREATE PUBLICATION bench_recv_pub FOR ALL TABLES;
 SELECT pg_create_logical_replication_slot('bench_recv', 'pgoutput');
-CREATE PROCEDURE load_rows(n bigint, per bigint) LANGUAGE plpgsql AS \$\$
+CREATE PROCEDURE load_rows(first bigint, n bigint, per bigint, tables int) LANGUAGE plpgsql AS \$\$
 DECLARE i bigint := 0;
 BEGIN
   WHILE i < n LOOP
-    INSERT INTO bench_rows SELECT g, g % 100000, g * 10, g * 1.25, 'text-' || g, md5(g::text),
-      g % 2 = 0, now(), jsonb_build_object('g', g, 's', 'x'), g / 3.0
-      FROM generate_series(i + 1, least(i + per, n)) g;
+    EXECUTE format('INSERT INTO bench_rows_%s SELECT g, g %% 100000, g * 10, g * 1.25, ''text-'' || g,
+        md5(g::text), g %% 2 = 0, now(), jsonb_build_object(''g'', g, ''s'', ''x''), g / 3.0
+        FROM generate_series(\$1, \$2) g', (i / per) % tables + 1)
+      USING first + i, first + least(i + per, n) - 1;
     COMMIT;
     i := i + per;
   END LOOP;
 END \$\$;
 SQL
-psql -qAtX "$TGT" -c "CREATE TABLE bench_rows ($COLUMNS, landed_at timestamptz DEFAULT clock_timestamp())" \
-  -c "CREATE TABLE copy_ceiling ($COLUMNS)" -c "CREATE TABLE source_commit (id bigint PRIMARY KEY, committed_at timestamptz)" >/dev/null
+q "$TGT" -c "CREATE VIEW all_rows AS $ALL_TGT" -c "CREATE TABLE copy_ceiling ($COLUMNS)" \
+  -c "CREATE TABLE source_commit (id bigint PRIMARY KEY, committed_at timestamptz)" >/dev/null
 
-# Broker, registry (for --format avro), source and target workers.
+# Broker, registry (for --format avro), and per shard a source and a target worker.
 BPORT=$(free_port)
 "$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
 PIDS+=($!)
@@ -95,81 +117,131 @@ if [ "$FORMAT" = avro ]; then
   REGISTRY="{\"url\": \"http://127.0.0.1:$RPORT\"}"
 fi
 uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
-cat >"$WORK/source.json" <<JSON
+TOPICS=()
+for t in $(seq "$TABLES"); do
+  TOPICS+=("bench.public.bench_rows_$t")
+  cat >"$WORK/source_$t.json" <<JSON
 {"worker_id": "$(uuid)", "connector_id": "$(uuid)", "generation": "$(uuid)", "kind": "source",
  "broker": {"bootstrap_servers": "127.0.0.1:$BPORT"}, "registry": $REGISTRY,
- "source": {"type": "postgresql", "url": "$SRC", "slot": "bench_sluice", "publication": "bench_sluice",
-            "topic_prefix": "bench", "format": "$FORMAT", "tables": [{"schema": "public", "table": "bench_rows"}]}}
+ "source": {"type": "postgresql", "url": "$SRC", "slot": "bench_sluice_$t", "publication": "bench_sluice_$t",
+            "topic_prefix": "bench", "format": "$FORMAT", "tables": [{"schema": "public", "table": "bench_rows_$t"}]}}
 JSON
-cat >"$WORK/target.json" <<JSON
+  cat >"$WORK/target_$t.json" <<JSON
 {"worker_id": "$(uuid)", "connector_id": "$(uuid)", "generation": "$(uuid)", "kind": "target",
  "broker": {"bootstrap_servers": "127.0.0.1:$BPORT"}, "registry": $REGISTRY,
  "target": {"type": "postgresql", "url": "$TGT"},
- "subscriptions": [{"id": "$(uuid)", "topic": "bench.public.bench_rows", "consumer_group": "bench",
-                    "target_table": "bench_rows"}]}
+ "subscriptions": [{"id": "$(uuid)", "topic": "bench.public.bench_rows_$t", "consumer_group": "bench_$t",
+                    "target_table": "bench_rows_$t"}]}
 JSON
-"$BIN" --log-level warn worker --config "$WORK/source.json" >"$WORK/source.log" 2>&1 &
-SOURCE_PID=$!
-PIDS+=($SOURCE_PID)
-"$BIN" --log-level warn worker --config "$WORK/target.json" >"$WORK/target.log" 2>&1 &
-TARGET_PID=$!
-PIDS+=($TARGET_PID)
-# Streaming once the source's slot is active.
+done
+WORKER_PIDS=()
+start_workers() {
+  WORKER_PIDS=()
+  for t in $(seq "$TABLES"); do
+    for kind in source target; do
+      ${SLUICE_BENCH_WRAP:-} "$BIN" --log-level warn worker --config "$WORK/${kind}_$t.json" \
+        >>"$WORK/${kind}_$t.log" 2>&1 &
+      WORKER_PIDS+=($!)
+      PIDS+=($!)
+    done
+  done
+}
+# CPU seconds (user + system) the running workers have used so far.
+workers_cpu() {
+  local ticks=0
+  for p in "${WORKER_PIDS[@]}"; do
+    ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "scale=3; $ticks / $(getconf CLK_TCK)" | bc
+}
+# Peak resident memory (VmHWM) of the largest source and target worker.
+peak_kb() {
+  local kind=$1 best=0 i=0
+  for p in "${WORKER_PIDS[@]}"; do
+    if { [ "$kind" = source ] && [ $((i % 2)) = 0 ]; } || { [ "$kind" = target ] && [ $((i % 2)) = 1 ]; }; then
+      local kb
+      kb=$(awk '/^VmHWM/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+      [ "${kb:-0}" -gt "$best" ] && best=$kb
+    fi
+    i=$((i + 1))
+  done
+  echo "$best"
+}
+stop_workers() {
+  for p in "${WORKER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+landed() { q "$TGT" -c "SELECT count(*) FROM all_rows WHERE id $1"; }
+wait_landed() {  # condition, count, since
+  while :; do
+    [ "$(landed "$1")" -ge "$2" ] && break
+    if [ "$(echo "$(now) - $3 > 900" | bc)" = 1 ]; then
+      echo "target stuck at $(landed "$1") of $2 rows; logs in $WORK" >&2; KEEP=1; exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+start_workers
+# Streaming once every source's slot is active.
 for _ in $(seq 600); do
-  [ "$(psql -qAtX "$SRC" -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'bench_sluice' AND active")" = 1 ] && break
+  [ "$(q "$SRC" -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'bench_sluice_%' AND active")" = "$TABLES" ] && break
   sleep 0.1
 done
-# Warm-up: one row (id 0) through the whole path, so topic creation and the
-# consumer group's first join are not measured.
-psql -qAtX "$SRC" -c "INSERT INTO bench_rows (id) VALUES (0)" >/dev/null
-for _ in $(seq 600); do
-  [ "$(psql -qAtX "$TGT" -c "SELECT count(*) FROM bench_rows WHERE id = 0")" = 1 ] && break
-  sleep 0.1
-done
+# Warm-up: one row (id 0 - t) per table through the whole path, so topic
+# creation and the consumer groups' first join are not measured.
+for t in $(seq "$TABLES"); do q "$SRC" -c "INSERT INTO bench_rows_$t (id) VALUES (-$t)" >/dev/null; done
+t_warm=$(now)
+wait_landed "< 0" "$TABLES" "$t_warm"
+CPU0=$(workers_cpu)
 
 # The load; meanwhile a watcher notes when the broker holds every change
-# (the topic's high watermarks), separating the source stage from delivery.
-$PY - "127.0.0.1:$BPORT" bench.public.bench_rows "$ROWS" >"$WORK/topic_full" <<'PY' &
+# (the topics' high watermarks), separating the source stage from delivery.
+$PY - "127.0.0.1:$BPORT" "$((ROWS + TABLES))" "${TOPICS[@]}" >"$WORK/topic_full" <<'PY' &
 import sys, time
 from confluent_kafka import Consumer, TopicPartition
-bootstrap, topic, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bootstrap, rows, topics = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watch"})
 def held():
-    meta = c.list_topics(topic, timeout=30).topics.get(topic)
-    parts = list(meta.partitions.keys()) if meta and not meta.error else []
-    return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts)
-while held() < rows + 1:  # + the warm-up row
+    total = 0
+    for topic in topics:
+        meta = c.list_topics(topic, timeout=30).topics.get(topic)
+        parts = list(meta.partitions.keys()) if meta and not meta.error else []
+        total += sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts)
+    return total
+while held() < rows:
     time.sleep(0.05)
 print("%.3f" % time.time())
 PY
 WATCH=$!
+if [ -n "${SLUICE_BENCH_PERF:-}" ]; then
+  mkdir -p "$SLUICE_BENCH_PERF"
+  perf record -g -o "$SLUICE_BENCH_PERF/source.data" -p "${WORKER_PIDS[0]}" >/dev/null 2>&1 &
+  PIDS+=($!)
+  perf record -g -o "$SLUICE_BENCH_PERF/target.data" -p "${WORKER_PIDS[1]}" >/dev/null 2>&1 &
+  PIDS+=($!)
+fi
 t_load0=$(now)
-psql -qAtX "$SRC" -c "CALL load_rows($ROWS, $TX_ROWS)" >/dev/null
+q "$SRC" -c "CALL load_rows(1, $ROWS, $TX_ROWS, $TABLES)" >/dev/null
 t_load1=$(now)
-END_LSN=$(psql -qAtX "$SRC" -c "SELECT pg_current_wal_lsn()")
-while :; do
-  n=$(psql -qAtX "$TGT" -c "SELECT count(*) FROM bench_rows WHERE id > 0")
-  [ "$n" -ge "$ROWS" ] && break
-  if [ "$(echo "$(now) - $t_load1 > 900" | bc)" = 1 ]; then
-    echo "target stuck at $n of $ROWS rows; logs in $WORK" >&2; KEEP=1; exit 1
-  fi
-  sleep 0.2
-done
-t_done=$(now)
+END_LSN=$(q "$SRC" -c "SELECT pg_current_wal_lsn()")
+wait_landed "> 0" "$ROWS" "$t_load1"
+STREAM_CPU=$(echo "$(workers_cpu) - $CPU0" | bc)
 wait $WATCH
 TOPIC_FULL=$(cat "$WORK/topic_full")
+SOURCE_RSS_KB=$(peak_kb source)
+TARGET_RSS_KB=$(peak_kb target)
 
 # Latency and end-to-end rate from the rows themselves.
-psql -qAtX "$SRC" -c "\\copy (SELECT id, pg_xact_commit_timestamp(xmin) FROM bench_rows) TO STDOUT" |
-  psql -qAtX "$TGT" -c "\\copy source_commit FROM STDIN"
-psql -qAtX "$TGT" -c "DELETE FROM source_commit WHERE id = 0" >/dev/null
-read -r P50 P99 PMAX E2E_SECONDS <<<"$(psql -qAtX -F ' ' "$TGT" -c "
+q "$SRC" -c "\\copy (SELECT id, pg_xact_commit_timestamp(xmin) FROM all_rows WHERE id > 0) TO STDOUT" |
+  q "$TGT" -c "\\copy source_commit FROM STDIN"
+read -r P50 P99 PMAX E2E_SECONDS <<<"$(q -F ' ' "$TGT" -c "
   SELECT round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 1),
          round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 1),
          round(max(ms)::numeric, 1),
          extract(epoch FROM max(landed_at) - min(committed_at))
   FROM (SELECT extract(epoch FROM t.landed_at - s.committed_at) * 1000 AS ms, t.landed_at,
-               s.committed_at FROM bench_rows t JOIN source_commit s USING (id)) x")"
+               s.committed_at FROM all_rows t JOIN source_commit s USING (id)) x")"
 
 # Source ceiling: pgoutput decoding of the same WAL, to /dev/null.
 t0=$(now)
@@ -179,21 +251,34 @@ t1=$(now)
 RECV_SECONDS=$(echo "$t1 - $t0" | bc)
 
 # Sink ceiling: COPY of the same rows into a table like the target's.
-psql -qAtX "$SRC" -c "\\copy (SELECT * FROM bench_rows WHERE id > 0) TO '$WORK/rows.copy'"
+ROWS_SQL=$(for t in $(seq "$TABLES"); do
+  [ "$t" = 1 ] || printf ' UNION ALL '
+  printf 'SELECT * FROM bench_rows_%s WHERE id > 0' "$t"
+done)
+q "$SRC" -c "\\copy ($ROWS_SQL) TO '$WORK/rows.copy'"
 t0=$(now)
-psql -qAtX "$TGT" -c "\\copy copy_ceiling FROM '$WORK/rows.copy'"
+q "$TGT" -c "\\copy copy_ceiling FROM '$WORK/rows.copy'"
 t1=$(now)
 COPY_SECONDS=$(echo "$t1 - $t0" | bc)
 
+# Catch-up: stopped workers, a backlog of as many rows again, started workers.
+stop_workers
+q "$SRC" -c "CALL load_rows($((ROWS + 1)), $ROWS, $TX_ROWS, $TABLES)" >/dev/null
+t_catch0=$(now)
+start_workers
+wait_landed "> $ROWS" "$ROWS" "$t_catch0"
+t_catch1=$(now)
+CATCH_CPU=$(workers_cpu)
+CATCH_SECONDS=$(echo "$t_catch1 - $t_catch0" | bc)
+# Of which: worker start, slot and consumer-group join, until the first row lands.
+CATCH_FIRST=$(q "$TGT" -c "SELECT extract(epoch FROM min(landed_at)) FROM all_rows WHERE id > $ROWS")
+CATCH_STARTUP=$(echo "$CATCH_FIRST - $t_catch0" | bc)
+stop_workers
+
 LOAD_SECONDS=$(echo "$t_load1 - $t_load0" | bc)
 # Source stage: first source commit -> the broker holding every change.
-FIRST_COMMIT=$(psql -qAtX "$TGT" -c "SELECT extract(epoch FROM min(committed_at)) FROM source_commit")
+FIRST_COMMIT=$(q "$TGT" -c "SELECT extract(epoch FROM min(committed_at)) FROM source_commit")
 SOURCE_SECONDS=$(echo "$TOPIC_FULL - $FIRST_COMMIT" | bc)
-# Peak resident memory of each worker over the whole run (VmHWM): bounded
-# batches mean it should not grow with the number of rows.
-peak_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-SOURCE_RSS_KB=$(peak_kb "$SOURCE_PID")
-TARGET_RSS_KB=$(peak_kb "$TARGET_PID")
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$ROOT/bench/results"
 OUT=$ROOT/bench/results/cdc-$STAMP.json
@@ -203,26 +288,35 @@ rows = $ROWS
 def rate(s): return round(rows / float(s)) if float(s) > 0 else None
 result = {
   "benchmark": "cdc", "utc": "$STAMP", "rows": rows, "tx_rows": $TX_ROWS, "format": "$FORMAT",
-  "columns": 10, "cpus": $(nproc), "fsync": False,
+  "tables": $TABLES, "columns": 10, "cpus": $(nproc), "fsync": False,
   "source_insert": {"seconds": float("$LOAD_SECONDS"), "rows_per_s": rate("$LOAD_SECONDS")},
   "sluice_source_to_broker": {"seconds": float("$SOURCE_SECONDS"), "rows_per_s": rate("$SOURCE_SECONDS")},
   "sluice_end_to_end": {"seconds": float("$E2E_SECONDS"), "rows_per_s": rate("$E2E_SECONDS"),
-                        "latency_ms": {"p50": float("$P50"), "p99": float("$P99"), "max": float("$PMAX")}},
+                        "latency_ms": {"p50": float("$P50"), "p99": float("$P99"), "max": float("$PMAX")},
+                        "worker_cpu_seconds": float("$STREAM_CPU")},
+  "sluice_catch_up": {"seconds": float("$CATCH_SECONDS"), "rows_per_s": rate("$CATCH_SECONDS"),
+                      "worker_cpu_seconds": float("$CATCH_CPU"),
+                      "until_first_row_seconds": float("$CATCH_STARTUP")},
   "pg_recvlogical_pgoutput": {"seconds": float("$RECV_SECONDS"), "rows_per_s": rate("$RECV_SECONDS")},
   "copy_into_target": {"seconds": float("$COPY_SECONDS"), "rows_per_s": rate("$COPY_SECONDS")},
   "worker_peak_rss_kb": {"source": int("${SOURCE_RSS_KB:-0}" or 0), "target": int("${TARGET_RSS_KB:-0}" or 0)},
 }
 json.dump(result, open(sys.argv[1], "w"), indent=2)
 r = result
-print("%d rows x 10 columns, %d rows per source transaction, format %s, %d CPUs" % (rows, $TX_ROWS, "$FORMAT", r["cpus"]))
-print("%-34s %10s %12s" % ("", "seconds", "rows/s"))
+print("%d rows x 10 columns over %d table(s), %d rows per source transaction, format %s, %d CPUs"
+      % (rows, $TABLES, $TX_ROWS, "$FORMAT", r["cpus"]))
+print("%-34s %10s %12s %12s" % ("", "seconds", "rows/s", "worker CPU s"))
 for name, key in [("source INSERT (the load)", "source_insert"),
                   ("pg_recvlogical pgoutput (ceiling)", "pg_recvlogical_pgoutput"),
                   ("COPY into target (ceiling)", "copy_into_target"),
                   ("sluice source -> broker", "sluice_source_to_broker"),
-                  ("sluice end to end", "sluice_end_to_end")]:
-    print("%-34s %10.2f %12s" % (name, r[key]["seconds"], r[key]["rows_per_s"]))
+                  ("sluice end to end (streaming)", "sluice_end_to_end"),
+                  ("sluice catch-up (backlog)", "sluice_catch_up")]:
+    cpu = r[key].get("worker_cpu_seconds")
+    print("%-34s %10.2f %12s %12s" % (name, r[key]["seconds"], r[key]["rows_per_s"],
+                                      "" if cpu is None else "%.2f" % cpu))
 l = r["sluice_end_to_end"]["latency_ms"]
+print("catch-up: first row landed %.2f s after the workers started" % r["sluice_catch_up"]["until_first_row_seconds"])
 print("commit -> target latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms" % (l["p50"], l["p99"], l["max"]))
 m = r["worker_peak_rss_kb"]
 print("worker peak RSS: source %.1f MiB, target %.1f MiB" % (m["source"] / 1024, m["target"] / 1024))

@@ -203,4 +203,26 @@ TEST_F(PostgresTargetTest, PoisonRowInACopyBatchIsRejectedAloneWhileOthersLand) 
 }
 
 }  // namespace
+TEST_F(PostgresTargetTest, CopyPathFoldsARepeatedKeyToItsLastImage) {
+  std::vector<TargetChange> batch;
+  for (int i = 1; i <= 1200; ++i) batch.push_back(Tricky(i));
+  batch.push_back(Tricky(5, "last-"));  // key 5 again, later in the batch
+  Apply(batch);
+  EXPECT_EQ(target_.copied_batches(), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1200);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE name LIKE '%last-5'")[0][0].as<int>(), 1);
+}
+
+TEST_F(PostgresTargetTest, ImagesWithoutTheirKeyColumnTakeTheOrdinaryPathAndLandWhole) {
+  std::vector<TargetChange> batch;
+  for (int i = 1; i <= 1200; ++i) {
+    auto change = Tricky(i);
+    change.after.erase("id");  // the key travels only in the message key
+    batch.push_back(std::move(change));
+  }
+  Apply(batch);
+  EXPECT_EQ(target_.copied_batches(), 0);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 1200")[0][0].as<int>(), 1200);
+}
+
 }  // namespace sluice::connectors::targets
