@@ -59,11 +59,17 @@ Response State(ApiContext& ctx, Request& req) {
   });
 }
 
-// The hottest endpoint (every pod, every few seconds): one UPDATE, and no
-// wait for the commit to reach disk. A heartbeat lost to a crash is
-// harmless: the staleness window is many heartbeats long.
+// The hottest endpoint (every pod, every few seconds): one round trip to
+// the database, which does not wait for the commit to reach disk. A
+// heartbeat lost to a crash is harmless: the staleness window is many
+// heartbeats long. Only a refused heartbeat takes the locked path.
 Response Heartbeat(ApiContext& ctx, Request& req) {
   const auto& p = *req.pod;
+  auto now = common::Clock::now();
+  if (ctx.db.Direct([&](pqxx::nontransaction& tx) {
+        return runtime::WorkerRepository::QuickHeartbeat(tx, p.worker_id, p.generation, now);
+      }))
+    return Response::NoContent();
   ctx.db.Transact([&](pqxx::work& tx) {
     tx.exec("SET LOCAL synchronous_commit = off");
     auto st = dataflow::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1});

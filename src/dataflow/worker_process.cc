@@ -205,6 +205,9 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
   LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
   while (!stop) {
+    // With no subscription there is nothing to poll, and nothing would wait:
+    // an idle target spun a whole core (found by bench/api).
+    if (stages.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     common::Status failure;
     for (auto& stage : stages) {
       auto st = stage->RunOnce(std::chrono::milliseconds(stages.size() > 1 ? 50 : 200));

@@ -156,4 +156,15 @@ common::Status WorkerRepository::Heartbeat(pqxx::work& tx, const common::Uuid& w
   return common::Status::Ok();
 }
 
+bool WorkerRepository::QuickHeartbeat(pqxx::nontransaction& tx, const common::Uuid& worker_id,
+                                      const common::Uuid& generation, common::TimePoint now) {
+  // One simple-query text: SET LOCAL holds for its implicit transaction only.
+  auto updated = tx.exec(fmt::format(
+      "SET LOCAL synchronous_commit = off; "
+      "UPDATE worker SET last_heartbeat_at = (to_timestamp({} / 1e6) AT TIME ZONE 'UTC'), "
+      "updated_at = now() AT TIME ZONE 'UTC' WHERE id = {} AND launch_generation = {}",
+      common::ToEpochMicros(now), tx.quote(worker_id.ToString()), tx.quote(generation.ToString())));
+  return updated.affected_rows() == 1;
+}
+
 }  // namespace sluice::runtime

@@ -33,6 +33,11 @@ class WorkerRepository {
                                             const StateReport& report, common::TimePoint now);
   static common::Status Heartbeat(pqxx::work& tx, const common::Uuid& worker_id,
                                   const common::Uuid& generation, common::TimePoint now);
+  // The same heartbeat's common case in one round trip: the UPDATE and its
+  // relaxed commit (no wait for the disk) as one implicit transaction. False
+  // when no row took it; Heartbeat then words the refusal.
+  static bool QuickHeartbeat(pqxx::nontransaction& tx, const common::Uuid& worker_id,
+                             const common::Uuid& generation, common::TimePoint now);
 };
 
 }  // namespace sluice::runtime

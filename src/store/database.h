@@ -22,6 +22,16 @@ class Database {
 
   const std::string& url() const { return url_; }
 
+  // Runs fn(pqxx::nontransaction&) on a pooled connection: each statement
+  // commits on its own, and a text of several statements runs as one
+  // implicit transaction in a single round trip (the hot paths' use).
+  template <typename Fn>
+  auto Direct(Fn&& fn) {
+    Lease lease(*this);
+    pqxx::nontransaction tx(*lease.conn);
+    return fn(tx);
+  }
+
   // Runs fn(pqxx::work&) in one transaction and commits when it returns.
   // An exception rolls back and propagates; a broken connection is discarded.
   template <typename Fn>

@@ -6,6 +6,9 @@
 // end is in tests/orchestrator.
 #include <pqxx/pqxx>
 
+#include <chrono>
+#include <thread>
+
 #include "api/authenticate.h"
 #include "config_api/api_harness.h"
 #include "runtime/worker_repository.h"
@@ -120,6 +123,28 @@ TEST_F(WorkerProtocol, MetricsAreValidatedAndIngested) {
                         {"skipped", 0},
                         {"errored", 0}}}});
   EXPECT_EQ(foreign.status, 404);
+}
+
+TEST_F(WorkerProtocol, AHeartbeatStampsItsRowAndAReplacedGenerationsIsRefused) {
+  auto stamp = [&] {
+    return db_->Transact([&](pqxx::work& tx) {
+      auto r =
+          tx.exec_params("SELECT coalesce(last_heartbeat_at::text, '') FROM worker WHERE id = $1",
+                         worker_.id.ToString());
+      return std::string(r[0][0].c_str());
+    });
+  };
+  EXPECT_EQ(Pod("POST", "/heartbeat", Json::object()).status, 204);
+  auto first = stamp();
+  EXPECT_FALSE(first.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(Pod("POST", "/heartbeat", Json::object()).status, 204);
+  auto second = stamp();
+  EXPECT_GT(second, first);
+  // The quick path's WHERE misses an older generation; the locked path words it.
+  auto stale = Pod("POST", "/heartbeat", Json::object(), TokenFor(common::Uuid::V4()));
+  EXPECT_EQ(stale.status, 409) << stale.body.dump();
+  EXPECT_EQ(stamp(), second);
 }
 
 TEST_F(WorkerProtocol, DeletingTheConnectorRevokesItsTokens) {

@@ -2,6 +2,9 @@
 // source through `sluice broker` into a PostgreSQL target, nothing is lost,
 // and a kill -9 of any process on the path changes nothing in the end.
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <iterator>
+#include <sstream>
 
 #include <signal.h>
 
@@ -200,6 +203,38 @@ class EndToEnd : public ::testing::Test {
   std::string slot_;
   std::unique_ptr<runtime::ProcessSupervisor> supervisor_;
 };
+
+TEST_F(EndToEnd, ATargetWithoutSubscriptionsIdlesInsteadOfSpinning) {
+  json target = {{"worker_id", common::Uuid::V4().ToString()},
+                 {"connector_id", common::Uuid::V4().ToString()},
+                 {"generation", common::Uuid::V4().ToString()},
+                 {"kind", "target"},
+                 {"broker", {{"bootstrap_servers", broker_.bootstrap()}}},
+                 {"target", {{"type", "postgresql"}, {"url", target_.url()}}},
+                 {"subscriptions", json::array()}};
+  EnsureSupervisor();
+  supervisor_->Ensure(
+      "idle", {{std::getenv("SLUICE_BIN"), "worker", "--config", WriteConfig("idle", target)},
+               {},
+               (dir_ / "idle.log").string()});
+  auto pid = supervisor_->Pid("idle");
+  ASSERT_TRUE(pid.has_value());
+  auto cpu_seconds = [&] {
+    std::ifstream stat("/proc/" + std::to_string(*pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string f;
+    long ticks = 0;
+    for (int i = 3; i <= 15 && fields >> f; ++i)
+      if (i == 14 || i == 15) ticks += std::stol(f);
+    return static_cast<double>(ticks) / sysconf(_SC_CLK_TCK);
+  };
+  std::this_thread::sleep_for(1s);  // start-up work is not idling
+  double before = cpu_seconds();
+  std::this_thread::sleep_for(3s);
+  // A spinning loop burns about the whole 3 s; an idle one a few ticks.
+  EXPECT_LT(cpu_seconds() - before, 0.5);
+}
 
 TEST_F(EndToEnd, SnapshotThenStreamedChangesReachTheTargetExactly) {
   StartWorkers();
