@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # API throughput with wrk against a real `sluice serve` (embedded PostgreSQL):
-# the worker heartbeat endpoint (a pod's scoped token; one row-locked
-# transaction per request) and a list endpoint (a user's token), each for
+# the worker heartbeat endpoint (20 pods' scoped tokens in turn; heartbeats
+# arriving together are written as one statement) and a list endpoint (a user's token), each for
 # DURATION seconds with CONNECTIONS connections over 2 wrk threads. The
-# heartbeat token is the real one: the orchestrator launches an idle target
-# worker and hands it a launch file, which this script reads.
+# heartbeat tokens are real ones: the orchestrator launches idle target
+# workers and hands each a launch file, which this script reads.
 #
 # usage: bench/api/run.sh [SLUICE_BIN] [DURATION_S] [CONNECTIONS]
 # prints "api_<name>: <requests/s> req/s p50 <ms> p99 <ms>" lines.
@@ -35,17 +35,25 @@ TEAM=$(post "/envs/$ENV/teams" '{"name":"bench"}' | json '["id"]')
 for i in $(seq 20); do
   post "/teams/$TEAM/connectors" "{\"name\":\"sink-$i\",\"type\":\"jsonl-target\",\"configuration\":{\"directory\":\"$DIR/out\"}}" >/dev/null
 done
-CONN=$(curl -sf "$API/teams/$TEAM/connectors" -H "Authorization: Bearer $TOKEN" | json '["items"][0]["id"]')
-post "/connectors/$CONN/start" '{}' >/dev/null
-# The launcher writes the pod's launch file (0600) with its scoped token.
-for _ in $(seq 300); do ls "$DIR"/run/*.json >/dev/null 2>&1 && break; sleep 0.1; done
-WORKER_TOKEN=$(json '["backend"]["token"]' <"$(ls "$DIR"/run/*.json | head -1)")
+# Every connector started: PODS idle target workers, each heartbeating with
+# its own scoped token, so the benchmark's heartbeats spread over PODS rows.
+PODS=20
+for CONN in $(curl -sf "$API/teams/$TEAM/connectors?limit=100" -H "Authorization: Bearer $TOKEN" |
+              /usr/bin/python3 -c 'import json,sys; print(" ".join(c["id"] for c in json.load(sys.stdin)["items"]))'); do
+  post "/connectors/$CONN/start" '{}' >/dev/null
+done
+# The launcher writes each pod's launch file (0600) with its scoped token.
+for _ in $(seq 600); do [ "$(ls "$DIR"/run/*.json 2>/dev/null | wc -l)" -ge "$PODS" ] && break; sleep 0.1; done
+TOKENS=$(for f in "$DIR"/run/*.json; do printf '"%s",' "$(json '["backend"]["token"]' <"$f")"; done)
 
 cat >"$DIR/heartbeat.lua" <<LUA
-wrk.method = "POST"
-wrk.body = "{}"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $WORKER_TOKEN"
+tokens = {${TOKENS%,}}
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json",
+                                  ["Authorization"] = "Bearer " .. tokens[counter % #tokens + 1]}, "{}")
+end
 LUA
 cat >"$DIR/list.lua" <<LUA
 wrk.headers["Authorization"] = "Bearer $TOKEN"

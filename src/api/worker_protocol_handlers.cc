@@ -9,6 +9,7 @@
 #include "api/routes.h"
 #include "dataflow/pod_reports.h"
 #include "orchestrator/launch_builder.h"
+#include "runtime/heartbeat_batcher.h"
 #include "runtime/worker_repository.h"
 
 namespace sluice::api {
@@ -59,17 +60,14 @@ Response State(ApiContext& ctx, Request& req) {
   });
 }
 
-// The hottest endpoint (every pod, every few seconds): one round trip to
-// the database, which does not wait for the commit to reach disk. A
+// The hottest endpoint (every pod, every few seconds): heartbeats arriving
+// together are written as one statement (runtime::HeartbeatBatcher) that
+// does not wait for the commit to reach disk. A
 // heartbeat lost to a crash is harmless: the staleness window is many
 // heartbeats long. Only a refused heartbeat takes the locked path.
-Response Heartbeat(ApiContext& ctx, Request& req) {
+Response Heartbeat(ApiContext& ctx, runtime::HeartbeatBatcher& batcher, Request& req) {
   const auto& p = *req.pod;
-  auto now = common::Clock::now();
-  if (ctx.db.Direct([&](pqxx::nontransaction& tx) {
-        return runtime::WorkerRepository::QuickHeartbeat(tx, p.worker_id, p.generation, now);
-      }))
-    return Response::NoContent();
+  if (batcher.Beat(p.worker_id, p.generation, common::Clock::now())) return Response::NoContent();
   ctx.db.Transact([&](pqxx::work& tx) {
     tx.exec("SET LOCAL synchronous_commit = off");
     auto st = dataflow::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1});
@@ -132,7 +130,10 @@ void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
       [&ctx](Request& q) { return State(ctx, q); }, w);
   g.Post(
       "/worker/heartbeat", "Refresh the heartbeat window",
-      [&ctx](Request& q) { return Heartbeat(ctx, q); }, w);
+      [&ctx, batcher = std::make_shared<runtime::HeartbeatBatcher>(ctx.db)](Request& q) {
+        return Heartbeat(ctx, *batcher, q);
+      },
+      w);
   g.Post(
       "/worker/metrics/production", "Production intervals {topic, from_ts, to_ts, counts}",
       [&ctx](Request& q) { return Production(ctx, q); }, w);
