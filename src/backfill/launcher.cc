@@ -385,17 +385,45 @@ common::Status Launcher::Tick() {
 }
 
 void Launcher::Sweep(const std::map<Uuid, LoaderJob>& listed) {
+  struct Row {
+    ItemStatus status;
+    std::optional<std::int64_t> started, finished;
+  };
+  std::map<Uuid, Row> rows;
+  if (!listed.empty()) {
+    std::string ids = "{";  // a uuid[] literal: UUIDs need no quoting
+    for (const auto& [id, job] : listed) ids += (ids.size() > 1 ? "," : "") + id.ToString();
+    ids += "}";
+    db_.Transact([&](pqxx::work& tx) {
+      for (const auto& r : tx.exec_params(
+               "SELECT id::text, status, (extract(epoch FROM started_at) * 1000000)::bigint, "
+               "(extract(epoch FROM finished_at) * 1000000)::bigint FROM backfill_item WHERE id = "
+               "ANY($1::uuid[])",
+               ids)) {
+        auto status = ParseItemStatus(r[1].c_str());
+        if (!status) continue;
+        auto opt = [](const pqxx::field& f) {
+          return f.is_null() ? std::nullopt : std::optional<std::int64_t>(f.as<std::int64_t>());
+        };
+        rows[*Uuid::Parse(r[0].c_str())] = {*status, opt(r[2]), opt(r[3])};
+      }
+    });
+  }
+  std::set<std::string> still_listed;
+  auto now = Micros(common::Clock::now());
   for (const auto& [item_id, job] : listed) {
-    auto row = db_.Transact([&](pqxx::work& tx) { return Repository::FindItem(tx, item_id); });
-    bool current = row && row->status == ItemStatus::kRunning && row->started_at &&
-                   job.attempt == Micros(*row->started_at);
-    if (current) continue;
+    auto it = rows.find(item_id);
+    const Row* row = it == rows.end() ? nullptr : &it->second;
+    if (row && row->status == ItemStatus::kRunning && row->started && job.attempt == row->started)
+      continue;  // the live attempt's
     // A Job no attempt owns: cancelled, requeued or gone. A running one is
     // stopped, unless its loader has just reported the end and is on its
     // way out; a finished one stays for its logs, without its token.
     bool ending =
         row && (row->status == ItemStatus::kCompleted || row->status == ItemStatus::kFailed) &&
-        row->finished_at && common::Clock::now() - *row->finished_at < options_.stop_grace;
+        row->finished &&
+        now - *row->finished <
+            std::chrono::duration_cast<std::chrono::microseconds>(options_.stop_grace).count();
     if (!job.finished && !ending) {
       auto st = jobs_->Remove(job.name);
       if (!st.ok())
@@ -405,9 +433,12 @@ void Launcher::Sweep(const std::map<Uuid, LoaderJob>& listed) {
       continue;
     }
     auto key = job.name + "@" + std::to_string(job.attempt.value_or(0));
+    still_listed.insert(key);
     if (secrets_removed_.count(key)) continue;
     if (jobs_->RemoveSecret(job.name).ok()) secrets_removed_.insert(key);
   }
+  // Forget the Jobs the cluster no longer lists (ttlSecondsAfterFinished).
+  std::erase_if(secrets_removed_, [&](const std::string& k) { return !still_listed.count(k); });
 }
 
 void Launcher::Start() {

@@ -69,7 +69,9 @@ struct LauncherOptions {
 class Launcher {
  public:
   Launcher(store::Database& db, LauncherOptions options);
-  ~Launcher();  // Stop(), and stops every loader it started
+  // Stop(), and stops every local loader it started; Jobs run on, for the
+  // next back end to adopt.
+  ~Launcher();
 
   common::Status Tick();
   void Start();
