@@ -47,7 +47,9 @@ Response Launch(ApiContext& ctx, Request& req) {
 Response Report(ApiContext& ctx, Request& req) {
   auto who = Authorize(ctx, req);
   auto body = req.Body();
-  auto kind = backfill::ParseReportKind(body.value("kind", std::string()));
+  std::optional<backfill::ReportKind> kind;
+  if (body.contains("kind") && body["kind"].is_string())
+    kind = backfill::ParseReportKind(body["kind"].get<std::string>());
   // Pre-checks run beside the back end; a Job only loads.
   if (!kind || *kind == backfill::ReportKind::kChecked || *kind == backfill::ReportKind::kRejected)
     throw ApiError(422, "invalid_kind",

@@ -168,6 +168,8 @@ TEST_F(LoaderProtocolTest, OnlyTheLaunchCarriesConnectionDetails) {
             422);
   EXPECT_EQ(Call("POST", Reports(item_id), token, {{"kind", "progress"}, {"rows", "x"}})->status,
             422);
+  EXPECT_EQ(Call("POST", Reports(item_id), token, {{"kind", 3}})->status, 422);
+  EXPECT_EQ(Call("POST", Reports(item_id), token, json::array({1}))->status, 400);
 }
 
 }  // namespace
