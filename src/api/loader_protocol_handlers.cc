@@ -4,8 +4,8 @@
 // connection details leave the back end; every report is the same fenced
 // statement a local loader runs against the database (backfill/report.h), so
 // a requeued attempt's old token is refused with 409 and a token for another
-// item with 401. The routes are public to the router: the token is checked
-// here, against the item in the path.
+// item with 401. The router passes these routes through (Access::kLoader):
+// the token is checked here, against the item in the path.
 #include "api/authenticate.h"
 #include "api/config_keys.h"
 #include "api/routes.h"
@@ -83,11 +83,11 @@ void RegisterLoaderProtocolRoutes(Router& r, ApiContext& ctx) {
   g.Get(
       "/loader/items/{item_id}/launch",
       "This loader's launch config, decrypted (loader token of the item's attempt)",
-      [&ctx](Request& q) { return Launch(ctx, q); }, Access::kPublic);
+      [&ctx](Request& q) { return Launch(ctx, q); }, Access::kLoader);
   g.Post(
       "/loader/items/{item_id}/reports",
       "Report claim / progress / truncated / complete / fail (409 once requeued)",
-      [&ctx](Request& q) { return Report(ctx, q); }, Access::kPublic);
+      [&ctx](Request& q) { return Report(ctx, q); }, Access::kLoader);
 }
 
 }  // namespace sluice::api
