@@ -1,5 +1,7 @@
 #include "api/authenticate.h"
 
+#include <cstdlib>
+
 #include "api/service_accounts_repository.h"
 #include "api/users_repository.h"
 
@@ -28,6 +30,9 @@ common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& autho
   }
   if (claims->kind == auth::TokenKind::kWorker) {
     return common::Unauthenticated("a worker token only authorizes the worker endpoints");
+  }
+  if (claims->kind == auth::TokenKind::kLoader) {
+    return common::Unauthenticated("a loader token only authorizes its item's loader endpoints");
   }
   return ctx.db.Transact([&](pqxx::work& tx) -> common::Result<Principal> {
     auto user = FindUserById(tx, claims->user_id);
@@ -67,6 +72,30 @@ std::string IssueWorkerToken(const auth::TokenSigner& signer, const common::Uuid
   c.expires_at = c.issued_at + ttl.count();
   c.connector_id = connector_id;
   c.generation = generation;
+  return signer.Sign(c);
+}
+
+common::Result<LoaderPrincipal> AuthenticateLoader(ApiContext& ctx,
+                                                   const std::string& authorization,
+                                                   const common::Uuid& item_id) {
+  auto claims = VerifyBearer(ctx, authorization);
+  if (!claims.ok()) return claims.status();
+  if (claims->kind != auth::TokenKind::kLoader || claims->user_id != item_id)
+    return common::Unauthenticated("the loader endpoints need this item's loader token");
+  char* end = nullptr;
+  long long attempt = std::strtoll(claims->name.c_str(), &end, 10);
+  if (!end || *end != '\0') return common::Unauthenticated("invalid or expired token");
+  return LoaderPrincipal{item_id, attempt};
+}
+
+std::string IssueLoaderToken(const auth::TokenSigner& signer, const common::Uuid& item_id,
+                             std::int64_t attempt_micros, std::chrono::seconds ttl) {
+  auth::TokenClaims c;
+  c.kind = auth::TokenKind::kLoader;
+  c.user_id = item_id;
+  c.name = std::to_string(attempt_micros);
+  c.issued_at = std::time(nullptr);
+  c.expires_at = c.issued_at + ttl.count();
   return signer.Sign(c);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "api/context.h"
@@ -25,5 +26,21 @@ common::Result<PodPrincipal> AuthenticatePod(ApiContext& ctx, const std::string&
 std::string IssueWorkerToken(const auth::TokenSigner& signer, const common::Uuid& worker_id,
                              const common::Uuid& connector_id, const common::Uuid& generation,
                              std::chrono::seconds ttl);
+
+// A backfill loader (a Kubernetes Job): one item, one attempt.
+struct LoaderPrincipal {
+  common::Uuid item_id;
+  std::int64_t attempt_micros = 0;  // the item's started_at when the token was issued
+};
+
+// A loader token's signature and scope: 401 unless it names `item_id`. The
+// attempt is checked by each endpoint against the row (409 once requeued).
+common::Result<LoaderPrincipal> AuthenticateLoader(ApiContext& ctx,
+                                                   const std::string& authorization,
+                                                   const common::Uuid& item_id);
+
+// What the backfill launcher puts in a loader Job's Secret.
+std::string IssueLoaderToken(const auth::TokenSigner& signer, const common::Uuid& item_id,
+                             std::int64_t attempt_micros, std::chrono::seconds ttl);
 
 }  // namespace sluice::api

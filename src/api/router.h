@@ -15,6 +15,8 @@ enum class Access {
   kPublic,         // no token needed (login, refresh, the OpenAPI document)
   kAuthenticated,  // a valid bearer token of an active user
   kWorker,         // a worker pod's scoped token (the worker protocol)
+  kLoader,         // a backfill loader's token, checked by the handler against the
+                   // item in the path (the loader protocol)
 };
 
 struct Route {

@@ -23,6 +23,7 @@ void RegisterBuiltinRoutes(Router& r, ApiContext& ctx) {
   RegisterLicenseRoutes(r, ctx);
   RegisterWorkerProtocolRoutes(r, ctx);
   RegisterBackfillsRoutes(r, ctx);
+  RegisterLoaderProtocolRoutes(r, ctx);
   RegisterMonitoringRoutes(r, ctx);
   RegisterMetricsRoutes(r, ctx);
   RegisterOpenApiRoutes(r, ctx);  // last: documents everything registered before it

@@ -27,6 +27,7 @@ void RegisterWorkersRoutes(Router& r, ApiContext& ctx);
 void RegisterLicenseRoutes(Router& r, ApiContext& ctx);
 void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx);
 void RegisterBackfillsRoutes(Router& r, ApiContext& ctx);
+void RegisterLoaderProtocolRoutes(Router& r, ApiContext& ctx);
 void RegisterMonitoringRoutes(Router& r, ApiContext& ctx);
 void RegisterMetricsRoutes(Router& r, ApiContext& ctx);
 void RegisterOpenApiRoutes(Router& r, ApiContext& ctx);

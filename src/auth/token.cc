@@ -37,6 +37,7 @@ std::optional<TokenKind> ParseKind(const std::string& s) {
   if (s == "refresh") return TokenKind::kRefresh;
   if (s == "service") return TokenKind::kService;
   if (s == "worker") return TokenKind::kWorker;
+  if (s == "loader") return TokenKind::kLoader;
   return std::nullopt;
 }
 
@@ -52,6 +53,8 @@ const char* TokenKindName(TokenKind kind) {
       return "service";
     case TokenKind::kWorker:
       return "worker";
+    case TokenKind::kLoader:
+      return "loader";
   }
   return "access";
 }
@@ -122,6 +125,7 @@ common::Result<TokenClaims> TokenSigner::Verify(std::string_view token, std::int
       *field = *id;
     }
     if (c.kind == TokenKind::kWorker && (!c.connector_id || !c.generation)) return bad;
+    if (c.kind == TokenKind::kLoader && c.name.empty()) return bad;
     if (c.expires_at <= now) return bad;
     return c;
   } catch (const nlohmann::json::exception&) {

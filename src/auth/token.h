@@ -17,7 +17,10 @@ namespace sluice::auth {
 
 // kWorker: a pod's token, scoped to one worker row of one connector and one
 // launch generation; it opens the worker endpoints and nothing else.
-enum class TokenKind { kAccess, kRefresh, kService, kWorker };
+// kLoader: a backfill loader's token, scoped to one item (user_id) and one
+// attempt (name: the attempt's started_at in micros); it opens the loader
+// endpoints of that item and nothing else.
+enum class TokenKind { kAccess, kRefresh, kService, kWorker, kLoader };
 
 const char* TokenKindName(TokenKind kind);
 

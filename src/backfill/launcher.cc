@@ -31,6 +31,7 @@ constexpr int kMaxChecks = 4;
 Launcher::Launcher(store::Database& db, LauncherOptions options)
     : db_(db), options_(std::move(options)) {
   fs::create_directories(options_.run_dir);
+  if (options_.kubernetes) jobs_ = std::make_unique<LoaderJobs>(*options_.kubernetes);
 }
 
 Launcher::~Launcher() {
@@ -134,8 +135,20 @@ std::vector<Launcher::Exited> Launcher::Reap() {
 
 common::Status Launcher::Tick() {
   if (!Lead()) return common::Status::Ok();
+  if (jobs_ && !options_.issue_loader_token)
+    return common::FailedPrecondition("backfill launcher: Kubernetes Jobs need loader tokens");
   try {
     auto exited = Reap();
+    // Listed before the rows are read: a Job that finished after its loader
+    // reported is seen finished only once the row says so too.
+    std::optional<std::map<Uuid, LoaderJob>> listed;
+    if (jobs_) {
+      auto l = jobs_->List();
+      if (l.ok())
+        listed = std::move(*l);
+      else  // nothing is judged lost on a list we do not have
+        spdlog::warn("backfill: cannot list loader Jobs: {}", l.status().message());
+    }
     auto now = common::Clock::now();
     // Pre-checks that gave no verdict fail open.
     db_.Transact([&](pqxx::work& tx) {
@@ -173,7 +186,14 @@ common::Status Launcher::Tick() {
         Repository::UpdateItem(tx, *item);
       }
     });
-    for (const auto& id : terminate) Terminate(id);
+    for (const auto& id : terminate) {
+      Terminate(id);
+      if (!jobs_) continue;
+      // On failure the sweep below retries: the item no longer runs.
+      auto st = jobs_->Remove(LoaderJobs::JobName(id));
+      if (!st.ok())
+        spdlog::warn("backfill: cannot delete the Job of item {}: {}", id.ToString(), st.message());
+    }
 
     struct Pending {
       BackfillItem item;
@@ -209,6 +229,14 @@ common::Status Launcher::Tick() {
             present = it != children_.end() && !it->second.check && i.started_at &&
                       it->second.attempt == Micros(*i.started_at);
           }
+          if (jobs_ && i.status == ItemStatus::kRunning && !present) {
+            if (!listed) {
+              present = true;  // the API server cannot say: assume it runs
+            } else if (auto j = listed->find(i.id); j != listed->end()) {
+              present =
+                  !j->second.finished && i.started_at && j->second.attempt == Micros(*i.started_at);
+            }
+          }
           observed.items.push_back(
               {i.status, i.started_at, i.last_report_at, i.finished_at, present});
         }
@@ -225,7 +253,7 @@ common::Status Launcher::Tick() {
           auto& item = items[idx];
           --occupancy.by_source[run.source_connector_id];
           --occupancy.by_destination[item.target_connector_id];
-          int lost = ++lost_[item.id];
+          int lost = LostAttemptsSoFar(tx, item) + 1;
           if (lost > options_.max_lost_attempts) {
             (void)item.Fail(fmt::format("the loader was lost {} times", lost), now);
             RecordItemFailed(tx, item, run);
@@ -235,7 +263,8 @@ common::Status Launcher::Tick() {
                            "Backfill loader lost; item requeued",
                            fmt::format("{} -> {}: no loader holds the running item",
                                        item.source_table_name, item.target_table_name),
-                           {{"backfill_item_id", item.id.ToString()}, {"lost_attempts", lost}});
+                           {{"backfill_item_id", item.id.ToString()}, {"lost_attempts", lost}},
+                           item.subscription_id);
           }
           Repository::UpdateItem(tx, item);
         }
@@ -270,6 +299,8 @@ common::Status Launcher::Tick() {
       }
     });
 
+    if (listed) Sweep(*listed);
+
     for (const auto& p : checks) {
       auto config = db_.Transact([&](pqxx::work& tx) {
         return BuildLoaderConfig(tx, p.item, p.run, options_.keys, options_.database_url);
@@ -300,12 +331,12 @@ common::Status Launcher::Tick() {
       const auto& p = queued[id];
       std::optional<std::string> path_out;
       std::optional<std::int64_t> attempt;
+      std::optional<BackfillItem> launched;
       db_.Transact([&](pqxx::work& tx) {
         auto item = Repository::FindItem(tx, id, /*for_update=*/true);
         if (!item || item->status != ItemStatus::kQueued || !item->checked_at) return;
         std::optional<std::string> job;
-        if (options_.kubernetes)
-          job = runtime::LoaderJobName({id.ToString(), p.run.id.ToString(), "sluice-loader-token"});
+        if (jobs_) job = LoaderJobs::JobName(id);
         if (!item->Launch(common::Clock::now(), job).ok()) return;
         auto config = BuildLoaderConfig(tx, *item, p.run, options_.keys, options_.database_url);
         if (!config.ok()) {
@@ -314,6 +345,11 @@ common::Status Launcher::Tick() {
           RecordItemFailed(tx, *item, p.run);
           return;
         }
+        Repository::UpdateItem(tx, *item);
+        attempt = Micros(*item->started_at);
+        launched = *item;
+        // A Job's loader fetches its config over the API: nothing on disk.
+        if (jobs_) return;
         config->partitions = options_.partitions;
         auto path = fs::path(options_.run_dir) / ("loader-" + id.ToString() + ".json");
         {
@@ -321,21 +357,22 @@ common::Status Launcher::Tick() {
           out << config->ToJson().dump(2);
         }
         chmod(path.c_str(), 0600);
-        if (job) {
-          auto jobs = fs::path(options_.run_dir) / "jobs";
-          fs::create_directories(jobs);
-          std::ofstream(jobs / (*job + ".json"))
-              << runtime::RenderLoaderJob(
-                     {id.ToString(), p.run.id.ToString(), "sluice-loader-token"},
-                     *options_.kubernetes)
-                     .dump(2);
-        }
-        Repository::UpdateItem(tx, *item);
         path_out = path.string();
-        attempt = Micros(*item->started_at);
       });
-      if (!path_out) continue;
-      // Spawned after the commit, so the loader's fenced reports find its attempt.
+      if (!attempt) continue;
+      // Started after the commit, so the loader's fenced reports find its attempt.
+      if (jobs_) {
+        std::optional<LoaderJob> existing;
+        if (listed && listed->count(id)) existing = listed->at(id);
+        auto st = jobs_->Launch(*launched, p.run.id, *attempt,
+                                options_.issue_loader_token(id, *attempt), existing);
+        if (!st.ok())  // no Job: the next tick finds the attempt lost and requeues it
+          spdlog::warn("backfill: cannot apply the Job of item {}: {}", id.ToString(),
+                       st.message());
+        else
+          spdlog::info("backfill: applied Job {} for item {}", *launched->job_name, id.ToString());
+        continue;
+      }
       pid_t pid = Spawn(id, *path_out, false);
       spdlog::info("backfill: launched loader {} for item {}", pid, id.ToString());
       std::lock_guard lock(mu_);
@@ -345,6 +382,63 @@ common::Status Launcher::Tick() {
   } catch (const std::exception& e) {
     return common::Unavailable(fmt::format("backfill launcher tick failed: {}", e.what()));
   }
+}
+
+void Launcher::Sweep(const std::map<Uuid, LoaderJob>& listed) {
+  struct Row {
+    ItemStatus status;
+    std::optional<std::int64_t> started, finished;
+  };
+  std::map<Uuid, Row> rows;
+  if (!listed.empty()) {
+    std::string ids = "{";  // a uuid[] literal: UUIDs need no quoting
+    for (const auto& [id, job] : listed) ids += (ids.size() > 1 ? "," : "") + id.ToString();
+    ids += "}";
+    db_.Transact([&](pqxx::work& tx) {
+      for (const auto& r : tx.exec_params(
+               "SELECT id::text, status, (extract(epoch FROM started_at) * 1000000)::bigint, "
+               "(extract(epoch FROM finished_at) * 1000000)::bigint FROM backfill_item WHERE id = "
+               "ANY($1::uuid[])",
+               ids)) {
+        auto status = ParseItemStatus(r[1].c_str());
+        if (!status) continue;
+        auto opt = [](const pqxx::field& f) {
+          return f.is_null() ? std::nullopt : std::optional<std::int64_t>(f.as<std::int64_t>());
+        };
+        rows[*Uuid::Parse(r[0].c_str())] = {*status, opt(r[2]), opt(r[3])};
+      }
+    });
+  }
+  std::set<std::string> still_listed;
+  auto now = Micros(common::Clock::now());
+  for (const auto& [item_id, job] : listed) {
+    auto it = rows.find(item_id);
+    const Row* row = it == rows.end() ? nullptr : &it->second;
+    if (row && row->status == ItemStatus::kRunning && row->started && job.attempt == row->started)
+      continue;  // the live attempt's
+    // A Job no attempt owns: cancelled, requeued or gone. A running one is
+    // stopped, unless its loader has just reported the end and is on its
+    // way out; a finished one stays for its logs, without its token.
+    bool ending =
+        row && (row->status == ItemStatus::kCompleted || row->status == ItemStatus::kFailed) &&
+        row->finished &&
+        now - *row->finished <
+            std::chrono::duration_cast<std::chrono::microseconds>(options_.stop_grace).count();
+    if (!job.finished && !ending) {
+      auto st = jobs_->Remove(job.name);
+      if (!st.ok())
+        spdlog::warn("backfill: cannot delete stray Job {}: {}", job.name, st.message());
+      else
+        spdlog::info("backfill: deleted stray Job {}", job.name);
+      continue;
+    }
+    auto key = job.name + "@" + std::to_string(job.attempt.value_or(0));
+    still_listed.insert(key);
+    if (secrets_removed_.count(key)) continue;
+    if (jobs_->RemoveSecret(job.name).ok()) secrets_removed_.insert(key);
+  }
+  // Forget the Jobs the cluster no longer lists (ttlSecondsAfterFinished).
+  std::erase_if(secrets_removed_, [&](const std::string& k) { return !still_listed.count(k); });
 }
 
 void Launcher::Start() {

@@ -11,24 +11,36 @@
 // Every decision is taken from the rows, nothing from memory but the
 // processes it started: after a restart, the running items it does not hold
 // are lost attempts and are requeued (loaders are idempotent; a stray old
-// loader can no longer report, see report.h). One back end leads at a time
-// (a session advisory lock on the data-plane database).
+// loader can no longer report, see report.h). The lost-attempt count is read
+// back from the item's backfill.attempt_lost events, so it survives too.
+// One back end leads at a time (a session advisory lock on the data-plane
+// database).
+//
+// With Kubernetes configured, loads run as Jobs instead (kubernetes_jobs.h):
+// the Jobs are listed every tick, so a running item whose Job is gone or
+// finished is a lost attempt (stall reason no_job), a restart adopts the
+// Jobs that run, and a cancelled item's Job is deleted. Pre-checks still run
+// here as local processes (they are short and only read).
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
+#include "backfill/kubernetes_jobs.h"
 #include "backfill/scheduler.h"
 #include "backfill/stall.h"
 #include "common/status.h"
-#include "runtime/kubernetes_manifest.h"
+#include "runtime/kubernetes_pod_launcher.h"
 #include "secrets/key_ring.h"
 #include "store/database.h"
 
@@ -46,16 +58,20 @@ struct LauncherOptions {
   int max_lost_attempts = 5;                // then the item fails instead of requeueing
   int partitions = 4;                       // parallel reads per loader
   const secrets::KeyRing* keys = nullptr;   // decrypts connector configs
-  // When set, each launch also renders the item's Kubernetes Job manifest
-  // into <run_dir>/jobs/ and records its job_name (the production launcher
-  // applies it); loaders still run as local processes here.
-  std::optional<runtime::KubernetesOptions> kubernetes;
+  // When set, each load runs as a Kubernetes Job (job_name recorded) whose
+  // loader fetches its config from manifests.api_url with a loader token.
+  std::optional<runtime::KubernetesLauncherOptions> kubernetes;
+  // The token of one attempt (item id, started_at micros); needed with kubernetes.
+  std::function<std::string(const common::Uuid& item_id, std::int64_t attempt_micros)>
+      issue_loader_token;
 };
 
 class Launcher {
  public:
   Launcher(store::Database& db, LauncherOptions options);
-  ~Launcher();  // Stop(), and stops every loader it started
+  // Stop(), and stops every local loader it started; Jobs run on, for the
+  // next back end to adopt.
+  ~Launcher();
 
   common::Status Tick();
   void Start();
@@ -81,12 +97,15 @@ class Launcher {
   std::vector<Exited> Reap();
   pid_t Spawn(const common::Uuid& item_id, const std::string& config_path, bool check);
   void Terminate(const common::Uuid& item_id);
+  // Deletes loader Jobs no running attempt owns (and finished Jobs' tokens).
+  void Sweep(const std::map<common::Uuid, LoaderJob>& listed);
 
   store::Database& db_;
   LauncherOptions options_;
   mutable std::mutex mu_;
   std::map<common::Uuid, Child> children_;
-  std::map<common::Uuid, int> lost_;  // lost attempts per item, this process
+  std::unique_ptr<LoaderJobs> jobs_;       // with kubernetes
+  std::set<std::string> secrets_removed_;  // finished Jobs' token Secrets, this process
   std::unique_ptr<pqxx::connection> leader_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -11,34 +11,66 @@
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <string_view>
 
 #include "backfill/model.h"
 #include "common/status.h"
 
 namespace sluice::backfill {
 
-class ItemReporter {
+// One report of a loader on its item, as either path applies it.
+enum class ReportKind { kClaim, kProgress, kTruncated, kComplete, kFail, kChecked, kRejected };
+const char* ToString(ReportKind kind);
+std::optional<ReportKind> ParseReportKind(std::string_view s);
+
+struct ReportArgs {
+  std::optional<std::int64_t> rows;     // progress, complete; checked: approximate rows
+  std::optional<common::TimePoint> at;  // the loader's own clock
+  std::optional<std::string> text;      // fail, rejected: the reason
+};
+
+// Applies one report in `tx` under the attempt fence (load reports: running
+// with started_at == attempt; check reports: still queued). FailedPrecondition
+// when the attempt is no longer the item's; InvalidArgument for missing args.
+// Shared by the database reporter below and the loader API endpoints.
+common::Status ApplyReport(pqxx::work& tx, const common::Uuid& item_id,
+                           std::optional<std::int64_t> attempt_micros, ReportKind kind,
+                           const ReportArgs& args);
+
+// How a loader reports: straight into the database (ItemReporter, local
+// launches) or through the back end's loader endpoints (ApiItemReporter in
+// api_reporter.h, Kubernetes Jobs). FailedPrecondition: no longer ours.
+class ItemReports {
+ public:
+  virtual ~ItemReports() = default;
+  // Load mode.
+  virtual common::Status StillOurs() = 0;
+  virtual common::Status Progress(std::int64_t rows, common::TimePoint at) = 0;
+  virtual common::Status Truncated(common::TimePoint at) = 0;
+  virtual common::Status Complete(std::int64_t rows, common::TimePoint at) = 0;
+  virtual common::Status Fail(const std::string& reason, common::TimePoint at) = 0;
+  // Check mode (the item is still queued).
+  virtual common::Status Checked(common::TimePoint at,
+                                 std::optional<std::int64_t> approximate_rows) = 0;
+  virtual common::Status Rejected(const std::string& reason, common::TimePoint at) = 0;
+};
+
+class ItemReporter : public ItemReports {
  public:
   ItemReporter(std::string database_url, common::Uuid item_id,
                std::optional<std::int64_t> attempt_micros);
 
-  // Load mode. FailedPrecondition when the attempt is no longer ours.
-  common::Status StillOurs();
-  common::Status Progress(std::int64_t rows, common::TimePoint at);
-  common::Status Truncated(common::TimePoint at);
-  common::Status Complete(std::int64_t rows, common::TimePoint at);
-  common::Status Fail(const std::string& reason, common::TimePoint at);
-
-  // Check mode (the item is still queued).
-  common::Status Checked(common::TimePoint at, std::optional<std::int64_t> approximate_rows);
-  common::Status Rejected(const std::string& reason, common::TimePoint at);
+  common::Status StillOurs() override;
+  common::Status Progress(std::int64_t rows, common::TimePoint at) override;
+  common::Status Truncated(common::TimePoint at) override;
+  common::Status Complete(std::int64_t rows, common::TimePoint at) override;
+  common::Status Fail(const std::string& reason, common::TimePoint at) override;
+  common::Status Checked(common::TimePoint at,
+                         std::optional<std::int64_t> approximate_rows) override;
+  common::Status Rejected(const std::string& reason, common::TimePoint at) override;
 
  private:
-  common::Status Exec(const std::string& what, const std::string& sql,
-                      const std::function<void(pqxx::work&)>& after = {},
-                      std::optional<std::int64_t> rows = std::nullopt,
-                      std::optional<common::TimePoint> at = std::nullopt,
-                      std::optional<std::string> text = std::nullopt);
+  common::Status Exec(ReportKind kind, const ReportArgs& args);
   std::string url_;
   common::Uuid item_id_;
   std::optional<std::int64_t> attempt_;
@@ -50,8 +82,15 @@ class ItemReporter {
 // truncated_at is set.
 void RecordItemFailed(pqxx::work& tx, const BackfillItem& item, const BackfillRun& run);
 // Another event about a run: backfill.attempt_lost, backfill.stalled ...
+// With a subscription (an item's), the event is about that subscription, so
+// its folded row is that item's alone.
 void RecordRunEvent(pqxx::work& tx, const BackfillRun& run, const std::string& code,
                     const std::string& level, const std::string& summary, const std::string& reason,
-                    nlohmann::json details);
+                    nlohmann::json details,
+                    std::optional<common::Uuid> subscription_id = std::nullopt);
+
+// The attempts of an item lost so far, from its backfill.attempt_lost events
+// (each carries the count it reached), so an orchestrator restart keeps it.
+int LostAttemptsSoFar(pqxx::transaction_base& tx, const BackfillItem& item);
 
 }  // namespace sluice::backfill

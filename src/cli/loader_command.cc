@@ -1,6 +1,8 @@
 // requires-subsystems: backfill
 // `sluice loader`: one backfill item. Launched by the backfill launcher with
-// `--config FILE` (a 0600 launch file), or by hand with `--item ID` over
+// `--config FILE` (a 0600 launch file), in a Kubernetes Job with `--item ID
+// --api URL` and the attempt's token in SLUICE_LOADER_TOKEN (config fetched
+// from, and reports sent to, the back end), or by hand with `--item ID` over
 // SLUICE_DATABASE_URL (connector configs decrypted with --data-dir's key).
 //   --check-only  validates the pair and stamps checked_at (exit 0), refuses
 //                 it (item failed, exit 3), or gives no verdict (exit 1: the
@@ -15,7 +17,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 
+#include "backfill/api_reporter.h"
 #include "backfill/launch.h"
 #include "backfill/loader.h"
 #include "backfill/report.h"
@@ -26,6 +30,7 @@
 namespace {
 
 using sluice::backfill::ItemReporter;
+using sluice::backfill::ItemReports;
 using sluice::backfill::LoaderConfig;
 using sluice::common::Code;
 
@@ -61,7 +66,26 @@ bool IsRefusal(Code c) {
 
 int RunLoader(const LoaderFlags& f) {
   LoaderConfig config;
-  if (!f.config_path.empty()) {
+  std::unique_ptr<ItemReports> reporter;
+  if (!f.api_url.empty()) {
+    const char* token = std::getenv("SLUICE_LOADER_TOKEN");
+    if (!token || !*token) {
+      std::fprintf(stderr, "sluice loader: --api needs SLUICE_LOADER_TOKEN\n");
+      return 2;
+    }
+    if (f.check_only) {
+      std::fprintf(stderr, "sluice loader: pre-checks run beside the back end, not over --api\n");
+      return 2;
+    }
+    auto fetched = sluice::backfill::FetchLoaderConfig(f.api_url, token, f.item_id);
+    if (!fetched.ok()) {
+      std::fprintf(stderr, "sluice loader: %s\n", fetched.status().message().c_str());
+      // Refused: this attempt is no longer ours (exit 4); else transient.
+      return fetched.status().code() == Code::kFailedPrecondition ? 4 : 5;
+    }
+    config = std::move(fetched).value();
+    reporter = std::make_unique<sluice::backfill::ApiItemReporter>(f.api_url, token, f.item_id);
+  } else if (!f.config_path.empty()) {
     std::ifstream in(f.config_path);
     auto json = nlohmann::json::parse(in, nullptr, false);
     auto parsed = LoaderConfig::FromJson(json);
@@ -80,9 +104,9 @@ int RunLoader(const LoaderFlags& f) {
   }
   auto id = sluice::common::Uuid::Parse(config.item_id);
   if (!id) return 2;
-  std::optional<ItemReporter> reporter;
-  if (config.report_database_url)
-    reporter.emplace(*config.report_database_url, *id, config.attempt_micros);
+  if (!reporter && config.report_database_url)
+    reporter =
+        std::make_unique<ItemReporter>(*config.report_database_url, *id, config.attempt_micros);
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigaction(SIGTERM, &sa, nullptr);
@@ -151,10 +175,12 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   config->excludes(item);
   cmd->add_option("--data-dir", flags->data_dir, "Where config.key lives (with --item)")
       ->capture_default_str();
-  // The rendered Kubernetes Job passes the back end's URL; the loader does not
-  // speak the worker protocol yet, so with --item it still reads and reports
-  // through SLUICE_DATABASE_URL.
-  cmd->add_option("--api", flags->api_url, "Back end URL (from the Job manifest; unused yet)");
+  // A Kubernetes Job's loader has no database URL: it speaks the loader
+  // protocol to the back end with its attempt's token.
+  auto* api = cmd->add_option("--api", flags->api_url,
+                              "Back end URL: fetch the config and report over HTTP (with --item; "
+                              "token in SLUICE_LOADER_TOKEN)");
+  api->needs(item);
   cmd->add_flag("--check-only", flags->check_only,
                 "Validate the pair and stamp checked_at; load nothing");
   cmd->callback([flags] {

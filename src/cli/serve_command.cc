@@ -45,7 +45,9 @@ struct ServeFlags {
   int license_grace_seconds = 72 * 3600;
   std::string launcher = "local";  // or "kubernetes"
   sluice::runtime::KubernetesLauncherOptions kubernetes;
-  std::string metrics_token;  // bearer a Prometheus scraper presents at GET /metrics
+  std::string metrics_token;         // bearer a Prometheus scraper presents at GET /metrics
+  int backfill_source_cap = 2;       // running backfill items per source connector
+  int backfill_destination_cap = 2;  // ... and per destination connector
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -157,12 +159,24 @@ int Serve(const ServeFlags& f) {
   sluice::orchestrator::Orchestrator orchestrator(db, orchestration);
   orchestrator.Start();
 #ifdef SLUICE_WITH_BACKFILL
-  // Backfill items run as `sluice loader` processes under the caps.
+  // Backfill items run as `sluice loader` processes (or Kubernetes Jobs,
+  // whose loaders use the API with a token per attempt) under the caps.
   sluice::backfill::LauncherOptions backfills;
   backfills.sluice_bin = orchestration.sluice_bin;
   backfills.run_dir = orchestration.run_dir;
   backfills.database_url = (*provisioned)->url();
   backfills.keys = orchestration.keys;
+  backfills.caps = {f.backfill_source_cap, f.backfill_destination_cap};
+  if (f.launcher == "kubernetes") {
+    backfills.kubernetes = f.kubernetes;
+    backfills.kubernetes->manifests.api_url = f.backend_url;
+    backfills.issue_loader_token = [&api](const sluice::common::Uuid& item, std::int64_t attempt) {
+      return sluice::api::IssueLoaderToken(api.context().signer, item, attempt,
+                                           std::chrono::hours(24 * 30));
+    };
+  }
+  spdlog::info("backfills: at most {} running items per source, {} per destination",
+               backfills.caps.per_source, backfills.caps.per_destination);
   sluice::backfill::Launcher backfill_launcher(db, backfills);
   backfill_launcher.Start();
 #endif
@@ -222,6 +236,14 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--k8s-service-account", k8s.manifests.service_account,
                   "Service account of worker pods");
+  cmd->add_option("--backfill-source-cap", flags->backfill_source_cap,
+                  "Backfill items loading at once per source connector")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--backfill-destination-cap", flags->backfill_destination_cap,
+                  "Backfill items loading at once per destination connector")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--metrics-token", flags->metrics_token,
                   "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
                   "only a superuser's token is accepted)")

@@ -50,6 +50,8 @@ struct UpFlags {
   std::string broker_listen = "127.0.0.1:9092";
   std::string ui_dir;  // the built web UI; empty: found next to the binary
   bool demo = false;
+  int backfill_source_cap = 2;       // running backfill items per source connector
+  int backfill_destination_cap = 2;  // ... and per destination connector
 };
 
 bool WaitForPort(const std::string& host, int port, std::chrono::seconds limit) {
@@ -166,6 +168,7 @@ int Up(const UpFlags& f) {
   backfills.run_dir = options.run_dir;
   backfills.database_url = url;
   backfills.keys = options.keys;
+  backfills.caps = {f.backfill_source_cap, f.backfill_destination_cap};
   sluice::backfill::Launcher backfill_launcher(db, backfills);
   backfill_launcher.Start();
 #endif
@@ -222,6 +225,14 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Built web UI (ui/dist); default: $SLUICE_UI_DIR or next to the binary")
       ->envname("SLUICE_UI_DIR");
   cmd->add_flag("--demo", f->demo, "Create a demo pipeline with writes going on");
+  cmd->add_option("--backfill-source-cap", f->backfill_source_cap,
+                  "Backfill items loading at once per source connector")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--backfill-destination-cap", f->backfill_destination_cap,
+                  "Backfill items loading at once per destination connector")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->callback([f] { sluice::cli::ExitCode() = Up(*f); });
 });
 

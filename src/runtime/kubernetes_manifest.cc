@@ -12,9 +12,8 @@ json Resources(const KubernetesOptions& o) {
   return {{"requests", o.resources_requests}, {"limits", o.resources_limits}};
 }
 
-json TokenEnv(const std::string& secret) {
-  return {{"name", "SLUICE_WORKER_TOKEN"},
-          {"valueFrom", {{"secretKeyRef", {{"name", secret}, {"key", "token"}}}}}};
+json TokenEnv(const std::string& secret, const char* env = "SLUICE_WORKER_TOKEN") {
+  return {{"name", env}, {"valueFrom", {{"secretKeyRef", {{"name", secret}, {"key", "token"}}}}}};
 }
 
 json PodSpec(const KubernetesOptions& o, json container, const std::string& restart_policy) {
@@ -77,12 +76,15 @@ json RenderLoaderJob(const LoaderJobSpec& spec, const KubernetesOptions& o) {
   json container = {{"name", "loader"},
                     {"image", o.image},
                     {"args", {"loader", "--item", spec.backfill_item_id, "--api", o.api_url}},
-                    {"env", json::array({TokenEnv(spec.token_secret)})},
+                    {"env", json::array({TokenEnv(spec.token_secret, "SLUICE_LOADER_TOKEN")})},
                     {"resources", Resources(o)}};
+  json metadata = {
+      {"name", LoaderJobName(spec)}, {"namespace", o.namespace_name}, {"labels", labels}};
+  // The attempt a listing maps back to: a Job of an older attempt is a stray.
+  if (!spec.attempt.empty()) metadata["annotations"] = {{"sluice.dev/attempt", spec.attempt}};
   return {{"apiVersion", "batch/v1"},
           {"kind", "Job"},
-          {"metadata",
-           {{"name", LoaderJobName(spec)}, {"namespace", o.namespace_name}, {"labels", labels}}},
+          {"metadata", metadata},
           {"spec",
            {// A failed load is retried by the orchestrator's requeue, not by the cluster.
             {"backoffLimit", 0},

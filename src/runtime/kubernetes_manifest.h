@@ -31,7 +31,8 @@ struct WorkerPodSpec {
 struct LoaderJobSpec {
   std::string backfill_item_id;
   std::string backfill_run_id;
-  std::string token_secret;
+  std::string token_secret;  // holds SLUICE_LOADER_TOKEN
+  std::string attempt;       // the item's started_at micros, annotated when set
 };
 
 // "sluice-worker-<first 8 of connector id>-<shard>": stable across launches,

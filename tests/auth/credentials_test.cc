@@ -96,6 +96,19 @@ TEST(Token, SignedTokenVerifiesAndCarriesItsClaims) {
   EXPECT_EQ(back->expires_at, 5000);
 }
 
+TEST(Token, ALoaderTokenCarriesItsItemAndAttemptAndNeedsTheAttempt) {
+  TokenSigner signer(SecretKey::Random());
+  TokenClaims c = Claims(TokenKind::kLoader, 5000);
+  c.name = "1764763200123456";  // the attempt's started_at, micros
+  auto back = signer.Verify(signer.Sign(c), 2000);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->kind, TokenKind::kLoader);
+  EXPECT_EQ(back->user_id, c.user_id);
+  EXPECT_EQ(back->name, c.name);
+  c.name.clear();
+  EXPECT_FALSE(signer.Verify(signer.Sign(c), 2000).ok()) << "a loader token names its attempt";
+}
+
 TEST(Token, ExpiredTokenIsRejected) {
   TokenSigner signer(SecretKey::Random());
   auto r = signer.Verify(signer.Sign(Claims(TokenKind::kAccess, 5000)), 5000);

@@ -22,9 +22,8 @@ using namespace std::chrono_literals;
 
 class LauncherTest : public ::testing::Test, public testing::BackfillHarness {
  protected:
-  void Launch(Caps caps = {2, 2}, StallThresholds stall = {}, bool kubernetes = false) {
+  void Launch(Caps caps = {2, 2}, StallThresholds stall = {}) {
     LauncherOptions o;
-    if (kubernetes) o.kubernetes = runtime::KubernetesOptions{};
     o.sluice_bin = std::getenv("SLUICE_BIN");
     o.run_dir = (dir() / "run").string();
     o.database_url = plane_url();
@@ -73,23 +72,6 @@ TEST_F(LauncherTest, ARunLoadsEveryItemAndIsDone) {
     EXPECT_FALSE(item.truncated_at.has_value());
   }
   EXPECT_EQ(Item(runs[0].items[0].id).rows_written, 3000);
-}
-
-TEST_F(LauncherTest, WithKubernetesConfiguredTheJobManifestIsRenderedAndItsNameRecorded) {
-  CreateSourceTable("j", 100);
-  auto runs = Trigger({AddPair("j", "j_copy")});
-  auto item_id = runs[0].items[0].id;
-  Launch({2, 2}, {}, /*kubernetes=*/true);
-  ASSERT_TRUE(TickUntil([&] { return RunRow(runs[0].run.id).status == RunStatus::kDone; }))
-      << LoaderLogs();
-  auto item = Item(item_id);
-  ASSERT_TRUE(item.job_name.has_value());
-  EXPECT_EQ(*item.job_name, "sluice-loader-" + item_id.ToString());
-  std::ifstream in(dir() / "run" / "jobs" / (*item.job_name + ".json"));
-  auto manifest = nlohmann::json::parse(in, nullptr, false);
-  ASSERT_TRUE(manifest.is_object());
-  EXPECT_EQ(manifest["kind"], "Job");
-  EXPECT_EQ(manifest["metadata"]["name"], *item.job_name);
 }
 
 // By hand, an item reads its own configuration from the data-plane database

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include "backfill_harness.h"
@@ -44,6 +46,52 @@ TEST_F(ServeBackfill, ServeLaunchesLoadersForATriggeredRun) {
   EXPECT_EQ(Item(runs[0].items[0].id).status, ItemStatus::kCompleted) << LoaderLogs();
   EXPECT_EQ(Digest(target_url(), "sv_copy"), Digest(source_url(), "sv"));
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "serve stops cleanly";
+}
+
+// --backfill-source-cap reaches the launcher: three items of one source,
+// which the default cap (2) would load two at a time, load one at a time.
+TEST_F(ServeBackfill, TheSourceCapFlagHoldsServeToOneRunningItemPerSource) {
+  std::vector<common::Uuid> subs;
+  for (int i = 0; i < 3; ++i) {
+    auto t = "cap" + std::to_string(i);
+    CreateSourceTable(t, 30'000);
+    subs.push_back(AddPair(t, t + "_copy"));
+  }
+  auto runs = Trigger(subs);
+  auto data_dir = (dir() / "data").string();
+  auto log = (dir() / "serve.log").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
+    freopen(log.c_str(), "w", stdout);
+    freopen(log.c_str(), "a", stderr);
+    std::string bin = std::getenv("SLUICE_BIN");
+    execl(bin.c_str(), bin.c_str(), "serve", "--listen", "127.0.0.1:0", "--registry-listen",
+          "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--backfill-source-cap", "1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  std::int64_t most = 0;
+  auto deadline = std::chrono::steady_clock::now() + 180s;
+  while (RunRow(runs[0].run.id).status != RunStatus::kDone &&
+         std::chrono::steady_clock::now() < deadline) {
+    most = std::max(
+        most, Scalar(plane_url(), "SELECT count(*) FROM backfill_item WHERE status = 'running'"));
+    std::this_thread::sleep_for(20ms);
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_EQ(RunRow(runs[0].run.id).status, RunStatus::kDone) << LoaderLogs();
+  EXPECT_EQ(most, 1) << "one at a time, and one did run";
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(Digest(target_url(), "cap" + std::to_string(i) + "_copy"),
+              Digest(source_url(), "cap" + std::to_string(i)));
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("at most 1 running items per source, 2 per destination"), std::string::npos)
+      << text;
 }
 
 }  // namespace
