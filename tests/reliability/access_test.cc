@@ -17,17 +17,21 @@
 #include <set>
 
 #include "api/api_harness.h"
+#include "api/authenticate.h"
 #include "api/config_keys.h"
 #include "reliability/record.h"
+#include "runtime/worker_repository.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::testing {
 namespace {
 
+using namespace std::chrono_literals;
+
 // The columns of the matrix, in the order of the expectation strings below.
 const std::vector<std::string> kRoles = {
-    "anonymous", "reader",    "member",           "team admin",      "env admin",    "other team",
-    "other env", "superuser", "deactivated user", "service account", "expired token"};
+    "anonymous", "reader",    "member",           "team admin",      "env admin",     "other team",
+    "other env", "superuser", "deactivated user", "service account", "expired token", "worker pod"};
 
 // U: 401, H: 404 (hidden), D: 403 (denied), A: allowed (any other answer
 // below 500: the request got past the access check).
@@ -52,22 +56,23 @@ enum class Rule {
 // env member, team admin; env admin: env admin outside the team; other team:
 // env member, admin of another team of the env; other env: admin of another
 // env only; deactivated: a team admin whose account was switched off after
-// the token was issued; service account: a member of the team.
+// the token was issued; service account: a member of the team; worker pod:
+// the scoped token of a shard of the team's source connector.
 const std::map<Rule, std::string> kExpected = {
-    {Rule::kPublic, "AAAAAAAAAAA"},
-    {Rule::kWorker, "UUUUUUUUUUU"},  // user tokens never open the worker endpoints
-    {Rule::kSelf, "UAAAAAAAUAU"},
-    {Rule::kSuperuser, "UDDDDDDAUDU"},
-    {Rule::kSuperuserHidden, "UHHHHHHAUHU"},
-    {Rule::kEnvRead, "UAAAAAHAUAU"},
-    {Rule::kEnvAct, "UDAAAAHAUAU"},
-    {Rule::kEnvManage, "UDDDADHAUDU"},
-    {Rule::kTeamRead, "UAAAAAHAUAU"},
-    {Rule::kTeamManage, "UDDAADHAUDU"},
-    {Rule::kTeamResourceRead, "UAAAAHHAUAU"},
-    {Rule::kTeamResourceWrite, "UDAADHHAUAU"},
-    {Rule::kEnvRequestAnswer, "UHHHAHHAUHU"},
-    {Rule::kTeamRequestAnswer, "UHHAAHHAUHU"},
+    {Rule::kPublic, "AAAAAAAAAAAA"},
+    {Rule::kWorker, "UUUUUUUUUUUA"},  // only a pod token opens the worker endpoints
+    {Rule::kSelf, "UAAAAAAAUAUU"},
+    {Rule::kSuperuser, "UDDDDDDAUDUU"},
+    {Rule::kSuperuserHidden, "UHHHHHHAUHUU"},
+    {Rule::kEnvRead, "UAAAAAHAUAUU"},
+    {Rule::kEnvAct, "UDAAAAHAUAUU"},
+    {Rule::kEnvManage, "UDDDADHAUDUU"},
+    {Rule::kTeamRead, "UAAAAAHAUAUU"},
+    {Rule::kTeamManage, "UDDAADHAUDUU"},
+    {Rule::kTeamResourceRead, "UAAAAHHAUAUU"},
+    {Rule::kTeamResourceWrite, "UDAADHHAUAUU"},
+    {Rule::kEnvRequestAnswer, "UHHHAHHAUHUU"},
+    {Rule::kTeamRequestAnswer, "UHHAAHHAUHUU"},
 };
 
 // What one fixture provides; every id a route pattern can name.
@@ -159,7 +164,8 @@ class AccessMatrixAll : public ::testing::Test {
 
     std::vector<std::string> users(kRoles.size());
     for (std::size_t i = 1; i < kRoles.size(); ++i)
-      if (kRoles[i] != "superuser" && kRoles[i] != "service account") users[i] = NewUser("u");
+      if (kRoles[i] != "superuser" && kRoles[i] != "service account" && kRoles[i] != "worker pod")
+        users[i] = NewUser("u");
     auto role = [&](const std::string& r) {
       return users[std::find(kRoles.begin(), kRoles.end(), r) - kRoles.begin()];
     };
@@ -192,7 +198,7 @@ class AccessMatrixAll : public ::testing::Test {
     w.tokens[std::find(kRoles.begin(), kRoles.end(), "service account") - kRoles.begin()] =
         sa["token"];
     const std::int64_t now = std::time(nullptr);
-    w.tokens.back() = h_.server().context().signer.Sign(
+    w.tokens[kRoles.size() - 2] = h_.server().context().signer.Sign(
         {auth::TokenKind::kAccess, *common::Uuid::Parse(role("expired token")), std::nullopt, "",
          now - 7200, now - 3600});
     Must("PATCH", "/api/v1/users/" + role("deactivated user"), {{"is_active", false}}, 200);
@@ -210,6 +216,16 @@ class AccessMatrixAll : public ::testing::Test {
           .get<std::string>();
     };
     w.source = connector("src", "postgresql-source", PgSource());
+    // A started shard of the source and its pod's token (what the
+    // orchestrator hands a worker).
+    auto shard = h_.db().Transact([&](pqxx::work& tx) {
+      auto s = runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(w.source), 1)[0];
+      s.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, s);
+      return s;
+    });
+    w.tokens.back() = api::IssueWorkerToken(h_.server().context().signer, shard.id,
+                                            shard.connector_id, shard.launch_generation, 1h);
     w.target = connector("dst", "jsonl-target", {{"directory", "/tmp/sluice-access"}});
     auto d =
         Must("POST", "/api/v1/connectors/" + w.source + "/datamodels",
