@@ -80,6 +80,10 @@ void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
     Render(res, out.status, out.body);
   } catch (const ApiError& e) {
     RenderError(res, e.http_status(), e.code(), e.what());
+  } catch (const pqxx::foreign_key_violation& e) {
+    // E.g. deleting a team that still owns connectors: the caller's to fix.
+    RenderError(res, 409, "still_referenced",
+                "other things still refer to it; delete or move them first");
   } catch (const pqxx::broken_connection& e) {
     spdlog::error("{} {}: database unreachable: {}", raw.method, raw.path, e.what());
     RenderError(res, 503, "unavailable", "database unavailable");

@@ -26,6 +26,25 @@ namespace {
 // Leadership key on the data-plane database.
 constexpr const char* kLeaderKey = "sluice.backfill.launcher";
 constexpr int kMaxChecks = 4;
+
+// A loader's launch file holds decrypted credentials: 0600 from the moment
+// it exists (an ofstream creates it world-readable until a later chmod).
+void WriteLaunchFile(const fs::path& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    spdlog::warn("backfill: cannot write the launch file {}", path.string());
+    return;
+  }
+  ::fchmod(fd, 0600);  // an older file keeps its mode through O_TRUNC
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (done != text.size()) spdlog::warn("backfill: short write of {}", path.string());
+}
 }  // namespace
 
 Launcher::Launcher(store::Database& db, LauncherOptions options)
@@ -127,6 +146,12 @@ std::vector<Launcher::Exited> Launcher::Reap() {
       continue;
     }
     int code = (r > 0 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
+    // Its launch file holds decrypted credentials and the loader is done
+    // with it: none stays on disk (a new attempt gets a new file).
+    std::error_code ec;
+    fs::remove(fs::path(options_.run_dir) /
+                   ("loader-" + it->first.ToString() + (c.check ? ".check.json" : ".json")),
+               ec);
     out.push_back({it->first, c, code});
     it = children_.erase(it);
   }
@@ -317,11 +342,7 @@ common::Status Launcher::Tick() {
       }
       config->partitions = options_.partitions;
       auto path = fs::path(options_.run_dir) / ("loader-" + p.item.id.ToString() + ".check.json");
-      {
-        std::ofstream out(path, std::ios::trunc);
-        out << config->ToJson().dump(2);
-      }
-      chmod(path.c_str(), 0600);
+      WriteLaunchFile(path, config->ToJson().dump(2));
       pid_t pid = Spawn(p.item.id, path.string(), true);
       std::lock_guard lock(mu_);
       children_[p.item.id] = {pid, true, std::nullopt, std::chrono::steady_clock::now(), {}};
@@ -352,11 +373,7 @@ common::Status Launcher::Tick() {
         if (jobs_) return;
         config->partitions = options_.partitions;
         auto path = fs::path(options_.run_dir) / ("loader-" + id.ToString() + ".json");
-        {
-          std::ofstream out(path, std::ios::trunc);
-          out << config->ToJson().dump(2);
-        }
-        chmod(path.c_str(), 0600);
+        WriteLaunchFile(path, config->ToJson().dump(2));
         path_out = path.string();
       });
       if (!attempt) continue;

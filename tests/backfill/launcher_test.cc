@@ -14,6 +14,7 @@
 #include "backfill_harness.h"
 #include "common/subprocess.h"
 #include "connectors/targets/postgres_target.h"
+#include "reliability/record.h"
 
 namespace sluice::backfill {
 namespace {
@@ -126,6 +127,11 @@ TEST_F(LauncherTest, AKilledLoaderIsRequeuedAndCompletes) {
   EXPECT_NE(done.started_at, first.started_at) << "a new attempt";
   EXPECT_EQ(done.rows_written, 200'000);
   EXPECT_EQ(Digest(target_url(), "k_copy"), Digest(source_url(), "k"));
+  // The reliability suite's faults line counts this kill -9 too.
+  auto kept = Scalar(target_url(), "SELECT count(DISTINCT id) FROM k_copy");
+  sluice::testing::RecordReliability("faults", {{"injected", 1},
+                                                {"rows_lost", static_cast<double>(200'000 - kept)},
+                                                {"rows_checked", 200'000}});
 }
 
 TEST_F(LauncherTest, CapsAreRespectedWithSixItemsAndCapTwo) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <pqxx/pqxx>
@@ -312,6 +313,37 @@ TEST_F(Faults, SourceDatabaseRestartMidStreamLosesNothing) {
   own_source_ = std::move(again).value();
   for (; round < 6; ++round) Churn(round);
   EXPECT_TRUE(ConvergesAfter(1));
+}
+
+// The long soak, off unless SLUICE_SOAK_SECONDS is set (the test command's
+// run stays bounded): a stream for that long with a worker or the broker
+// killed -9 in turn every few seconds, then target == source.
+TEST_F(Faults, SoakBehindSluiceSoakSeconds) {
+  const char* seconds = std::getenv("SLUICE_SOAK_SECONDS");
+  if (seconds == nullptr || std::atoi(seconds) <= 0)
+    GTEST_SKIP() << "the soak runs with SLUICE_SOAK_SECONDS=<seconds>";
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(std::atoi(seconds));
+  StartWorkers();
+  int round = 0, faults = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 5; ++i) {
+      Churn(round++);
+      std::this_thread::sleep_for(1s);
+    }
+    const char* victim = faults % 3 == 0 ? "source" : faults % 3 == 1 ? "target" : nullptr;
+    if (victim == nullptr) {
+      broker_.Kill();
+      std::this_thread::sleep_for(2s);
+      broker_.Start();
+    } else if (auto pid = supervisor_->Pid(victim)) {
+      kill(*pid, SIGKILL);
+    } else {
+      continue;  // still restarting from the last kill
+    }
+    ++faults;
+  }
+  std::printf("soak: %d rounds, %d faults\n", round, faults);
+  EXPECT_TRUE(ConvergesAfter(faults, 300s));
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     }
     std::printf("%s\n", line.c_str());
     for (const auto& [key, value] : figures)
-      for (const char* word : {"lost", "errors", "failures", "wrong"})
+      for (const char* word : {"lost", "errors", "failures", "wrong", "leaks"})
         if (key.find(word) != std::string::npos && value > 0) ++bad;
   }
   if (bad) std::fprintf(stderr, "reliability: %d figure(s) report a failure\n", bad);

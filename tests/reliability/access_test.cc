@@ -1,0 +1,601 @@
+// Access: every role the product knows against every route the API serves,
+// over real HTTP and PostgreSQL. The route list comes from the server's own
+// router, so a new endpoint without a row below fails this test. Each cell
+// is one decision: allowed, hidden (404), denied (403) or unauthenticated
+// (401). A leak is a caller getting further than its row allows (an answer
+// where it should be refused, or a 403 that admits a hidden thing exists).
+//
+// Mutations are real: requests carry valid bodies so that the access check,
+// not validation, decides; whenever an allowed call consumed what the
+// fixture provides (a delete, a cancelled backfill), the fixture is rebuilt
+// before the next call.
+#include <gtest/gtest.h>
+
+#include <ctime>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "api/api_harness.h"
+#include "api/authenticate.h"
+#include "api/config_keys.h"
+#include "reliability/record.h"
+#include "runtime/worker_repository.h"
+#include "secrets/key_ring.h"
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The columns of the matrix, in the order of the expectation strings below.
+const std::vector<std::string> kRoles = {
+    "anonymous", "reader",    "member",           "team admin",      "env admin",     "other team",
+    "other env", "superuser", "deactivated user", "service account", "expired token", "worker pod"};
+
+// U: 401, H: 404 (hidden), D: 403 (denied), A: allowed (any other answer
+// below 500: the request got past the access check).
+enum class Rule {
+  kPublic,
+  kWorker,
+  kSelf,
+  kSuperuser,
+  kSuperuserHidden,
+  kEnvRead,
+  kEnvAct,
+  kEnvManage,
+  kTeamRead,
+  kTeamManage,
+  kTeamResourceRead,
+  kTeamResourceWrite,
+  kEnvRequestAnswer,
+  kTeamRequestAnswer,
+};
+
+// reader: env reader in the team; member: env member in the team; team admin:
+// env member, team admin; env admin: env admin outside the team; other team:
+// env member, admin of another team of the env; other env: admin of another
+// env only; deactivated: a team admin whose account was switched off after
+// the token was issued; service account: a member of the team; worker pod:
+// the scoped token of a shard of the team's source connector.
+const std::map<Rule, std::string> kExpected = {
+    {Rule::kPublic, "AAAAAAAAAAAA"},
+    {Rule::kWorker, "UUUUUUUUUUUA"},  // only a pod token opens the worker endpoints
+    {Rule::kSelf, "UAAAAAAAUAUU"},
+    {Rule::kSuperuser, "UDDDDDDAUDUU"},
+    {Rule::kSuperuserHidden, "UHHHHHHAUHUU"},
+    {Rule::kEnvRead, "UAAAAAHAUAUU"},
+    {Rule::kEnvAct, "UDAAAAHAUAUU"},
+    {Rule::kEnvManage, "UDDDADHAUDUU"},
+    {Rule::kTeamRead, "UAAAAAHAUAUU"},
+    {Rule::kTeamManage, "UDDAADHAUDUU"},
+    {Rule::kTeamResourceRead, "UAAAAHHAUAUU"},
+    {Rule::kTeamResourceWrite, "UDAADHHAUAUU"},
+    {Rule::kEnvRequestAnswer, "UHHHAHHAUHUU"},
+    {Rule::kTeamRequestAnswer, "UHHAAHHAUHUU"},
+};
+
+// What one fixture provides; every id a route pattern can name.
+struct World {
+  std::string env, team, other_env, other_team;
+  std::string victim;     // env member and team member, acted upon
+  std::string newcomer;   // in no env: invited, added
+  std::string outsider2;  // env member outside the team
+  std::string source, target, datamodel, topic, pipeline, subscription, warehouse, task;
+  std::string script_run, backfill_run, env_request, team_request, service_account;
+  std::vector<std::string> tokens;  // one per role, "" for anonymous
+};
+
+using Body = std::function<Json(const World&, int serial)>;
+
+struct Row {
+  std::string method, pattern;
+  Rule rule;
+  Body body;
+};
+
+Json Empty(const World&, int) { return Json::object(); }
+
+Json PgSource() {
+  return {{"host", "db.internal"},
+          {"database", "shop"},
+          {"user", "replicator"},
+          {"password", "access-matrix-pw"}};
+}
+Json TaskBody(const World& w, int serial) {
+  return {{"name", "task" + std::to_string(serial)},
+          {"warehouse_id", w.warehouse},
+          {"sql", "select 1"},
+          {"schedule", {{"every", 1}, {"unit", "hours"}}}};
+}
+
+class AccessMatrixAll : public ::testing::Test {
+ protected:
+  AccessMatrixAll() {
+    // A fixed key, so connector configurations can be stored.
+    api::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'c')}));
+  }
+
+  std::string Root() { return h_.root().token; }
+
+  Json Must(const std::string& method, const std::string& path, const Json& body, int status) {
+    auto r = h_.Call(method, path, body, Root());
+    EXPECT_EQ(r.status, status) << method << " " << path << ": " << r.raw;
+    return r.body;
+  }
+
+  std::string NewUser(const std::string& label) {
+    return h_.CreateUser(label + "-" + std::to_string(++serial_) + "@example.com").id.ToString();
+  }
+  void Grant(const std::string& env, const std::string& user, const std::string& role) {
+    Must("POST", "/api/v1/envs/" + env + "/members", {{"user_id", user}, {"role", role}}, 201);
+  }
+  void AddToTeam(const std::string& team, const std::string& user, bool admin) {
+    Must("POST", "/api/v1/teams/" + team + "/members", {{"user_id", user}, {"admin", admin}}, 201);
+  }
+  std::string Token(const std::string& user) { return h_.TokenFor(*common::Uuid::Parse(user)); }
+
+  Json WarehouseConfig() const {
+    // postgresql://user@127.0.0.1:<port>/<db>: the test database itself.
+    std::string url = h_.url();
+    auto at = url.rfind('@'), colon = url.rfind(':'), slash = url.rfind('/');
+    Json c = {{"host", "127.0.0.1"},
+              {"port", std::stoi(url.substr(colon + 1, slash - colon - 1))},
+              {"database", url.substr(slash + 1)},
+              {"sslmode", "disable"}};
+    std::string user = url.substr(url.find("//") + 2, at - url.find("//") - 2);
+    c["user"] = user.substr(0, user.find(':'));
+    return c;
+  }
+
+  World Build() {
+    World w;
+    std::string n = std::to_string(++serial_);
+    // Start-like verbs need a license verdict; without one they refuse for
+    // everyone, which is not an access decision.
+    Must("POST", "/api/v1/license",
+         {{"license_active", true}, {"license_expires_at", "2099-01-01T00:00:00Z"}}, 200);
+    w.env = Must("POST", "/api/v1/envs", {{"name", "env" + n}}, 201)["id"];
+    w.other_env = Must("POST", "/api/v1/envs", {{"name", "elsewhere" + n}}, 201)["id"];
+    w.team = Must("POST", "/api/v1/envs/" + w.env + "/teams", {{"name", "core"}}, 201)["id"];
+    w.other_team = Must("POST", "/api/v1/envs/" + w.env + "/teams", {{"name", "side"}}, 201)["id"];
+    std::string far_team =
+        Must("POST", "/api/v1/envs/" + w.other_env + "/teams", {{"name", "far"}}, 201)["id"];
+
+    std::vector<std::string> users(kRoles.size());
+    for (std::size_t i = 1; i < kRoles.size(); ++i)
+      if (kRoles[i] != "superuser" && kRoles[i] != "service account" && kRoles[i] != "worker pod")
+        users[i] = NewUser("u");
+    auto role = [&](const std::string& r) {
+      return users[std::find(kRoles.begin(), kRoles.end(), r) - kRoles.begin()];
+    };
+    Grant(w.env, role("reader"), "reader");
+    AddToTeam(w.team, role("reader"), false);
+    Grant(w.env, role("member"), "member");
+    AddToTeam(w.team, role("member"), false);
+    Grant(w.env, role("team admin"), "member");
+    AddToTeam(w.team, role("team admin"), true);
+    Grant(w.env, role("env admin"), "admin");
+    Grant(w.env, role("other team"), "member");
+    AddToTeam(w.other_team, role("other team"), true);
+    Grant(w.other_env, role("other env"), "admin");
+    AddToTeam(far_team, role("other env"), true);
+    Grant(w.env, role("deactivated user"), "member");
+    AddToTeam(w.team, role("deactivated user"), true);
+    Grant(w.env, role("expired token"), "member");
+    AddToTeam(w.team, role("expired token"), true);
+
+    auto sa = Must("POST", "/api/v1/service-accounts", {{"name", "robot" + n}}, 201);
+    w.service_account = sa["service_account"]["id"];
+    std::string sa_user = sa["service_account"]["user_id"];
+    Grant(w.env, sa_user, "member");
+    AddToTeam(w.team, sa_user, false);
+
+    w.tokens.assign(kRoles.size(), "");
+    for (std::size_t i = 1; i < kRoles.size(); ++i)
+      if (!users[i].empty()) w.tokens[i] = Token(users[i]);
+    w.tokens[std::find(kRoles.begin(), kRoles.end(), "superuser") - kRoles.begin()] = Root();
+    w.tokens[std::find(kRoles.begin(), kRoles.end(), "service account") - kRoles.begin()] =
+        sa["token"];
+    const std::int64_t now = std::time(nullptr);
+    w.tokens[kRoles.size() - 2] = h_.server().context().signer.Sign(
+        {auth::TokenKind::kAccess, *common::Uuid::Parse(role("expired token")), std::nullopt, "",
+         now - 7200, now - 3600});
+    Must("PATCH", "/api/v1/users/" + role("deactivated user"), {{"is_active", false}}, 200);
+
+    w.victim = NewUser("victim");
+    Grant(w.env, w.victim, "member");
+    AddToTeam(w.team, w.victim, false);
+    w.newcomer = NewUser("newcomer");
+    w.outsider2 = NewUser("outsider");
+    Grant(w.env, w.outsider2, "member");
+
+    auto connector = [&](const std::string& name, const std::string& type, const Json& config) {
+      return Must("POST", "/api/v1/teams/" + w.team + "/connectors",
+                  {{"name", name}, {"type", type}, {"configuration", config}}, 201)["id"]
+          .get<std::string>();
+    };
+    w.source = connector("src", "postgresql-source", PgSource());
+    // A started shard of the source and its pod's token (what the
+    // orchestrator hands a worker).
+    auto shard = h_.db().Transact([&](pqxx::work& tx) {
+      auto s = runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(w.source), 1)[0];
+      s.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, s);
+      return s;
+    });
+    w.tokens.back() = api::IssueWorkerToken(h_.server().context().signer, shard.id,
+                                            shard.connector_id, shard.launch_generation, 1h);
+    w.target = connector("dst", "jsonl-target", {{"directory", "/tmp/sluice-access"}});
+    auto d =
+        Must("POST", "/api/v1/connectors/" + w.source + "/datamodels",
+             {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}}, 201);
+    w.datamodel = d["id"];
+    w.topic = d["source_topic"];
+    w.pipeline = Must("POST", "/api/v1/teams/" + w.team + "/pipelines",
+                      {{"name", "p"}, {"source_connector_id", w.source}}, 201)["id"];
+    w.subscription = Must("POST", "/api/v1/teams/" + w.team + "/subscriptions",
+                          {{"name", "s"},
+                           {"datamodel_id", w.datamodel},
+                           {"target_connector_id", w.target},
+                           {"target_table_name", "orders"},
+                           {"requires_unique_destination", false}},
+                          201)["id"];
+    w.warehouse = Must(
+        "POST", "/api/v1/teams/" + w.team + "/warehouses",
+        {{"name", "wh"}, {"warehouse_type", "postgresql"}, {"configuration", WarehouseConfig()}},
+        201)["id"];
+    w.task = Must("POST", "/api/v1/teams/" + w.team + "/tasks", TaskBody(w, 0), 201)["id"];
+    w.script_run = Must("POST", "/api/v1/warehouses/" + w.warehouse + "/runs",
+                        {{"sql", "select 1"}}, 202)["id"];
+    auto runs = Must("POST", "/api/v1/backfills",
+                     {{"origin", "subscription"}, {"subscription_id", w.subscription}}, 201);
+    w.backfill_run = runs["runs"][0]["id"];
+    // Pending join requests: one for the env, one for the team.
+    auto joiner = NewUser("joiner");
+    auto env_req =
+        h_.Call("POST", "/api/v1/envs/" + w.env + "/requests", Json::object(), Token(joiner));
+    EXPECT_EQ(env_req.status, 201) << env_req.raw;
+    w.env_request = env_req.body.value("id", "");
+    auto team_req = h_.Call("POST", "/api/v1/teams/" + w.team + "/requests", Json::object(),
+                            Token(w.outsider2));
+    EXPECT_EQ(team_req.status, 201) << team_req.raw;
+    w.team_request = team_req.body.value("id", "");
+    return w;
+  }
+
+  // The pattern with each {param} replaced by the fixture's thing.
+  static std::string Path(const std::string& pattern, const World& w) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < pattern.size()) {
+      if (pattern[i] != '{') {
+        out += pattern[i++];
+        continue;
+      }
+      auto close = pattern.find('}', i);
+      std::string name = pattern.substr(i + 1, close - i - 1);
+      i = close + 1;
+      const std::map<std::string, std::string> ids = {{"env_id", w.env},
+                                                      {"team_id", w.team},
+                                                      {"user_id", w.victim},
+                                                      {"connector_id", w.source},
+                                                      {"datamodel_id", w.datamodel},
+                                                      {"pipeline_id", w.pipeline},
+                                                      {"subscription_id", w.subscription},
+                                                      {"warehouse_id", w.warehouse},
+                                                      {"task_id", w.task},
+                                                      {"service_account_id", w.service_account},
+                                                      {"type", "postgresql-source"},
+                                                      {"topic", w.topic}};
+      if (name == "run_id") {
+        out += pattern.rfind("/api/v1/script-runs/", 0) == 0 ? w.script_run : w.backfill_run;
+      } else if (name == "request_id") {
+        out += pattern.rfind("/api/v1/env-requests/", 0) == 0 ? w.env_request : w.team_request;
+      } else {
+        auto it = ids.find(name);
+        if (it == ids.end()) ADD_FAILURE() << "no fixture for {" << name << "} in " << pattern;
+        out += it == ids.end() ? "x" : it->second;
+      }
+    }
+    return out;
+  }
+
+  ApiHarness h_;
+  int serial_ = 0;
+};
+
+std::vector<Row> Rows() {
+  using R = Rule;
+  auto named = [](const std::string& prefix) -> Body {
+    return [prefix](const World&, int n) { return Json{{"name", prefix + std::to_string(n)}}; };
+  };
+  std::vector<Row> rows = {
+      // auth and the caller
+      {"POST", "/api/v1/auth/login", R::kPublic, Empty},
+      {"POST", "/api/v1/auth/refresh", R::kPublic, Empty},
+      {"POST", "/api/v1/auth/logout", R::kSelf, nullptr},
+      {"GET", "/api/v1/me", R::kSelf, nullptr},
+      {"PATCH", "/api/v1/me", R::kSelf, Empty},
+      {"GET", "/api/v1/me/requests", R::kSelf, nullptr},
+      // users, service accounts, user log, sync, license: the deployment
+      {"GET", "/api/v1/users", R::kSuperuser, nullptr},
+      {"POST", "/api/v1/users", R::kSuperuser,
+       [](const World&, int n) {
+         return Json{{"email", "made" + std::to_string(n) + "@example.com"},
+                     {"password", "long-enough-password"}};
+       }},
+      {"GET", "/api/v1/users/{user_id}", R::kSuperuserHidden, nullptr},
+      {"PATCH", "/api/v1/users/{user_id}", R::kSuperuser, Empty},
+      {"DELETE", "/api/v1/users/{user_id}", R::kSuperuser, nullptr},
+      {"POST", "/api/v1/service-accounts", R::kSuperuser, named("sa")},
+      {"GET", "/api/v1/service-accounts", R::kSuperuser, nullptr},
+      {"POST", "/api/v1/service-accounts/{service_account_id}/tokens", R::kSuperuser, Empty},
+      {"DELETE", "/api/v1/service-accounts/{service_account_id}", R::kSuperuser, nullptr},
+      {"GET", "/api/v1/user-log", R::kSuperuser, nullptr},
+      {"POST", "/api/v1/sync/envs", R::kSuperuser,
+       [](const World&, int) {
+         return Json{{"envs", Json::array()}};
+       }},
+      {"POST", "/api/v1/sync/users", R::kSuperuser,
+       [](const World&, int) {
+         return Json{{"users", Json::array()}};
+       }},
+      {"GET", "/api/v1/sync/users", R::kSuperuser, nullptr},
+      {"GET", "/api/v1/license", R::kSelf, nullptr},
+      {"POST", "/api/v1/license", R::kSuperuser, Empty},
+      {"GET", "/metrics", R::kSuperuser, nullptr},  // or the scrape token
+      {"GET", "/api/v1/openapi.json", R::kPublic, nullptr},
+      {"GET", "/api/v1/health", R::kPublic, nullptr},
+      // envs
+      {"GET", "/api/v1/envs", R::kSelf, nullptr},
+      {"POST", "/api/v1/envs", R::kSuperuser, named("made-env")},
+      {"GET", "/api/v1/envs/{env_id}", R::kEnvRead, nullptr},
+      {"PATCH", "/api/v1/envs/{env_id}", R::kEnvManage, Empty},
+      {"DELETE", "/api/v1/envs/{env_id}", R::kSuperuser, nullptr},
+      {"GET", "/api/v1/envs/{env_id}/members", R::kEnvRead, nullptr},
+      {"POST", "/api/v1/envs/{env_id}/members", R::kEnvManage,
+       [](const World& w, int) {
+         return Json{{"user_id", w.newcomer}, {"role", "reader"}};
+       }},
+      {"PATCH", "/api/v1/envs/{env_id}/members/{user_id}", R::kEnvManage,
+       [](const World&, int) {
+         return Json{{"role", "member"}};
+       }},
+      {"DELETE", "/api/v1/envs/{env_id}/members/{user_id}", R::kEnvManage, nullptr},
+      {"GET", "/api/v1/envs/{env_id}/teams", R::kEnvRead, nullptr},
+      {"POST", "/api/v1/envs/{env_id}/teams", R::kEnvAct, named("made-team")},
+      // teams
+      {"GET", "/api/v1/teams/{team_id}", R::kTeamRead, nullptr},
+      {"PATCH", "/api/v1/teams/{team_id}", R::kTeamManage, Empty},
+      {"DELETE", "/api/v1/teams/{team_id}", R::kTeamManage, nullptr},
+      {"GET", "/api/v1/teams/{team_id}/members", R::kTeamRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/members", R::kTeamManage,
+       [](const World& w, int) {
+         return Json{{"user_id", w.outsider2}};
+       }},
+      {"PATCH", "/api/v1/teams/{team_id}/members/{user_id}", R::kTeamManage,
+       [](const World&, int) {
+         return Json{{"admin", false}};
+       }},
+      {"DELETE", "/api/v1/teams/{team_id}/members/{user_id}", R::kTeamManage, nullptr},
+      // join requests and invitations
+      {"POST", "/api/v1/envs/{env_id}/requests", R::kEnvManage,
+       [](const World& w, int) {
+         return Json{{"user_id", w.newcomer}};
+       }},
+      {"GET", "/api/v1/envs/{env_id}/requests", R::kEnvManage, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/requests", R::kTeamManage,
+       [](const World& w, int) {
+         return Json{{"user_id", w.outsider2}};
+       }},
+      {"GET", "/api/v1/teams/{team_id}/requests", R::kTeamManage, nullptr},
+      // connectors
+      {"GET", "/api/v1/connector-types", R::kSelf, nullptr},
+      {"GET", "/api/v1/connector-types/{type}", R::kSelf, nullptr},
+      {"GET", "/api/v1/teams/{team_id}/connectors", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/connectors", R::kTeamResourceWrite,
+       [](const World&, int n) {
+         return Json{{"name", "c" + std::to_string(n)},
+                     {"type", "jsonl-target"},
+                     {"configuration", {{"directory", "/tmp/sluice-access"}}}};
+       }},
+      {"GET", "/api/v1/connectors/{connector_id}", R::kTeamResourceRead, nullptr},
+      {"PATCH", "/api/v1/connectors/{connector_id}", R::kTeamResourceWrite, Empty},
+      {"DELETE", "/api/v1/connectors/{connector_id}", R::kTeamResourceWrite, nullptr},
+      {"GET", "/api/v1/connectors/{connector_id}/workers", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/connectors/{connector_id}/events", R::kTeamResourceRead, nullptr},
+      // datamodels
+      {"GET", "/api/v1/connectors/{connector_id}/datamodels", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/connectors/{connector_id}/datamodels", R::kTeamResourceWrite,
+       [](const World&, int n) {
+         return Json{{"name", "dm" + std::to_string(n)},
+                     {"source_schema", "public"},
+                     {"source_table", "t" + std::to_string(n)}};
+       }},
+      {"GET", "/api/v1/datamodels/{datamodel_id}", R::kTeamResourceRead, nullptr},
+      {"PATCH", "/api/v1/datamodels/{datamodel_id}", R::kTeamResourceWrite, Empty},
+      {"DELETE", "/api/v1/datamodels/{datamodel_id}", R::kTeamResourceWrite, nullptr},
+      {"GET", "/api/v1/datamodels/{datamodel_id}/events", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/datamodels/{datamodel_id}/metrics/summary", R::kTeamResourceRead, nullptr},
+      // pipelines
+      {"GET", "/api/v1/teams/{team_id}/pipelines", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/pipelines", R::kTeamResourceWrite,
+       [](const World& w, int n) {
+         return Json{{"name", "p" + std::to_string(n)}, {"source_connector_id", w.source}};
+       }},
+      {"GET", "/api/v1/pipelines/{pipeline_id}", R::kTeamResourceRead, nullptr},
+      {"PATCH", "/api/v1/pipelines/{pipeline_id}", R::kTeamResourceWrite, Empty},
+      {"DELETE", "/api/v1/pipelines/{pipeline_id}", R::kTeamResourceWrite, nullptr},
+      {"GET", "/api/v1/pipelines/{pipeline_id}/status", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/pipelines/{pipeline_id}/events", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/pipelines/{pipeline_id}/metrics/summary", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/pipelines/{pipeline_id}/metrics/series", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/pipelines/{pipeline_id}/subscriptions", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/pipeline-wizard", R::kTeamResourceWrite,
+       [](const World& w, int n) {
+         return Json{{"name", "wiz" + std::to_string(n)},
+                     {"source",
+                      {{"name", "wiz-src" + std::to_string(n)},
+                       {"type", "postgresql-source"},
+                       {"configuration", PgSource()}}},
+                     {"target_connector_id", w.target},
+                     {"tables", Json::array({Json{{"table", "w" + std::to_string(n)}}})}};
+       }},
+      // subscriptions
+      {"GET", "/api/v1/teams/{team_id}/subscriptions", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/subscriptions", R::kTeamResourceWrite,
+       [](const World& w, int n) {
+         return Json{{"name", "s" + std::to_string(n)},
+                     {"datamodel_id", w.datamodel},
+                     {"target_connector_id", w.target},
+                     {"target_table_name", "t" + std::to_string(n)},
+                     {"requires_unique_destination", false}};
+       }},
+      {"GET", "/api/v1/subscriptions/{subscription_id}", R::kTeamResourceRead, nullptr},
+      {"PATCH", "/api/v1/subscriptions/{subscription_id}", R::kTeamResourceWrite, Empty},
+      {"DELETE", "/api/v1/subscriptions/{subscription_id}", R::kTeamResourceWrite, nullptr},
+      {"GET", "/api/v1/subscriptions/{subscription_id}/events", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/subscriptions/{subscription_id}/metrics/summary", R::kTeamResourceRead,
+       nullptr},
+      {"GET", "/api/v1/subscriptions/{subscription_id}/metrics/series", R::kTeamResourceRead,
+       nullptr},
+      {"GET", "/api/v1/teams/{team_id}/topics/{topic}/metrics/summary", R::kTeamResourceRead,
+       nullptr},
+      // warehouses, workspace, tasks
+      {"GET", "/api/v1/teams/{team_id}/warehouses", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/warehouses", R::kTeamResourceWrite,
+       [](const World&, int n) {
+         return Json{{"name", "wh" + std::to_string(n)},
+                     {"warehouse_type", "postgresql"},
+                     {"configuration", {{"host", "127.0.0.1"}, {"database", "x"}, {"user", "u"}}}};
+       }},
+      {"GET", "/api/v1/warehouses/{warehouse_id}", R::kTeamResourceRead, nullptr},
+      {"PATCH", "/api/v1/warehouses/{warehouse_id}", R::kTeamResourceWrite, Empty},
+      {"DELETE", "/api/v1/warehouses/{warehouse_id}", R::kTeamResourceWrite, nullptr},
+      {"POST", "/api/v1/warehouses/{warehouse_id}/test", R::kTeamResourceWrite, nullptr},
+      {"POST", "/api/v1/warehouses/{warehouse_id}/runs", R::kTeamResourceWrite,
+       [](const World&, int) {
+         return Json{{"sql", "select 1"}};
+       }},
+      {"GET", "/api/v1/warehouses/{warehouse_id}/runs", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/script-runs/{run_id}", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/script-runs/{run_id}/cancel", R::kTeamResourceWrite, nullptr},
+      {"GET", "/api/v1/teams/{team_id}/tasks", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/teams/{team_id}/tasks", R::kTeamResourceWrite,
+       [](const World& w, int n) { return TaskBody(w, n); }},
+      {"GET", "/api/v1/tasks/{task_id}", R::kTeamResourceRead, nullptr},
+      {"PATCH", "/api/v1/tasks/{task_id}", R::kTeamResourceWrite, Empty},
+      {"DELETE", "/api/v1/tasks/{task_id}", R::kTeamResourceWrite, nullptr},
+      {"POST", "/api/v1/tasks/{task_id}/pause", R::kTeamResourceWrite, nullptr},
+      {"POST", "/api/v1/tasks/{task_id}/resume", R::kTeamResourceWrite, nullptr},
+      {"POST", "/api/v1/tasks/{task_id}/run", R::kTeamResourceWrite, nullptr},
+      {"GET", "/api/v1/tasks/{task_id}/runs", R::kTeamResourceRead, nullptr},
+      // backfills
+      {"POST", "/api/v1/backfills", R::kTeamResourceWrite,
+       [](const World& w, int) {
+         return Json{{"origin", "subscription"}, {"subscription_id", w.subscription}};
+       }},
+      {"GET", "/api/v1/teams/{team_id}/backfills", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/backfills/{run_id}", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/backfills/{run_id}/progress", R::kTeamResourceRead, nullptr},
+      {"POST", "/api/v1/backfills/{run_id}/cancel", R::kTeamResourceWrite, nullptr},
+      {"POST", "/api/v1/connectors/{connector_id}/backfills/cancel", R::kTeamResourceWrite,
+       nullptr},
+      // the worker protocol: pod tokens only
+      {"GET", "/api/v1/worker/launch", R::kWorker, nullptr},
+      {"POST", "/api/v1/worker/state", R::kWorker, Empty},
+      {"POST", "/api/v1/worker/heartbeat", R::kWorker, Empty},
+      {"POST", "/api/v1/worker/metrics/production", R::kWorker, Empty},
+      {"POST", "/api/v1/worker/metrics/consumption", R::kWorker, Empty},
+      {"POST", "/api/v1/worker/rejected", R::kWorker, Empty},
+  };
+  for (const char* verb : {"accept", "decline", "cancel"}) {
+    rows.push_back({"POST", std::string("/api/v1/env-requests/{request_id}/") + verb,
+                    R::kEnvRequestAnswer, nullptr});
+    rows.push_back({"POST", std::string("/api/v1/team-requests/{request_id}/") + verb,
+                    R::kTeamRequestAnswer, nullptr});
+  }
+  for (const char* verb : {"start", "pause", "resume", "restart", "stop"}) {
+    rows.push_back({"POST", std::string("/api/v1/connectors/{connector_id}/") + verb,
+                    R::kTeamResourceWrite, nullptr});
+    rows.push_back({"POST", std::string("/api/v1/pipelines/{pipeline_id}/") + verb,
+                    R::kTeamResourceWrite, nullptr});
+  }
+  return rows;
+}
+
+char Observed(int status) {
+  if (status == 401) return 'U';
+  if (status == 403) return 'D';
+  if (status == 404) return 'H';
+  if (status >= 500 || status <= 0) return 'E';
+  return 'A';
+}
+
+// Getting further than allowed: an answer where a refusal was due, a 403
+// that admits a hidden thing exists, or anything but 401 without a valid
+// token.
+bool IsLeak(char expected, char observed) {
+  if (expected == 'A' || observed == expected) return false;
+  if (observed == 'A') return true;
+  if (expected == 'H' && observed == 'D') return true;
+  if (expected == 'U') return true;
+  return false;
+}
+
+TEST_F(AccessMatrixAll, EveryRoleAgainstEveryRoute) {
+  auto rows = Rows();
+  // The router is the list of endpoints: each needs exactly one row.
+  std::set<std::string> served, covered;
+  for (const auto& route : h_.server().router().routes())
+    served.insert(route.method + " " + route.pattern);
+  for (const auto& row : rows) {
+    std::string key = row.method + " " + row.pattern;
+    EXPECT_TRUE(covered.insert(key).second) << "two rows for " << key;
+    EXPECT_TRUE(served.count(key)) << "row for an endpoint the API does not serve: " << key;
+  }
+  for (const auto& key : served)
+    EXPECT_TRUE(covered.count(key)) << "endpoint without an access row: " << key;
+  ASSERT_FALSE(HasFailure());
+
+  World w = Build();
+  ASSERT_FALSE(HasFailure());
+  long decisions = 0, leaks = 0, wrong = 0, rebuilds = 0;
+  int serial = 0;
+  for (const auto& row : rows) {
+    const std::string& expected = kExpected.at(row.rule);
+    for (std::size_t role = 0; role < kRoles.size(); ++role) {
+      Json body = row.body ? row.body(w, ++serial) : Json(nullptr);
+      auto r = h_.Call(row.method, Path(row.pattern, w), body, w.tokens[role]);
+      char got = Observed(r.status);
+      ++decisions;
+      if (got != expected[role]) {
+        ++wrong;
+        if (IsLeak(expected[role], got)) ++leaks;
+        ADD_FAILURE() << row.method << " " << row.pattern << " as " << kRoles[role] << ": expected "
+                      << expected[role] << ", got " << r.status << " " << r.raw.substr(0, 200);
+      }
+      // A change that took away what the next caller needs: start over.
+      bool consumed = r.status >= 200 && r.status < 300 &&
+                      (row.method == "DELETE" || row.pattern.find("cancel") != std::string::npos);
+      if (consumed) {
+        w = Build();
+        ++rebuilds;
+        ASSERT_FALSE(HasFatalFailure());
+      }
+    }
+  }
+  std::printf(
+      "access: %zu roles x %zu endpoints, %ld decisions asserted, %ld leaks, %ld wrong "
+      "(%ld fixture rebuilds)\n",
+      kRoles.size(), rows.size(), decisions, leaks, wrong, rebuilds);
+  RecordReliability("access", {{"roles", static_cast<double>(kRoles.size())},
+                               {"endpoints", static_cast<double>(rows.size())},
+                               {"decisions_asserted", static_cast<double>(decisions)},
+                               {"leaks", static_cast<double>(leaks)},
+                               {"wrong_decisions", static_cast<double>(wrong - leaks)}});
+}
+
+}  // namespace
+}  // namespace sluice::testing
