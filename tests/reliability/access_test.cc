@@ -38,6 +38,7 @@ const std::vector<std::string> kRoles = {
 enum class Rule {
   kPublic,
   kWorker,
+  kLoader,
   kSelf,
   kSuperuser,
   kSuperuserHidden,
@@ -61,6 +62,7 @@ enum class Rule {
 const std::map<Rule, std::string> kExpected = {
     {Rule::kPublic, "AAAAAAAAAAAA"},
     {Rule::kWorker, "UUUUUUUUUUUA"},  // only a pod token opens the worker endpoints
+    {Rule::kLoader, "UUUUUUUUUUUU"},  // only a loader's own item token (none of these)
     {Rule::kSelf, "UAAAAAAAUAUU"},
     {Rule::kSuperuser, "UDDDDDDAUDUU"},
     {Rule::kSuperuserHidden, "UHHHHHHAUHUU"},
@@ -287,7 +289,9 @@ class AccessMatrixAll : public ::testing::Test {
                                                       {"task_id", w.task},
                                                       {"service_account_id", w.service_account},
                                                       {"type", "postgresql-source"},
-                                                      {"topic", w.topic}};
+                                                      {"topic", w.topic},
+                                                      // Refused before any lookup.
+                                                      {"item_id", common::Uuid::V4().ToString()}};
       if (name == "run_id") {
         out += pattern.rfind("/api/v1/script-runs/", 0) == 0 ? w.script_run : w.backfill_run;
       } else if (name == "request_id") {
@@ -509,6 +513,8 @@ std::vector<Row> Rows() {
       {"POST", "/api/v1/worker/metrics/production", R::kWorker, Empty},
       {"POST", "/api/v1/worker/metrics/consumption", R::kWorker, Empty},
       {"POST", "/api/v1/worker/rejected", R::kWorker, Empty},
+      {"GET", "/api/v1/loader/items/{item_id}/launch", R::kLoader, nullptr},
+      {"POST", "/api/v1/loader/items/{item_id}/reports", R::kLoader, Empty},
   };
   for (const char* verb : {"accept", "decline", "cancel"}) {
     rows.push_back({"POST", std::string("/api/v1/env-requests/{request_id}/") + verb,
