@@ -298,6 +298,39 @@ TEST_F(PostgresSourceTest, FlushLsnAdvancesOnlyAfterSinkAck) {
   EXPECT_EQ(source->acknowledged_lsn(), commit_end);
 }
 
+TEST_F(PostgresSourceTest, ASlotStillHeldByAnEarlierConnectionIsWaitedForThenStreamed) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY)");
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  auto& first_sink = NewSink();
+  ASSERT_TRUE(Source(o, &first_sink)->Start().ok());  // holds the slot
+  auto& sink = NewSink();
+  auto* second = Source(o, &sink);
+  std::thread release([&] {
+    std::this_thread::sleep_for(1500ms);
+    sources_[0].reset();  // the earlier worker goes away
+  });
+  auto st = second->Start();
+  release.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  Exec("INSERT INTO items VALUES (1)");
+  PollUntil(second, [&] { return sink.events.size() >= 1; });
+  EXPECT_EQ(sink.events[0].key, json({{"id", 1}}));
+}
+
+TEST_F(PostgresSourceTest, ASlotHeldPastTheWaitIsAnErrorInTheServersWords) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY)");
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  auto& first_sink = NewSink();
+  ASSERT_TRUE(Source(o, &first_sink)->Start().ok());
+  o.slot_wait = 500ms;
+  auto& sink = NewSink();
+  auto st = Source(o, &sink)->Start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("is active for PID"), std::string::npos) << st.ToString();
+}
+
 TEST_F(PostgresSourceTest, RestartReplaysUnacknowledgedChanges) {
   Exec("CREATE TABLE items (id int PRIMARY KEY)");
   auto o = Options({{"public", "items"}});

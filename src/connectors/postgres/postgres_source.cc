@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <thread>
 
 #include "connectors/postgres/catalog.h"
 #include "connectors/postgres/lsn.h"
@@ -201,7 +202,21 @@ Status PostgresSource::Start() {
     plugin_options += ", messages 'true'";
     if (options_.proto_version >= 2) plugin_options += ", streaming 'on'";
   }
-  SLUICE_RETURN_IF_ERROR(repl_->StartReplication(options_.slot_name, start, plugin_options));
+  // Failing on a slot an earlier connection still holds would crash-loop the
+  // worker (seen on resume after a pause) until the server lets go; waiting
+  // a little is what the restart would have done, without the error noise.
+  auto slot_deadline = std::chrono::steady_clock::now() + options_.slot_wait;
+  for (bool told = false;;) {
+    auto started = repl_->StartReplication(options_.slot_name, start, plugin_options);
+    if (started.ok()) break;
+    if (started.message().find("is active for PID") == std::string::npos ||
+        std::chrono::steady_clock::now() >= slot_deadline)
+      return started;
+    if (!told)
+      spdlog::info("slot {} is still held by an earlier connection; waiting", options_.slot_name);
+    told = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   received_ = start;
   last_status_ = std::chrono::steady_clock::now();
   spdlog::info("streaming slot {} from {}", options_.slot_name, FormatLsn(start));

@@ -45,6 +45,9 @@ struct PostgresSourceOptions {
   std::function<void(const SnapshotProgress&)> on_snapshot_progress;
   int snapshot_max_chunks = 0;  // tests: interrupt the snapshot after N chunks
   std::chrono::milliseconds status_interval{1000};
+  // How long Start waits for a slot still held by an earlier connection (a
+  // stopped worker whose walsender has not yet noticed) before failing.
+  std::chrono::milliseconds slot_wait{30000};
 };
 
 class PostgresSource {
