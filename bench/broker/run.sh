@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Produce+consume throughput of `sluice broker` with 1 KiB messages (kcat,
 # librdkafka, acks=all), reported next to the raw sequential write speed of
-# the same disk measured in the same run (dd with fdatasync).
+# the same disk measured in the same run (dd with fdatasync, as the broker's
+# default interval fsync) and kcat's own client-side limit (the same produce
+# into librdkafka's in-process mock cluster).
 #
 # usage: bench/broker/run.sh [SLUICE_BIN] [MESSAGES] [DIR]
 set -euo pipefail
@@ -33,6 +35,14 @@ with open(path, "w") as f:
         f.write(("%010d" % i).ljust(size - 1, "x") + "\n")
 PY
 
+# 3. kcat's own client-side limit: the same produce into librdkafka's
+# in-process mock cluster (no network, no disk).
+t0=$(now)
+kcat -P -X test.mock.num.brokers=1 -b mock:9092 -t bench -X acks=all -X linger.ms=5 \
+  -X batch.num.messages=10000 -l "$DIR/payload" 2>/dev/null
+t1=$(now)
+CLIENT=$(rate "$BYTES" "$(echo "$t1 - $t0" | bc)")
+
 "$BIN" --log-level warn broker --listen 127.0.0.1:$PORT --data-dir "$DIR/data" &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true' EXIT
@@ -49,6 +59,7 @@ CT=$(echo "$t1 - $t0" | bc)
 
 echo "messages:            $N x $SIZE B (consumed back: $GOT)"
 echo "disk sequential:     $DISK MB/s (dd, fdatasync, same dir)"
+echo "kcat client limit:   $CLIENT MB/s (produce into librdkafka's in-process mock cluster)"
 echo "produce (acks=all):  $(rate "$BYTES" "$PT") MB/s, $(per_s "$N" "$PT") msgs/s"
 echo "consume:             $(rate "$BYTES" "$CT") MB/s, $(per_s "$N" "$CT") msgs/s"
 rm -rf "$DIR"

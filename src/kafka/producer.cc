@@ -38,6 +38,9 @@ Result<std::unique_ptr<Producer>> Producer::Create(const ClientConfig& config,
   overrides.emplace("enable.idempotence", options.idempotent ? "true" : "false");
   overrides.emplace("linger.ms", std::to_string(options.linger.count()));
   overrides.emplace("delivery.timeout.ms", std::to_string(options.delivery_timeout.count()));
+  // A bounded send queue (librdkafka's default is 1 GiB): a worker's memory
+  // must not grow with the backlog; a full queue is back-pressure (Send).
+  overrides.emplace("queue.buffering.max.kbytes", "16384");
   auto conf = config.ToConf(overrides);
   if (!conf.ok()) return conf.status();
   auto p = std::unique_ptr<Producer>(new Producer());
