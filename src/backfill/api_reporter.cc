@@ -77,7 +77,7 @@ common::Result<LoaderConfig> FetchLoaderConfig(const std::string& api_url, const
 ApiItemReporter::ApiItemReporter(std::string api_url, std::string token, std::string item_id)
     : api_url_(std::move(api_url)), token_(std::move(token)), item_id_(std::move(item_id)) {}
 
-common::Status ApiItemReporter::Send(ReportKind kind, const ReportArgs& args) {
+common::Status ApiItemReporter::Report(ReportKind kind, const ReportArgs& args) {
   nlohmann::json body = {{"kind", ToString(kind)}};
   if (args.rows) body["rows"] = *args.rows;
   if (args.at) body["at_micros"] = Micros(*args.at);
@@ -85,33 +85,6 @@ common::Status ApiItemReporter::Send(ReportKind kind, const ReportArgs& args) {
   auto reply = Call("POST", api_url_ + LoaderItemPath(item_id_) + "/reports", token_, body.dump());
   if (!reply.ok()) return reply.status();
   return Judge(*reply, ToString(kind), item_id_);
-}
-
-common::Status ApiItemReporter::StillOurs() { return Send(ReportKind::kClaim, {}); }
-
-common::Status ApiItemReporter::Progress(std::int64_t rows, common::TimePoint at) {
-  return Send(ReportKind::kProgress, {rows, at, std::nullopt});
-}
-
-common::Status ApiItemReporter::Truncated(common::TimePoint at) {
-  return Send(ReportKind::kTruncated, {std::nullopt, at, std::nullopt});
-}
-
-common::Status ApiItemReporter::Complete(std::int64_t rows, common::TimePoint at) {
-  return Send(ReportKind::kComplete, {rows, at, std::nullopt});
-}
-
-common::Status ApiItemReporter::Fail(const std::string& reason, common::TimePoint at) {
-  return Send(ReportKind::kFail, {std::nullopt, at, reason});
-}
-
-common::Status ApiItemReporter::Checked(common::TimePoint at,
-                                        std::optional<std::int64_t> approximate_rows) {
-  return Send(ReportKind::kChecked, {approximate_rows, at, std::nullopt});
-}
-
-common::Status ApiItemReporter::Rejected(const std::string& reason, common::TimePoint at) {
-  return Send(ReportKind::kRejected, {std::nullopt, at, reason});
 }
 
 }  // namespace sluice::backfill

@@ -25,17 +25,9 @@ class ApiItemReporter : public ItemReports {
  public:
   ApiItemReporter(std::string api_url, std::string token, std::string item_id);
 
-  common::Status StillOurs() override;
-  common::Status Progress(std::int64_t rows, common::TimePoint at) override;
-  common::Status Truncated(common::TimePoint at) override;
-  common::Status Complete(std::int64_t rows, common::TimePoint at) override;
-  common::Status Fail(const std::string& reason, common::TimePoint at) override;
-  common::Status Checked(common::TimePoint at,
-                         std::optional<std::int64_t> approximate_rows) override;
-  common::Status Rejected(const std::string& reason, common::TimePoint at) override;
+  common::Status Report(ReportKind kind, const ReportArgs& args) override;
 
  private:
-  common::Status Send(ReportKind kind, const ReportArgs& args);
   std::string api_url_, token_, item_id_;
 };
 

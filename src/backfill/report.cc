@@ -113,7 +113,7 @@ ItemReporter::ItemReporter(std::string database_url, common::Uuid item_id,
                            std::optional<std::int64_t> attempt_micros)
     : url_(std::move(database_url)), item_id_(item_id), attempt_(attempt_micros) {}
 
-common::Status ItemReporter::Exec(ReportKind kind, const ReportArgs& args) {
+common::Status ItemReporter::Report(ReportKind kind, const ReportArgs& args) {
   const char* what = ToString(kind);
   for (int attempt = 0; attempt < 3; ++attempt) {
     try {
@@ -131,32 +131,6 @@ common::Status ItemReporter::Exec(ReportKind kind, const ReportArgs& args) {
     }
   }
   return common::Unavailable(fmt::format("{}: data-plane database unreachable", what));
-}
-
-common::Status ItemReporter::StillOurs() { return Exec(ReportKind::kClaim, {}); }
-
-common::Status ItemReporter::Progress(std::int64_t rows, common::TimePoint at) {
-  return Exec(ReportKind::kProgress, {rows, at, std::nullopt});
-}
-
-common::Status ItemReporter::Truncated(common::TimePoint at) {
-  return Exec(ReportKind::kTruncated, {std::nullopt, at, std::nullopt});
-}
-
-common::Status ItemReporter::Complete(std::int64_t rows, common::TimePoint at) {
-  return Exec(ReportKind::kComplete, {rows, at, std::nullopt});
-}
-
-common::Status ItemReporter::Fail(const std::string& reason, common::TimePoint at) {
-  return Exec(ReportKind::kFail, {std::nullopt, at, reason});
-}
-
-common::Status ItemReporter::Checked(common::TimePoint at, std::optional<std::int64_t> approx) {
-  return Exec(ReportKind::kChecked, {approx, at, std::nullopt});
-}
-
-common::Status ItemReporter::Rejected(const std::string& reason, common::TimePoint at) {
-  return Exec(ReportKind::kRejected, {std::nullopt, at, reason});
 }
 
 void RecordRunEvent(pqxx::work& tx, const BackfillRun& run, const std::string& code,

@@ -44,15 +44,29 @@ class ItemReports {
  public:
   virtual ~ItemReports() = default;
   // Load mode.
-  virtual common::Status StillOurs() = 0;
-  virtual common::Status Progress(std::int64_t rows, common::TimePoint at) = 0;
-  virtual common::Status Truncated(common::TimePoint at) = 0;
-  virtual common::Status Complete(std::int64_t rows, common::TimePoint at) = 0;
-  virtual common::Status Fail(const std::string& reason, common::TimePoint at) = 0;
+  common::Status StillOurs() { return Report(ReportKind::kClaim, {}); }
+  common::Status Progress(std::int64_t rows, common::TimePoint at) {
+    return Report(ReportKind::kProgress, {rows, at, std::nullopt});
+  }
+  common::Status Truncated(common::TimePoint at) {
+    return Report(ReportKind::kTruncated, {std::nullopt, at, std::nullopt});
+  }
+  common::Status Complete(std::int64_t rows, common::TimePoint at) {
+    return Report(ReportKind::kComplete, {rows, at, std::nullopt});
+  }
+  common::Status Fail(const std::string& reason, common::TimePoint at) {
+    return Report(ReportKind::kFail, {std::nullopt, at, reason});
+  }
   // Check mode (the item is still queued).
-  virtual common::Status Checked(common::TimePoint at,
-                                 std::optional<std::int64_t> approximate_rows) = 0;
-  virtual common::Status Rejected(const std::string& reason, common::TimePoint at) = 0;
+  common::Status Checked(common::TimePoint at, std::optional<std::int64_t> approximate_rows) {
+    return Report(ReportKind::kChecked, {approximate_rows, at, std::nullopt});
+  }
+  common::Status Rejected(const std::string& reason, common::TimePoint at) {
+    return Report(ReportKind::kRejected, {std::nullopt, at, reason});
+  }
+
+  // The one thing a path implements: deliver one report.
+  virtual common::Status Report(ReportKind kind, const ReportArgs& args) = 0;
 };
 
 class ItemReporter : public ItemReports {
@@ -60,17 +74,9 @@ class ItemReporter : public ItemReports {
   ItemReporter(std::string database_url, common::Uuid item_id,
                std::optional<std::int64_t> attempt_micros);
 
-  common::Status StillOurs() override;
-  common::Status Progress(std::int64_t rows, common::TimePoint at) override;
-  common::Status Truncated(common::TimePoint at) override;
-  common::Status Complete(std::int64_t rows, common::TimePoint at) override;
-  common::Status Fail(const std::string& reason, common::TimePoint at) override;
-  common::Status Checked(common::TimePoint at,
-                         std::optional<std::int64_t> approximate_rows) override;
-  common::Status Rejected(const std::string& reason, common::TimePoint at) override;
+  common::Status Report(ReportKind kind, const ReportArgs& args) override;
 
  private:
-  common::Status Exec(ReportKind kind, const ReportArgs& args);
   std::string url_;
   common::Uuid item_id_;
   std::optional<std::int64_t> attempt_;
