@@ -1,53 +1,14 @@
 #include "connectors/targets/http_target.h"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <thread>
 
+#include "common/http_client.h"
+
 namespace sluice::connectors::targets {
 
-namespace {
-
-size_t Collect(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
-struct Reply {
-  long status = 0;
-  std::string body;
-  std::string error;  // transport error, empty when an HTTP answer came
-};
-
-Reply Post(const HttpTargetOptions& o, const std::string& payload) {
-  Reply reply;
-  CURL* curl = curl_easy_init();
-  if (!curl) return {0, "", "curl_easy_init failed"};
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  for (const auto& [k, v] : o.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, o.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(payload.size()));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
-  CURLcode rc = curl_easy_perform(curl);
-  if (rc != CURLE_OK) reply.error = curl_easy_strerror(rc);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
-  return reply;
-}
-
-}  // namespace
-
-HttpTarget::HttpTarget(HttpTargetOptions options) : options_(std::move(options)) {
-  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  (void)initialised;
-}
+HttpTarget::HttpTarget(HttpTargetOptions options) : options_(std::move(options)) {}
 
 common::Result<std::vector<RejectedChange>> HttpTarget::Apply(
     const std::vector<TargetChange>& batch) {
@@ -58,20 +19,27 @@ common::Result<std::vector<RejectedChange>> HttpTarget::Apply(
     changes.push_back(std::move(j));
   }
   std::string payload = nlohmann::json{{"table", options_.table}, {"changes", changes}}.dump();
+  common::HttpRequest request{"POST",
+                              options_.url,
+                              {"Content-Type: application/json"},
+                              std::move(payload),
+                              options_.timeout};
+  for (const auto& [k, v] : options_.headers) request.headers.push_back(k + ": " + v);
   auto backoff = options_.initial_backoff;
-  Reply reply;
+  common::Result<common::HttpReply> sent = common::Unavailable("not sent");
   for (int attempt = 1; attempt <= options_.attempts; ++attempt) {
-    reply = Post(options_, payload);
-    bool retryable = !reply.error.empty() || reply.status >= 500 || reply.status == 429;
+    sent = common::SendHttp(request);
+    bool retryable = !sent.ok() || sent->status >= 500 || sent->status == 429;
     if (!retryable) break;
     if (attempt < options_.attempts) {
       std::this_thread::sleep_for(backoff);
       backoff *= 2;
     }
   }
-  if (!reply.error.empty())
+  if (!sent.ok())
     return common::Unavailable(
-        fmt::format("webhook {} unreachable: {}", options_.url, reply.error));
+        fmt::format("webhook {} unreachable: {}", options_.url, sent.status().message()));
+  const auto& reply = *sent;
   if (reply.status >= 500 || reply.status == 429)
     return common::Unavailable(
         fmt::format("webhook answered {}: {}", reply.status, reply.body.substr(0, 500)));
