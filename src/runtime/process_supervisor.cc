@@ -18,7 +18,7 @@ ProcessSupervisor::ProcessSupervisor(SupervisorOptions options)
     : options_(options), thread_([this] { Loop(); }) {}
 
 ProcessSupervisor::~ProcessSupervisor() {
-  for (const auto& key : Keys()) Stop(key, std::chrono::milliseconds(5000));
+  StopAll(std::chrono::milliseconds(5000));
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -47,9 +47,15 @@ pid_t ProcessSupervisor::Spawn(const ProcessSpec& spec) {
   if (!spec.log_path.empty()) {
     log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
+  sigset_t none;
+  sigemptyset(&none);
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);  // its own group, so a stop reaches its children too
+    // A blocked signal stays blocked across exec: serve and up block
+    // SIGTERM for their sigwait, and their workers then never heard a stop
+    // (each was killed after the grace instead of flushing).
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     if (log_fd >= 0) {
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
@@ -94,6 +100,36 @@ bool ProcessSupervisor::Stop(const std::string& key, std::chrono::milliseconds g
   waitpid(pid, &status, 0);
   spdlog::warn("{} did not stop within {} ms; killed", key, grace.count());
   return true;
+}
+
+int ProcessSupervisor::StopAll(std::chrono::milliseconds grace) {
+  std::vector<std::pair<std::string, pid_t>> stopping;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, child] : children_)
+      if (child.pid > 0) stopping.emplace_back(key, child.pid);
+    children_.clear();
+  }
+  // Every process hears the stop at once and gets the same grace: a stop
+  // of N processes takes one grace at most, not N.
+  for (const auto& [key, pid] : stopping)
+    if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
+  auto deadline = Steady::now() + grace;
+  std::vector<std::pair<std::string, pid_t>> left = stopping;
+  while (!left.empty() && Steady::now() < deadline) {
+    std::erase_if(left, [](const auto& p) {
+      int status;
+      return waitpid(p.second, &status, WNOHANG) == p.second;
+    });
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (const auto& [key, pid] : left) {
+    if (kill(-pid, SIGKILL) != 0) kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    spdlog::warn("{} did not stop within {} ms; killed", key, grace.count());
+  }
+  return static_cast<int>(left.size());
 }
 
 bool ProcessSupervisor::IsRunning(const std::string& key) const {

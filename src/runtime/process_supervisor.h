@@ -51,6 +51,9 @@ class ProcessSupervisor {
   // Stops and forgets `key`: SIGTERM, then SIGKILL once `grace` passed.
   // Returns true when the process had to be killed.
   bool Stop(const std::string& key, std::chrono::milliseconds grace);
+  // Stops and forgets every process, all at once under one grace. Returns
+  // how many had to be killed.
+  int StopAll(std::chrono::milliseconds grace);
   bool IsRunning(const std::string& key) const;
   std::optional<pid_t> Pid(const std::string& key) const;
   int Restarts(const std::string& key) const;

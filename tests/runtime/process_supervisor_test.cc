@@ -65,6 +65,29 @@ TEST(ProcessSupervisor, GracefulStopDoesNotKill) {
   EXPECT_FALSE(supervisor.IsRunning("sleeper"));
 }
 
+TEST(ProcessSupervisor, AChildHearsTheStopEvenWhenItsParentBlocksTheSignal) {
+  // serve and up block SIGTERM in every thread for their sigwait; a blocked
+  // signal stays blocked across exec, so their children must unblock it.
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
+  ProcessSupervisor supervisor;
+  supervisor.Ensure("sleeper", {{"/bin/sleep", "30"}, {}, ""});
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_FALSE(supervisor.Stop("sleeper", 3000ms));  // stopped, not killed
+}
+
+TEST(ProcessSupervisor, StopAllStopsEveryProcessAndKillsOnlyTheHungOnes) {
+  ProcessSupervisor supervisor;
+  supervisor.Ensure("a", {{"/bin/sleep", "30"}, {}, ""});
+  supervisor.Ensure("b", {{"/bin/sleep", "30"}, {}, ""});
+  supervisor.Ensure("hung", {{"/bin/sh", "-c", "trap '' TERM; sleep 30"}, {}, ""});
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(supervisor.StopAll(500ms), 1);
+  EXPECT_TRUE(supervisor.Keys().empty());
+}
+
 TEST(ProcessSupervisor, HungProcessIsKilledAfterTheGrace) {
   ProcessSupervisor supervisor;
   // Ignores SIGTERM (and so does its child, which inherits the disposition).
