@@ -224,7 +224,7 @@ if [ -n "${SLUICE_BENCH_PERF:-}" ]; then
   mkdir -p "$SLUICE_BENCH_PERF"
   perf record -g -o "$SLUICE_BENCH_PERF/source.data" -p "${WORKER_PIDS[0]}" >/dev/null 2>&1 &
   PIDS+=($!)
-  perf record -g -o "$SLUICE_BENCH_PERF/target.data" -p "${WORKER_PIDS[1]}" >/dev/null 2>&1 &
+  perf record ${SLUICE_BENCH_PERF_OPTS:--g} -o "$SLUICE_BENCH_PERF/target.data" -p "${WORKER_PIDS[1]}" >/dev/null 2>&1 &
   PIDS+=($!)
 fi
 t_load0=$(now)
