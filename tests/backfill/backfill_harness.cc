@@ -1,8 +1,12 @@
 #include "backfill_harness.h"
 #include "backfill/repository.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace sluice::backfill::testing {
 
@@ -125,6 +129,46 @@ std::string BackfillHarness::LoaderLogs() {
            all.substr(all.size() > 2000 ? all.size() - 2000 : 0);
   }
   return out;
+}
+
+pid_t BackfillHarness::StartServe(const std::vector<std::string>& args) {
+  auto data_dir = (dir() / "data").string();
+  auto log = (dir() / "serve.log").string();
+  std::string bin = std::getenv("SLUICE_BIN");
+  std::vector<std::string> argv = {bin,           "serve",      "--registry-listen",
+                                   "127.0.0.1:0", "--data-dir", data_dir};
+  bool has_listen = false;
+  for (const auto& a : args) has_listen = has_listen || a == "--listen";
+  if (!has_listen) argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
+    if (!freopen(log.c_str(), "w", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(126);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool BackfillHarness::StopServe(pid_t pid) {
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+RunStatus BackfillHarness::WaitForRun(const common::Uuid& run_id, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  auto status = RunRow(run_id).status;
+  while (status != RunStatus::kDone && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    status = RunRow(run_id).status;
+  }
+  return status;
 }
 
 }  // namespace sluice::backfill::testing

@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "backfill/trigger.h"
 #include "store/database.h"
@@ -46,6 +49,14 @@ class BackfillHarness {
   BackfillItem Item(const common::Uuid& id);
   BackfillRun RunRow(const common::Uuid& id);
   std::string LoaderLogs();
+
+  // `sluice serve` on this harness's data plane (dir()/data, log dir()/serve.log),
+  // with `args` after the common ones; StopServe sends SIGTERM and returns
+  // whether it exited 0.
+  pid_t StartServe(const std::vector<std::string>& args);
+  bool StopServe(pid_t pid);
+  // Polls until the run is done or `limit` passed; the last status read.
+  RunStatus WaitForRun(const common::Uuid& run_id, std::chrono::seconds limit);
 
  private:
   sluice::testing::TestDatabase plane_, source_, target_;

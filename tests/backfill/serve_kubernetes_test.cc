@@ -37,32 +37,15 @@ TEST_F(ServeKubernetes, ServeRunsBackfillItemsAsJobsWhoseLoadersUseItsApi) {
   CreateSourceTable("kv", 3000);
   auto runs = Trigger({AddPair("kv", "kv_copy")});
   auto item_id = runs[0].items[0].id;
-  auto data_dir = (dir() / "data").string();
-  auto log = (dir() / "serve.log").string();
   auto listen = "127.0.0.1:" + std::to_string(FreePort());
   auto backend = "http://" + listen;
   auto absent = (dir() / "absent").string();  // no cluster credentials here
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
-    freopen(log.c_str(), "w", stdout);
-    freopen(log.c_str(), "a", stderr);
-    std::string bin = std::getenv("SLUICE_BIN");
-    execl(bin.c_str(), bin.c_str(), "serve", "--listen", listen.c_str(), "--registry-listen",
-          "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--launcher", "kubernetes",
-          "--backend-url", backend.c_str(), "--k8s-api-server", kube.url().c_str(),
-          "--k8s-token-file", absent.c_str(), "--k8s-ca-file", absent.c_str(), "--k8s-namespace",
-          "data", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t pid = StartServe({"--listen", listen, "--launcher", "kubernetes", "--backend-url", backend,
+                          "--k8s-api-server", kube.url(), "--k8s-token-file", absent,
+                          "--k8s-ca-file", absent, "--k8s-namespace", "data"});
   ASSERT_GT(pid, 0);
-  auto deadline = std::chrono::steady_clock::now() + 90s;
-  while (RunRow(runs[0].run.id).status != RunStatus::kDone &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(200ms);
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  WaitForRun(runs[0].run.id, 90s);
+  StopServe(pid);
   ASSERT_EQ(RunRow(runs[0].run.id).status, RunStatus::kDone) << kube.PodLogs();
   auto item = Item(item_id);
   EXPECT_EQ(item.status, ItemStatus::kCompleted) << kube.PodLogs();

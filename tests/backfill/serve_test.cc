@@ -22,30 +22,14 @@ class ServeBackfill : public ::testing::Test, public testing::BackfillHarness {}
 TEST_F(ServeBackfill, ServeLaunchesLoadersForATriggeredRun) {
   CreateSourceTable("sv", 5000);
   auto runs = Trigger({AddPair("sv", "sv_copy")});
-  auto data_dir = (dir() / "data").string();
-  auto log = (dir() / "serve.log").string();
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
-    freopen(log.c_str(), "w", stdout);
-    freopen(log.c_str(), "a", stderr);
-    std::string bin = std::getenv("SLUICE_BIN");
-    execl(bin.c_str(), bin.c_str(), "serve", "--listen", "127.0.0.1:0", "--registry-listen",
-          "127.0.0.1:0", "--data-dir", data_dir.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t pid = StartServe({});
   ASSERT_GT(pid, 0);
-  auto deadline = std::chrono::steady_clock::now() + 90s;
-  while (RunRow(runs[0].run.id).status != RunStatus::kDone &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(200ms);
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  WaitForRun(runs[0].run.id, 90s);
+  bool clean_exit = StopServe(pid);
   ASSERT_EQ(RunRow(runs[0].run.id).status, RunStatus::kDone) << LoaderLogs();
   EXPECT_EQ(Item(runs[0].items[0].id).status, ItemStatus::kCompleted) << LoaderLogs();
   EXPECT_EQ(Digest(target_url(), "sv_copy"), Digest(source_url(), "sv"));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "serve stops cleanly";
+  EXPECT_TRUE(clean_exit) << "serve stops cleanly";
 }
 
 // --backfill-source-cap reaches the launcher: three items of one source,
@@ -58,19 +42,7 @@ TEST_F(ServeBackfill, TheSourceCapFlagHoldsServeToOneRunningItemPerSource) {
     subs.push_back(AddPair(t, t + "_copy"));
   }
   auto runs = Trigger(subs);
-  auto data_dir = (dir() / "data").string();
-  auto log = (dir() / "serve.log").string();
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("SLUICE_DATABASE_URL", plane_url().c_str(), 1);
-    freopen(log.c_str(), "w", stdout);
-    freopen(log.c_str(), "a", stderr);
-    std::string bin = std::getenv("SLUICE_BIN");
-    execl(bin.c_str(), bin.c_str(), "serve", "--listen", "127.0.0.1:0", "--registry-listen",
-          "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--backfill-source-cap", "1",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t pid = StartServe({"--backfill-source-cap", "1"});
   ASSERT_GT(pid, 0);
   std::int64_t most = 0;
   auto deadline = std::chrono::steady_clock::now() + 180s;
@@ -80,15 +52,13 @@ TEST_F(ServeBackfill, TheSourceCapFlagHoldsServeToOneRunningItemPerSource) {
         most, Scalar(plane_url(), "SELECT count(*) FROM backfill_item WHERE status = 'running'"));
     std::this_thread::sleep_for(20ms);
   }
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  StopServe(pid);
   ASSERT_EQ(RunRow(runs[0].run.id).status, RunStatus::kDone) << LoaderLogs();
   EXPECT_EQ(most, 1) << "one at a time, and one did run";
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(Digest(target_url(), "cap" + std::to_string(i) + "_copy"),
               Digest(source_url(), "cap" + std::to_string(i)));
-  std::ifstream in(log);
+  std::ifstream in(dir() / "serve.log");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("at most 1 running items per source, 2 per destination"), std::string::npos)
       << text;
