@@ -289,6 +289,8 @@ struct Lane {
   bool fast = false;
   PgConn fast_source, fast_target;
   std::string copy_in, upsert;
+  std::string copy_direct;  // COPY straight into the destination (a first load)
+  std::string target_sql;   // the destination, quoted
 };
 
 // Types whose COPY text the destination's column (as PostgresTarget creates
@@ -405,6 +407,8 @@ class Loader {
              .ok())
       return;
     lane.copy_in = fmt::format("COPY sluice_backfill_stage ({}) FROM STDIN", list);
+    lane.copy_direct = fmt::format("COPY {} ({}) FROM STDIN", target, list);
+    lane.target_sql = target;
     lane.upsert = fmt::format(
         "INSERT INTO {} ({}) SELECT {} FROM sluice_backfill_stage ON CONFLICT ({}) DO {}", target,
         list, list, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates);
@@ -413,7 +417,8 @@ class Loader {
     lane.fast = true;
   }
 
-  std::string ChunkSql(pqxx::transaction_base& tx, const Partition& part) const {
+  // The part of the partition not read yet (after its last key).
+  std::string RemainingWhere(pqxx::transaction_base& tx, const Partition& part) const {
     std::string where = part.predicate;
     if (!part.last_key.empty()) {
       std::string bound;
@@ -422,6 +427,11 @@ class Loader {
                              plan_.keys[i]->sql_type);
       where += fmt::format("{}({}) > ({})", where.empty() ? "" : " AND ", plan_.key_list, bound);
     }
+    return where;
+  }
+
+  std::string ChunkSql(pqxx::transaction_base& tx, const Partition& part) const {
+    std::string where = RemainingWhere(tx, part);
     return fmt::format("SELECT {} FROM {}{} ORDER BY {} LIMIT {}", plan_.select_list,
                        plan_.table_sql, where.empty() ? "" : " WHERE " + where, plan_.key_list,
                        c_.chunk_rows);
@@ -431,12 +441,30 @@ class Loader {
   // upsert from it in one destination transaction, then release.
   common::Result<std::size_t> FastChunk(Lane& lane, Partition& part) {
     SharedFence fence(lane.fence.get(), fence_key_);
-    std::string sql;
+    std::string sql, remaining;
     {
       pqxx::nontransaction quoting(*lane.source);
       sql = ChunkSql(quoting, part);
+      remaining = RemainingWhere(quoting, part);
     }
     PGconn* dst = lane.fast_target.get();
+    // A first load goes straight into the destination when nothing of what
+    // is left of this partition is there yet: no staging, no upsert. The
+    // fence keeps the stream out and other lanes hold other ranges; a row
+    // that is there anyway (a lost attempt still writing) fails the COPY,
+    // and the chunk is loaded again the upsert way.
+    auto present = QueryPg(dst, fmt::format("SELECT 1 FROM {}{} LIMIT 1", lane.target_sql,
+                                            remaining.empty() ? "" : " WHERE " + remaining));
+    if (present.ok() && present->empty()) {
+      SLUICE_RETURN_IF_ERROR(ExecPg(dst, "BEGIN"));
+      auto pumped =
+          Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, lane.copy_direct);
+      if (pumped.ok() && ExecPg(dst, "COMMIT").ok()) {
+        ++direct_chunks;
+        return Advance(part, *pumped);
+      }
+      (void)ExecPg(dst, "ROLLBACK");
+    }
     SLUICE_RETURN_IF_ERROR(ExecPg(dst, "BEGIN"));
     auto pumped = Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, lane.copy_in);
     common::Status st = pumped.ok() ? ExecPg(dst, lane.upsert) : pumped.status();
@@ -445,17 +473,23 @@ class Loader {
       (void)ExecPg(dst, "ROLLBACK");
       return st;
     }
-    if (pumped->rows > 0) {
+    ++upsert_chunks;
+    return Advance(part, *pumped);
+  }
+
+  // After a committed chunk: the partition continues after its last key.
+  common::Result<std::size_t> Advance(Partition& part, const Pumped& pumped) {
+    if (pumped.rows > 0) {
       part.last_key.clear();
       for (const auto* k : plan_.keys) {
         auto idx = static_cast<std::size_t>(k - plan_.columns.data());
-        if (idx >= pumped->last.size() || !pumped->last[idx])
+        if (idx >= pumped.last.size() || !pumped.last[idx])
           return common::Internal("the last row's key could not be read back");
-        part.last_key.push_back(*pumped->last[idx]);
+        part.last_key.push_back(*pumped.last[idx]);
       }
     }
-    if (pumped->rows < static_cast<std::size_t>(c_.chunk_rows)) part.done = true;
-    return pumped->rows;
+    if (pumped.rows < static_cast<std::size_t>(c_.chunk_rows)) part.done = true;
+    return pumped.rows;
   }
 
   // Rows read -> shaped changes (filtered rows dropped).
@@ -649,6 +683,12 @@ class Loader {
   const LoadHooks& hooks_;
   const std::atomic<bool>& stop_;
   std::string fence_key_;
+
+ public:
+  // Chunks written straight into the destination / through staging + upsert.
+  std::atomic<std::int64_t> direct_chunks{0}, upsert_chunks{0};
+
+ private:
   std::vector<TargetColumn> columns_;
   std::vector<Partition> parts_;
   std::atomic<std::int64_t> written_{0};
@@ -710,7 +750,11 @@ common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHook
     SLUICE_RETURN_IF_ERROR(loader.Plan());
     if (hooks.still_ours) SLUICE_RETURN_IF_ERROR(hooks.still_ours());
     SLUICE_RETURN_IF_ERROR(loader.Truncate());
-    return config.sequential_read ? loader.Sequential() : loader.Partitioned();
+    auto loaded = config.sequential_read ? loader.Sequential() : loader.Partitioned();
+    if (loader.direct_chunks + loader.upsert_chunks > 0)
+      spdlog::info("loader: {} chunks copied straight in, {} upserted through staging",
+                   loader.direct_chunks.load(), loader.upsert_chunks.load());
+    return loaded;
   } catch (const pqxx::broken_connection& e) {
     return common::Unavailable(fmt::format("connection lost: {}", FirstLine(e.what())));
   } catch (const std::exception& e) {

@@ -214,6 +214,31 @@ TEST_F(LoaderTest, APartitionColumnCutsTheReadAndEveryRowLands) {
       << "NULLs of the cut column have their own partition";
 }
 
+TEST_F(LoaderTest, AFirstLoadIsCopiedStraightInAndExistingRowsAreUpsertedOverNotDuplicated) {
+  CreateSourceTable("fl", 12'000);
+  auto c = Config("fl", "fl_copy");
+  c.partitions = 3;
+  c.chunk_rows = 1000;
+  auto first = RunLoader(c);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(Digest(target_url(), "fl_copy"), Digest(source_url(), "fl"));
+  EXPECT_NE(first.output.find("upserted through staging"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find(" 0 upserted"), std::string::npos)
+      << "an empty destination takes no staging: " << first.output;
+  // Stale images of some keys and a change at the source: a second load
+  // finds rows in every range, so it must upsert (a straight COPY would
+  // fail on the keys, or duplicate them without a key).
+  Target("UPDATE fl_copy SET label = 'stale' WHERE id % 7 = 0");
+  Source("UPDATE fl SET amount = amount + 1 WHERE id % 5 = 0");
+  c.item_id = common::Uuid::V4().ToString();
+  auto second = RunLoader(c);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Digest(target_url(), "fl_copy"), Digest(source_url(), "fl"));
+  // (Only a partition's empty tail may still go straight in.)
+  EXPECT_NE(second.output.find("upserted through staging"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find(" 0 upserted"), std::string::npos) << second.output;
+}
+
 TEST_F(LoaderTest, TruncateHistoryEmptiesTheDestinationFirst) {
   CreateSourceTable("tr", 100);
   Target(std::string("CREATE TABLE tr_copy") + kTargetDdl +
