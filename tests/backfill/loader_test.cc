@@ -46,8 +46,12 @@ class LoaderTest : public ::testing::Test, public testing::BackfillHarness {
     return common::RunProcess(argv);
   }
   std::int64_t WaitingAdvisoryLocks() {
-    return Scalar(target_url(),
-                  "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+    // pg_locks is cluster-wide: only this test's database counts (tests
+    // running in parallel wait on fences of their own).
+    return Scalar(
+        target_url(),
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
   }
 };
 
@@ -96,11 +100,15 @@ TEST_F(LoaderTest, TheStreamsBatchWaitsForALoaderChunkHoldingTheFence) {
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (WaitingAdvisoryLocks() == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(WaitingAdvisoryLocks(), 1) << "the stream's batch waits for the chunk";
-  EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM w_copy"), 0);
+  auto waiting = WaitingAdvisoryLocks();
+  auto landed_meanwhile = Scalar(target_url(), "SELECT count(*) FROM w_copy");
+  // Released before any assertion: a failed one would otherwise leave the
+  // stream's batch (and the future's destructor) waiting forever.
   pqxx::nontransaction(loader).exec_params(
       "SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))",
       PostgresTarget::BackfillFenceKey("public", "w_copy"));
+  EXPECT_EQ(waiting, 1) << "the stream's batch waits for the chunk";
+  EXPECT_EQ(landed_meanwhile, 0);
   auto result = applied.get();
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM w_copy WHERE label = 'streamed'"), 1);
