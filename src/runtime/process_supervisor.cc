@@ -78,44 +78,17 @@ void ProcessSupervisor::Ensure(const std::string& key, ProcessSpec spec) {
   spdlog::info("launched {} as pid {}", key, child.pid);
 }
 
-bool ProcessSupervisor::Stop(const std::string& key, std::chrono::milliseconds grace) {
-  pid_t pid;
-  {
-    std::lock_guard lock(mu_);
-    auto it = children_.find(key);
-    if (it == children_.end()) return false;
-    pid = it->second.pid;
-    children_.erase(it);  // the loop no longer restarts or reaps it
-  }
-  if (pid <= 0) return false;
-  if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
-  auto deadline = Steady::now() + grace;
-  while (Steady::now() < deadline) {
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (kill(-pid, SIGKILL) != 0) kill(pid, SIGKILL);
-  int status;
-  waitpid(pid, &status, 0);
-  spdlog::warn("{} did not stop within {} ms; killed", key, grace.count());
-  return true;
-}
+namespace {
 
-int ProcessSupervisor::StopAll(std::chrono::milliseconds grace) {
-  std::vector<std::pair<std::string, pid_t>> stopping;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [key, child] : children_)
-      if (child.pid > 0) stopping.emplace_back(key, child.pid);
-    children_.clear();
-  }
-  // Every process hears the stop at once and gets the same grace: a stop
-  // of N processes takes one grace at most, not N.
-  for (const auto& [key, pid] : stopping)
+// SIGTERM to every process (and its group) at once, then SIGKILL to those
+// still there once `grace` passed: a stop of N processes takes one grace at
+// most, not N. Returns how many had to be killed.
+int Terminate(const std::vector<std::pair<std::string, pid_t>>& processes,
+              std::chrono::milliseconds grace) {
+  for (const auto& [key, pid] : processes)
     if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
   auto deadline = Steady::now() + grace;
-  std::vector<std::pair<std::string, pid_t>> left = stopping;
+  auto left = processes;
   while (!left.empty() && Steady::now() < deadline) {
     std::erase_if(left, [](const auto& p) {
       int status;
@@ -130,6 +103,32 @@ int ProcessSupervisor::StopAll(std::chrono::milliseconds grace) {
     spdlog::warn("{} did not stop within {} ms; killed", key, grace.count());
   }
   return static_cast<int>(left.size());
+}
+
+}  // namespace
+
+bool ProcessSupervisor::Stop(const std::string& key, std::chrono::milliseconds grace) {
+  pid_t pid;
+  {
+    std::lock_guard lock(mu_);
+    auto it = children_.find(key);
+    if (it == children_.end()) return false;
+    pid = it->second.pid;
+    children_.erase(it);  // the loop no longer restarts or reaps it
+  }
+  if (pid <= 0) return false;
+  return Terminate({{key, pid}}, grace) > 0;
+}
+
+int ProcessSupervisor::StopAll(std::chrono::milliseconds grace) {
+  std::vector<std::pair<std::string, pid_t>> stopping;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, child] : children_)
+      if (child.pid > 0) stopping.emplace_back(key, child.pid);
+    children_.clear();
+  }
+  return Terminate(stopping, grace);
 }
 
 bool ProcessSupervisor::IsRunning(const std::string& key) const {
