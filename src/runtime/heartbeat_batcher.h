@@ -13,6 +13,7 @@
 
 #include "common/time.h"
 #include "common/uuid.h"
+#include "runtime/worker_repository.h"
 #include "store/database.h"
 
 namespace sluice::runtime {
@@ -30,11 +31,7 @@ class HeartbeatBatcher {
   long long batches_written() const;
 
  private:
-  struct Entry {
-    common::Uuid worker_id;
-    common::Uuid generation;
-    common::TimePoint now;
-  };
+  using Entry = WorkerRepository::Beat;
   struct Batch {
     std::vector<Entry> entries;
     std::vector<bool> taken;

@@ -156,15 +156,33 @@ common::Status WorkerRepository::Heartbeat(pqxx::work& tx, const common::Uuid& w
   return common::Status::Ok();
 }
 
-bool WorkerRepository::QuickHeartbeat(pqxx::nontransaction& tx, const common::Uuid& worker_id,
-                                      const common::Uuid& generation, common::TimePoint now) {
-  // One simple-query text: SET LOCAL holds for its implicit transaction only.
-  auto updated = tx.exec(fmt::format(
+std::set<std::string> WorkerRepository::QuickHeartbeats(pqxx::nontransaction& tx,
+                                                        const std::vector<Beat>& beats) {
+  // UUIDs and integers only, so the arrays are written as literals and the
+  // whole text is one simple query: SET LOCAL holds for its implicit
+  // transaction only. Rows are locked in id order, so two back ends writing
+  // overlapping batches cannot deadlock on each other.
+  std::string ids, generations, stamps;
+  for (const auto& b : beats) {
+    const char* sep = ids.empty() ? "" : ",";
+    ids += sep + b.worker_id.ToString();
+    generations += sep + b.generation.ToString();
+    stamps += fmt::format("{}{}", sep, common::ToEpochMicros(b.now));
+  }
+  auto rows = tx.exec(fmt::format(
       "SET LOCAL synchronous_commit = off; "
-      "UPDATE worker SET last_heartbeat_at = (to_timestamp({} / 1e6) AT TIME ZONE 'UTC'), "
-      "updated_at = now() AT TIME ZONE 'UTC' WHERE id = {} AND launch_generation = {}",
-      common::ToEpochMicros(now), tx.quote(worker_id.ToString()), tx.quote(generation.ToString())));
-  return updated.affected_rows() == 1;
+      "WITH beat AS (SELECT * FROM unnest('{{{}}}'::uuid[], '{{{}}}'::uuid[], '{{{}}}'::bigint[]) "
+      "AS b(id, generation, at)), "
+      "locked AS (SELECT w.id FROM worker w JOIN beat b ON w.id = b.id "
+      "AND w.launch_generation = b.generation ORDER BY w.id FOR UPDATE OF w) "
+      "UPDATE worker w SET last_heartbeat_at = (to_timestamp(b.at / 1e6) AT TIME ZONE 'UTC'), "
+      "updated_at = now() AT TIME ZONE 'UTC' FROM (SELECT DISTINCT ON (id) * FROM beat "
+      "ORDER BY id, at DESC) b WHERE w.id = b.id AND w.launch_generation = b.generation "
+      "AND w.id IN (SELECT id FROM locked) RETURNING w.id::text",
+      ids, generations, stamps));
+  std::set<std::string> stamped;
+  for (const auto& row : rows) stamped.insert(row[0].c_str());
+  return stamped;
 }
 
 }  // namespace sluice::runtime

@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <pqxx/pqxx>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -33,11 +35,17 @@ class WorkerRepository {
                                             const StateReport& report, common::TimePoint now);
   static common::Status Heartbeat(pqxx::work& tx, const common::Uuid& worker_id,
                                   const common::Uuid& generation, common::TimePoint now);
-  // The same heartbeat's common case in one round trip: the UPDATE and its
-  // relaxed commit (no wait for the disk) as one implicit transaction. False
-  // when no row took it; Heartbeat then words the refusal.
-  static bool QuickHeartbeat(pqxx::nontransaction& tx, const common::Uuid& worker_id,
-                             const common::Uuid& generation, common::TimePoint now);
+  // The same heartbeat's common case for many pods in one round trip: the
+  // UPDATE and its relaxed commit (no wait for the disk) as one implicit
+  // transaction, rows locked in id order. Returns the worker ids whose row
+  // took its beat (generation matched); Heartbeat words the others' refusal.
+  struct Beat {
+    common::Uuid worker_id;
+    common::Uuid generation;
+    common::TimePoint now;
+  };
+  static std::set<std::string> QuickHeartbeats(pqxx::nontransaction& tx,
+                                               const std::vector<Beat>& beats);
 };
 
 }  // namespace sluice::runtime
