@@ -430,8 +430,8 @@ class Loader {
     return where;
   }
 
-  std::string ChunkSql(pqxx::transaction_base& tx, const Partition& part) const {
-    std::string where = RemainingWhere(tx, part);
+  // The next chunk of what is left (`where`, from RemainingWhere).
+  std::string ChunkSql(const std::string& where) const {
     return fmt::format("SELECT {} FROM {}{} ORDER BY {} LIMIT {}", plan_.select_list,
                        plan_.table_sql, where.empty() ? "" : " WHERE " + where, plan_.key_list,
                        c_.chunk_rows);
@@ -441,40 +441,48 @@ class Loader {
   // upsert from it in one destination transaction, then release.
   common::Result<std::size_t> FastChunk(Lane& lane, Partition& part) {
     SharedFence fence(lane.fence.get(), fence_key_);
-    std::string sql, remaining;
+    std::string remaining;
     {
       pqxx::nontransaction quoting(*lane.source);
-      sql = ChunkSql(quoting, part);
       remaining = RemainingWhere(quoting, part);
     }
-    PGconn* dst = lane.fast_target.get();
+    const std::string sql = ChunkSql(remaining);
     // A first load goes straight into the destination when nothing of what
     // is left of this partition is there yet: no staging, no upsert. The
     // fence keeps the stream out and other lanes hold other ranges; a row
     // that is there anyway (a lost attempt still writing) fails the COPY,
     // and the chunk is loaded again the upsert way.
-    auto present = QueryPg(dst, fmt::format("SELECT 1 FROM {}{} LIMIT 1", lane.target_sql,
-                                            remaining.empty() ? "" : " WHERE " + remaining));
+    auto present = QueryPg(lane.fast_target.get(),
+                           fmt::format("SELECT 1 FROM {}{} LIMIT 1", lane.target_sql,
+                                       remaining.empty() ? "" : " WHERE " + remaining));
     if (present.ok() && present->empty()) {
-      SLUICE_RETURN_IF_ERROR(ExecPg(dst, "BEGIN"));
-      auto pumped =
-          Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, lane.copy_direct);
-      if (pumped.ok() && ExecPg(dst, "COMMIT").ok()) {
+      auto direct = CopyChunk(lane, sql, lane.copy_direct, "");
+      if (direct.ok()) {
         ++direct_chunks;
-        return Advance(part, *pumped);
+        return Advance(part, *direct);
       }
-      (void)ExecPg(dst, "ROLLBACK");
     }
+    auto staged = CopyChunk(lane, sql, lane.copy_in, lane.upsert);
+    if (!staged.ok()) return staged.status();
+    ++upsert_chunks;
+    return Advance(part, *staged);
+  }
+
+  // One destination transaction: the chunk's read COPYed in through
+  // `copy_in`, then `then` (unless empty), committed; rolled back on error.
+  common::Result<Pumped> CopyChunk(Lane& lane, const std::string& sql, const std::string& copy_in,
+                                   const std::string& then) {
+    PGconn* dst = lane.fast_target.get();
     SLUICE_RETURN_IF_ERROR(ExecPg(dst, "BEGIN"));
-    auto pumped = Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, lane.copy_in);
-    common::Status st = pumped.ok() ? ExecPg(dst, lane.upsert) : pumped.status();
+    auto pumped = Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, copy_in);
+    common::Status st = pumped.ok() ? common::Status::Ok() : pumped.status();
+    if (st.ok() && !then.empty()) st = ExecPg(dst, then);
     if (st.ok()) st = ExecPg(dst, "COMMIT");
     if (!st.ok()) {
       (void)ExecPg(dst, "ROLLBACK");
       return st;
     }
-    ++upsert_chunks;
-    return Advance(part, *pumped);
+    return pumped;
   }
 
   // After a committed chunk: the partition continues after its last key.
@@ -542,7 +550,7 @@ class Loader {
   common::Result<std::size_t> Chunk(Lane& lane, Partition& part) {
     SharedFence fence(lane.fence.get(), fence_key_);
     pqxx::nontransaction tx(*lane.source);
-    auto rows = tx.exec(ChunkSql(tx, part));
+    auto rows = tx.exec(ChunkSql(RemainingWhere(tx, part)));
     auto batch = Changes(rows);
     if (!batch.ok()) return batch.status();
     SLUICE_RETURN_IF_ERROR(Write(lane, *batch));
