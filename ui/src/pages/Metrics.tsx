@@ -1,11 +1,10 @@
 // Throughput charts over a chosen range: production and consumption,
 // delivered vs errored, consumer lag; summary numbers on top.
 import { useState } from "react";
-import { get, type Page } from "../api";
+import { get } from "../api";
 import { ErrorBox, LineChart, Loading, formatNumber, useLoad } from "../components";
 import { rangeQuery, type SeriesPoint } from "../metrics";
-import { useSession } from "../session";
-import type { Pipeline } from "./Pipelines";
+import { TeamPipelinePage } from "./TeamPipelinePage";
 
 const RANGES: [string, number][] = [
   ["15 min", 900],
@@ -118,30 +117,9 @@ export function PipelineMetrics({ id }: { id: string }) {
 }
 
 export function MetricsPage() {
-  const s = useSession();
-  const team = s.team;
-  const pipelines = useLoad((sig) => (team ? get<Page<Pipeline>>(`/teams/${team.id}/pipelines?limit=200`, sig) : Promise.resolve(null)), [team?.id]);
-  const [chosen, setChosen] = useState("");
-  const list = pipelines.data?.items ?? [];
-  const id = chosen || list[0]?.id || "";
   return (
-    <div className="page">
-      <div className="page-head">
-        <h1>Metrics</h1>
-        <label>
-          Pipeline{" "}
-          <select aria-label="Pipeline" value={id} onChange={(e) => setChosen(e.target.value)}>
-            {list.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      </div>
-      <ErrorBox error={pipelines.error} />
-      {pipelines.data && list.length === 0 && <p className="muted">No pipelines yet.</p>}
-      {id && <PipelineMetrics key={id} id={id} />}
-    </div>
+    <TeamPipelinePage title="Metrics" empty="No pipelines yet.">
+      {(id) => <PipelineMetrics key={id} id={id} />}
+    </TeamPipelinePage>
   );
 }

@@ -1,10 +1,9 @@
 // Resource events, folded: errors only by default, a level filter, the
 // folded count with first/last seen, and each row's details JSON on demand.
 import { Fragment, useState } from "react";
-import { get, type Page } from "../api";
+import { get } from "../api";
 import { ErrorBox, JsonView, Loading, formatTime, useLoad } from "../components";
-import { useSession } from "../session";
-import type { Pipeline } from "./Pipelines";
+import { TeamPipelinePage } from "./TeamPipelinePage";
 
 interface Event {
   id: string;
@@ -149,31 +148,9 @@ export function EventList({ path }: { path: string }) {
 
 // The Monitoring tab across the team: pick a pipeline (or see all of them).
 export function MonitoringPage() {
-  const s = useSession();
-  const team = s.team;
-  const pipelines = useLoad((sig) => (team ? get<Page<Pipeline>>(`/teams/${team.id}/pipelines?limit=200`, sig) : Promise.resolve(null)), [team?.id]);
-  const [chosen, setChosen] = useState<string>("");
-  const list = pipelines.data?.items ?? [];
-  const id = chosen || list[0]?.id || "";
   return (
-    <div className="page">
-      <div className="page-head">
-        <h1>Monitoring</h1>
-        <label>
-          Pipeline{" "}
-          <select aria-label="Pipeline" value={id} onChange={(e) => setChosen(e.target.value)}>
-            {list.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      </div>
-      <ErrorBox error={pipelines.error} />
-      {!team && <p className="muted">Choose a team first.</p>}
-      {pipelines.data && list.length === 0 && <p className="muted">No pipelines to monitor yet.</p>}
-      {id && <EventList key={id} path={`/pipelines/${id}/events`} />}
-    </div>
+    <TeamPipelinePage title="Monitoring" empty="No pipelines to monitor yet." noTeamHint>
+      {(id) => <EventList key={id} path={`/pipelines/${id}/events`} />}
+    </TeamPipelinePage>
   );
 }
