@@ -94,50 +94,57 @@ class EndToEnd : public ::testing::Test {
     return {};
   }
 
+  // A worker's launch config: fresh ids, this test's broker, and `body`
+  // (source or target, subscriptions, datamodels, ...) merged in.
+  json WorkerConfig(const std::string& kind, const json& body) {
+    json config = {{"worker_id", common::Uuid::V4().ToString()},
+                   {"connector_id", common::Uuid::V4().ToString()},
+                   {"generation", common::Uuid::V4().ToString()},
+                   {"kind", kind},
+                   {"broker", {{"bootstrap_servers", broker_.bootstrap()}}}};
+    config.update(body);
+    return config;
+  }
+  // A target worker into this test's target database.
+  json TargetConfig(const json& subscriptions) {
+    return WorkerConfig("target", {{"target", {{"type", "postgresql"}, {"url", target_.url()}}},
+                                   {"subscriptions", subscriptions}});
+  }
+  // `sluice worker` with `config`, supervised as `name` (log: <name>.log).
+  void RunWorker(const std::string& name, const json& config) {
+    EnsureSupervisor();
+    supervisor_->Ensure(
+        name, {{std::getenv("SLUICE_BIN"), "worker", "--config", WriteConfig(name, config)},
+               {},
+               (dir_ / (name + ".log")).string()});
+  }
+
   // `datamodels`: republished by the source worker; the subscription then
   // reads `topic` (default: the raw CDC topic).
   void StartWorkers(const std::string& format = "json", const std::string& registry = "",
                     const json& datamodels = nullptr, std::string topic = "") {
-    json broker = {{"bootstrap_servers", broker_.bootstrap()}};
     if (topic.empty()) topic = connectors::TopicForTable("e2e", {"public", "orders"});
-    json source = {{"worker_id", common::Uuid::V4().ToString()},
-                   {"connector_id", common::Uuid::V4().ToString()},
-                   {"generation", common::Uuid::V4().ToString()},
-                   {"kind", "source"},
-                   {"broker", broker},
-                   {"source",
-                    {{"type", "postgresql"},
-                     {"url", source_.url()},
-                     {"slot", slot_},
-                     {"publication", slot_},
-                     {"topic_prefix", "e2e"},
-                     {"format", format},
-                     {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}}};
-    json target = {{"worker_id", common::Uuid::V4().ToString()},
-                   {"connector_id", common::Uuid::V4().ToString()},
-                   {"generation", common::Uuid::V4().ToString()},
-                   {"kind", "target"},
-                   {"broker", broker},
-                   {"target", {{"type", "postgresql"}, {"url", target_.url()}}},
-                   {"subscriptions",
-                    {{{"id", common::Uuid::V4().ToString()},
-                      {"topic", topic},
-                      {"consumer_group", "e2e-orders"},
-                      {"target_table", "orders_copy"},
-                      {"error_table", "orders_errors"}}}}};
+    json source =
+        WorkerConfig("source", {{"source",
+                                 {{"type", "postgresql"},
+                                  {"url", source_.url()},
+                                  {"slot", slot_},
+                                  {"publication", slot_},
+                                  {"topic_prefix", "e2e"},
+                                  {"format", format},
+                                  {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}}});
+    json target = TargetConfig({{{"id", common::Uuid::V4().ToString()},
+                                 {"topic", topic},
+                                 {"consumer_group", "e2e-orders"},
+                                 {"target_table", "orders_copy"},
+                                 {"error_table", "orders_errors"}}});
     if (!datamodels.is_null()) source["datamodels"] = datamodels;
     if (!registry.empty()) {
       source["registry"] = {{"url", registry}};
       target["registry"] = {{"url", registry}};
     }
-    EnsureSupervisor();
-    std::string bin = std::getenv("SLUICE_BIN");
-    supervisor_->Ensure("source", {{bin, "worker", "--config", WriteConfig("source", source)},
-                                   {},
-                                   (dir_ / "source.log").string()});
-    supervisor_->Ensure("target", {{bin, "worker", "--config", WriteConfig("target", target)},
-                                   {},
-                                   (dir_ / "target.log").string()});
+    RunWorker("source", source);
+    RunWorker("target", target);
   }
 
   std::string Snapshot(const std::string& url, const std::string& table) {
@@ -205,18 +212,7 @@ class EndToEnd : public ::testing::Test {
 };
 
 TEST_F(EndToEnd, ATargetWithoutSubscriptionsIdlesInsteadOfSpinning) {
-  json target = {{"worker_id", common::Uuid::V4().ToString()},
-                 {"connector_id", common::Uuid::V4().ToString()},
-                 {"generation", common::Uuid::V4().ToString()},
-                 {"kind", "target"},
-                 {"broker", {{"bootstrap_servers", broker_.bootstrap()}}},
-                 {"target", {{"type", "postgresql"}, {"url", target_.url()}}},
-                 {"subscriptions", json::array()}};
-  EnsureSupervisor();
-  supervisor_->Ensure(
-      "idle", {{std::getenv("SLUICE_BIN"), "worker", "--config", WriteConfig("idle", target)},
-               {},
-               (dir_ / "idle.log").string()});
+  RunWorker("idle", TargetConfig(json::array()));
   auto pid = supervisor_->Pid("idle");
   ASSERT_TRUE(pid.has_value());
   auto cpu_seconds = [&] {
@@ -404,39 +400,19 @@ TEST_F(EndToEnd, KafkaSourceTurnsAnExistingJsonTopicIntoRows) {
              ",\"meta\":{\"a\":[1,2]}}\n";
   }
   produce(lines);
-  json broker = {{"bootstrap_servers", broker_.bootstrap()}};
-  json source = {{"worker_id", common::Uuid::V4().ToString()},
-                 {"connector_id", common::Uuid::V4().ToString()},
-                 {"generation", common::Uuid::V4().ToString()},
-                 {"kind", "source"},
-                 {"broker", broker},
-                 {"source", {{"type", "kafka"}, {"topic", "events.raw"}}},
-                 {"datamodels",
-                  {{{"id", common::Uuid::V4().ToString()},
-                    {"source_topic", "events.raw"},
-                    {"target_topic", "events.raw.sluice"},
-                    {"input", "json"},
-                    {"key", {"id"}},
-                    {"transform", {{"exclude", {"meta"}}}}}}}};
-  json target = {{"worker_id", common::Uuid::V4().ToString()},
-                 {"connector_id", common::Uuid::V4().ToString()},
-                 {"generation", common::Uuid::V4().ToString()},
-                 {"kind", "target"},
-                 {"broker", broker},
-                 {"target", {{"type", "postgresql"}, {"url", target_.url()}}},
-                 {"subscriptions",
-                  {{{"id", common::Uuid::V4().ToString()},
-                    {"topic", "events.raw.sluice"},
-                    {"consumer_group", "e2e-events"},
-                    {"target_table", "events"}}}}};
-  EnsureSupervisor();
-  std::string bin = std::getenv("SLUICE_BIN");
-  supervisor_->Ensure("source", {{bin, "worker", "--config", WriteConfig("source", source)},
-                                 {},
-                                 (dir_ / "source.log").string()});
-  supervisor_->Ensure("target", {{bin, "worker", "--config", WriteConfig("target", target)},
-                                 {},
-                                 (dir_ / "target.log").string()});
+  json source = WorkerConfig("source", {{"source", {{"type", "kafka"}, {"topic", "events.raw"}}},
+                                        {"datamodels",
+                                         {{{"id", common::Uuid::V4().ToString()},
+                                           {"source_topic", "events.raw"},
+                                           {"target_topic", "events.raw.sluice"},
+                                           {"input", "json"},
+                                           {"key", {"id"}},
+                                           {"transform", {{"exclude", {"meta"}}}}}}}});
+  RunWorker("source", source);
+  RunWorker("target", TargetConfig({{{"id", common::Uuid::V4().ToString()},
+                                     {"topic", "events.raw.sluice"},
+                                     {"consumer_group", "e2e-events"},
+                                     {"target_table", "events"}}}));
   // Updates of some keys, and tombstones (empty values) deleting others.
   std::string more;
   for (int i = 1; i <= 300; i += 10) {
