@@ -22,7 +22,8 @@
 # usage: bench/cdc/run.sh [--rows N | --1m] [--tx-rows N] [--tables K]
 #                         [--format json|avro] [--bin PATH] [--keep]
 # Writes bench/results/cdc-<UTC time>.json and prints a table.
-# SLUICE_BENCH_PERF=DIR records a CPU profile of the first shard's workers;
+# SLUICE_BENCH_PERF=DIR records a CPU profile of the first shard's workers
+# while streaming and of the whole machine during catch-up;
 # SLUICE_BENCH_WRAP="cmd" runs every worker under cmd (e.g. env LD_PRELOAD=).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -172,20 +173,19 @@ stop_workers() {
   for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 landed() { q "$TGT" -c "SELECT count(*) FROM all_rows WHERE id $1"; }
-# Waits until `count` rows match `condition`. Counting a million-row table
-# every tick took a third of a core from the pipeline being measured, so the
-# count runs only once the last id (a key lookup) has landed; the end time
-# itself comes from the rows' landed_at, not from this loop.
-wait_landed() {  # condition, count, since[, last id]
-  while :; do
-    if [ -z "${4:-}" ] || [ "$(q "$TGT" -c "SELECT count(*) FROM all_rows WHERE id = $4")" = 1 ]; then
-      [ "$(landed "$1")" -ge "$2" ] && break
-    fi
-    if [ "$(echo "$(now) - $3 > 900" | bc)" = 1 ]; then
-      echo "target stuck at $(landed "$1") of $2 rows; logs in $WORK" >&2; KEEP=1; exit 1
-    fi
-    sleep 0.2
-  done
+# Waits until `count` rows match `condition`, inside one server-side loop:
+# a psql per poll (a process and a backend every 0.2 s) took a tenth of the
+# machine from the pipeline being measured. The count runs only once the
+# last id (a key lookup) has landed; the end time itself comes from the
+# rows' landed_at, not from this loop.
+wait_landed() {  # condition, count[, last id]
+  local first=""
+  [ -n "${3:-}" ] && first="WHILE NOT EXISTS (SELECT 1 FROM all_rows WHERE id = $3) LOOP PERFORM pg_sleep(0.1); END LOOP;"
+  if ! q "$TGT" -c "SET statement_timeout = '900s'" -c "DO \$\$ BEGIN $first
+      WHILE (SELECT count(*) FROM all_rows WHERE id $1) < $2 LOOP PERFORM pg_sleep(0.2); END LOOP;
+      END \$\$" >/dev/null; then
+    echo "target stuck at $(landed "$1") of $2 rows; logs in $WORK" >&2; KEEP=1; exit 1
+  fi
 }
 
 start_workers
@@ -197,8 +197,7 @@ done
 # Warm-up: one row (id 0 - t) per table through the whole path, so topic
 # creation and the consumer groups' first join are not measured.
 for t in $(seq "$TABLES"); do q "$SRC" -c "INSERT INTO bench_rows_$t (id) VALUES (-$t)" >/dev/null; done
-t_warm=$(now)
-wait_landed "< 0" "$TABLES" "$t_warm"
+wait_landed "< 0" "$TABLES"
 CPU0=$(workers_cpu)
 
 # The load; meanwhile a watcher notes when the broker holds every change
@@ -231,7 +230,7 @@ t_load0=$(now)
 q "$SRC" -c "CALL load_rows(1, $ROWS, $TX_ROWS, $TABLES)" >/dev/null
 t_load1=$(now)
 END_LSN=$(q "$SRC" -c "SELECT pg_current_wal_lsn()")
-wait_landed "> 0" "$ROWS" "$t_load1" "$ROWS"
+wait_landed "> 0" "$ROWS" "$ROWS"
 STREAM_CPU=$(echo "$(workers_cpu) - $CPU0" | bc)
 wait $WATCH
 TOPIC_FULL=$(cat "$WORK/topic_full")
@@ -271,8 +270,13 @@ COPY_SECONDS=$(echo "$t1 - $t0" | bc)
 stop_workers
 q "$SRC" -c "CALL load_rows($((ROWS + 1)), $ROWS, $TX_ROWS, $TABLES)" >/dev/null
 t_catch0=$(now)
+if [ -n "${SLUICE_BENCH_PERF:-}" ]; then
+  perf record -a -g -o "$SLUICE_BENCH_PERF/catch_up_system.data" >/dev/null 2>&1 &
+  PERF_ALL=$!
+fi
 start_workers
-wait_landed "> $ROWS" "$ROWS" "$t_catch0" "$((2 * ROWS))"
+wait_landed "> $ROWS" "$ROWS" "$((2 * ROWS))"
+if [ -n "${PERF_ALL:-}" ]; then kill -INT "$PERF_ALL"; wait "$PERF_ALL" || true; fi
 CATCH_CPU=$(workers_cpu)
 t_catch1=$(q "$TGT" -c "SELECT extract(epoch FROM max(landed_at)) FROM all_rows WHERE id > $ROWS")
 CATCH_SECONDS=$(echo "$t_catch1 - $t_catch0" | bc)
