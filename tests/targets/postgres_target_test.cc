@@ -225,4 +225,43 @@ TEST_F(PostgresTargetTest, ImagesWithoutTheirKeyColumnTakeTheOrdinaryPathAndLand
   EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 1200")[0][0].as<int>(), 1200);
 }
 
+TEST_F(PostgresTargetTest, NewRowsAreCopiedStraightInAndAReplayIsUpsertedThroughStaging) {
+  std::vector<TargetChange> batch, again;
+  for (int i = 1; i <= 1200; ++i) batch.push_back(Tricky(i));
+  for (int i = 1; i <= 1200; ++i) again.push_back(Tricky(i, "v2-"));
+  Apply(batch);
+  EXPECT_EQ(target_.direct_batches(), 1);
+  Apply(again);  // every key is there already: the straight COPY must not be what lands
+  EXPECT_EQ(target_.copied_batches(), 2);
+  EXPECT_EQ(target_.direct_batches(), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1200);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE name LIKE '%v2-%'")[0][0].as<int>(), 1080);
+  // A replay comes in runs, so the next batches go staged; then new rows are
+  // copied straight in again.
+  for (int b = 0; b < 9; ++b) {
+    std::vector<TargetChange> fresh;
+    for (int i = 0; i < 1000; ++i) fresh.push_back(Tricky(10000 + b * 1000 + i));
+    Apply(fresh);
+  }
+  EXPECT_EQ(target_.copied_batches(), 11);
+  EXPECT_EQ(target_.direct_batches(), 2);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1200 + 9000);
+}
+
+TEST_F(PostgresTargetTest, ATableWhoseKeyIsNoPrimaryKeyIsNeverCopiedStraightIn) {
+  // Only a unique index: ON CONFLICT can use it, but the straight COPY is
+  // kept to primary keys.
+  Query(
+      "CREATE TABLE orders (id bigint, name text, tags text[], doc jsonb, raw bytea, paid "
+      "boolean, ratio double precision, amount numeric, nums integer[]); "
+      "CREATE UNIQUE INDEX orders_id ON orders (id)");
+  std::vector<TargetChange> batch;
+  for (int i = 1; i <= 1200; ++i) batch.push_back(Tricky(i));
+  Apply(batch);
+  Apply(batch);
+  EXPECT_EQ(target_.copied_batches(), 2);
+  EXPECT_EQ(target_.direct_batches(), 0);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1200);
+}
+
 }  // namespace sluice::connectors::targets

@@ -120,6 +120,7 @@ struct PostgresTarget::BulkConnection {
   ~BulkConnection() {
     if (conn) PQfinish(conn);
   }
+  bool connected() const { return PQstatus(conn) == CONNECTION_OK; }
   // Runs one statement; its error message, or empty.
   std::string Exec(const std::string& sql) {
     PGresult* r = PQexec(conn, sql.c_str());
@@ -129,6 +130,56 @@ struct PostgresTarget::BulkConnection {
                             : FirstLine(PQresultErrorMessage(r));
     PQclear(r);
     return error;
+  }
+  // One transaction: the backfill fence (when `fence_key` is set), `before`,
+  // COPY `copy_sql` of `rows` (COPY text), `after`, COMMIT. Anything refused
+  // rolls it all back: Unavailable when the connection is gone,
+  // AlreadyExists for a unique violation, else InvalidArgument, each with
+  // the server's words.
+  common::Status CopyIn(const std::string& fence_key, const std::vector<std::string>& before,
+                        const std::string& copy_sql, const std::string& rows,
+                        const std::vector<std::string>& after) {
+    std::string error, sqlstate;
+    auto take = [&](PGresult* r, ExecStatusType wanted) {
+      bool ok = PQresultStatus(r) == wanted || PQresultStatus(r) == PGRES_TUPLES_OK;
+      if (!ok && error.empty()) {
+        error = FirstLine(PQresultErrorMessage(r));
+        if (const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE)) sqlstate = state;
+      }
+      PQclear(r);
+      return ok;
+    };
+    auto run = [&](const std::string& sql, ExecStatusType wanted = PGRES_COMMAND_OK) {
+      return take(PQexec(conn, sql.c_str()), wanted);
+    };
+    bool ok = run("BEGIN");
+    if (ok && !fence_key.empty()) {
+      // The same fence as the ordinary path: a backfill chunk never
+      // interleaves with this batch (see src/backfill/loader.h).
+      const char* params[1] = {fence_key.c_str()};
+      ok = take(PQexecParams(conn, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", 1,
+                             nullptr, params, nullptr, nullptr, 0),
+                PGRES_TUPLES_OK);
+    }
+    for (const auto& sql : before) ok = ok && run(sql);
+    ok = ok && run(copy_sql, PGRES_COPY_IN);
+    if (ok) {
+      constexpr std::size_t kPiece = 1 << 20;
+      for (std::size_t at = 0; ok && at < rows.size(); at += kPiece) {
+        auto n = std::min(kPiece, rows.size() - at);
+        ok = PQputCopyData(conn, rows.data() + at, static_cast<int>(n)) == 1;
+      }
+      ok = PQputCopyEnd(conn, nullptr) == 1 && ok;
+      if (!ok) error = FirstLine(PQerrorMessage(conn));
+      while (PGresult* r = PQgetResult(conn)) ok = take(r, PGRES_COMMAND_OK) && ok;
+    }
+    for (const auto& sql : after) ok = ok && run(sql);
+    ok = ok && run("COMMIT");
+    if (ok) return common::Status::Ok();
+    (void)Exec("ROLLBACK");
+    if (!connected()) return common::Unavailable("target connection lost: " + error);
+    if (sqlstate == "23505") return common::AlreadyExists(error);
+    return common::InvalidArgument(error);
   }
 };
 
@@ -212,6 +263,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
                "to_regclass($1) ORDER BY array_position(i.indkey, a.attnum)",
                Qualified())) {
         key_columns_.emplace_back(r[0].c_str());
+        key_is_primary_ = true;
       }
     }
   }
@@ -230,6 +282,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
                          TargetType(columns[i].source_type));
     }
     if (!key_columns_.empty()) {
+      key_is_primary_ = true;
       ddl += ", PRIMARY KEY (";
       for (std::size_t i = 0; i < key_columns_.size(); ++i)
         ddl += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
@@ -374,7 +427,11 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   }
   std::vector<std::string> name_types;
   for (const auto& n : names) name_types.push_back(types[n]);
-  {
+  // The table is looked at (and grown) only when the batch names a column
+  // not seen yet: a round trip per batch otherwise.
+  bool known = !known_columns_.empty() && !key_columns_.empty();
+  for (const auto& n : names) known = known && known_columns_.count(n);
+  if (!known) {
     pqxx::work tx(*conn_);
     EnsureTable(tx, columns);
     for (const auto& n : names)
@@ -382,10 +439,10 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
     tx.commit();
   }
   if (key_columns_.empty()) return common::FailedPrecondition("no key");
-  if (!bulk_ || PQstatus(bulk_->conn) != CONNECTION_OK) {
+  if (!bulk_ || !bulk_->connected()) {
     bulk_ = std::make_unique<BulkConnection>();
     bulk_->conn = PQconnectdb(options_.url.c_str());
-    if (PQstatus(bulk_->conn) != CONNECTION_OK) {
+    if (!bulk_->connected()) {
       auto error = PqError(bulk_->conn);
       bulk_.reset();
       return common::Unavailable("target database unreachable: " + error);
@@ -400,69 +457,54 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   }
   for (std::size_t i = 0; i < key_columns_.size(); ++i)
     conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
-  auto fail = [&](const std::string& error) {
-    (void)bulk_->Exec("ROLLBACK");
-    if (PQstatus(bulk_->conn) != CONNECTION_OK) {
-      bulk_.reset();
-      return common::Unavailable("target connection lost: " + error);
-    }
-    return common::InvalidArgument(error);
-  };
-  if (auto error = bulk_->Exec("BEGIN"); !error.empty()) return fail(error);
-  if (options_.backfill_fence) {
-    // The same fence as the ordinary path: a backfill chunk never
-    // interleaves with this batch (see src/backfill/loader.h).
-    std::string key = BackfillFenceKey(options_.schema, options_.table);
-    const char* params[1] = {key.c_str()};
-    PGresult* r = PQexecParams(bulk_->conn, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                               1, nullptr, params, nullptr, nullptr, 0);
-    auto status = PQresultStatus(r);
-    std::string error = FirstLine(PQresultErrorMessage(r));
-    PQclear(r);
-    if (status != PGRES_TUPLES_OK) return fail(error);
-  }
-  for (const auto& sql :
-       {fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified()),
-        fmt::format("COPY sluice_copy ({}) FROM STDIN", cols)}) {
-    PGresult* r = PQexec(bulk_->conn, sql.c_str());
-    auto status = PQresultStatus(r);
-    std::string error = FirstLine(PQresultErrorMessage(r));
-    PQclear(r);
-    if (status != PGRES_COMMAND_OK && status != PGRES_COPY_IN) return fail(error);
-  }
-  std::string buffer;
-  auto put = [&]() {
-    bool ok = PQputCopyData(bulk_->conn, buffer.data(), static_cast<int>(buffer.size())) == 1;
-    buffer.clear();
-    return ok;
-  };
+  std::string rows;
   for (std::size_t i : order) {
     std::size_t j = 0;
     for (const auto& [k, v] : batch[i].after.items()) {
-      if (j) buffer.push_back('\t');
+      if (j) rows.push_back('\t');
       const auto& type = name_types[j++];
       if (type == "bytea")
-        AppendCopyValue(buffer, type, NormaliseValue(type, v));
+        AppendCopyValue(rows, type, NormaliseValue(type, v));
       else
-        AppendCopyValue(buffer, type, v);
+        AppendCopyValue(rows, type, v);
     }
-    buffer.push_back('\n');
-    if (buffer.size() >= (1 << 20) && !put()) return fail(PqError(bulk_->conn));
+    rows.push_back('\n');
   }
-  if ((!buffer.empty() && !put()) || PQputCopyEnd(bulk_->conn, nullptr) != 1)
-    return fail(PqError(bulk_->conn));
-  std::string copy_error;
-  while (PGresult* r = PQgetResult(bulk_->conn)) {
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && copy_error.empty())
-      copy_error = FirstLine(PQresultErrorMessage(r));
-    PQclear(r);
+  std::string fence =
+      options_.backfill_fence ? BackfillFenceKey(options_.schema, options_.table) : std::string();
+  // Straight into the table when its key is a primary key: a batch of new
+  // rows (a catch-up, a snapshot) is then written once instead of twice. A
+  // key that is already there (a replay) is a unique violation that rolls
+  // the attempt back; the staged upsert below then applies the batch, and
+  // the next few batches go staged directly, as a replay comes in runs.
+  if (key_is_primary_ && staged_only_batches_ == 0) {
+    auto direct = bulk_->CopyIn(
+        fence, {}, fmt::format("COPY {} ({}) FROM STDIN", Qualified(), cols), rows, {});
+    if (direct.ok()) {
+      ++copied_batches_;
+      ++direct_batches_;
+      return common::Status::Ok();
+    }
+    if (!bulk_->connected()) {
+      bulk_.reset();
+      return direct;
+    }
+    if (direct.code() != common::Code::kAlreadyExists) return direct;
+    staged_only_batches_ = 8;
+  } else if (staged_only_batches_ > 0) {
+    --staged_only_batches_;
   }
-  if (!copy_error.empty()) return fail(copy_error);
-  auto error = bulk_->Exec(fmt::format(
-      "INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}", Qualified(), cols,
-      cols, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates));
-  if (error.empty()) error = bulk_->Exec("COMMIT");
-  if (!error.empty()) return fail(error);
+  auto staged = bulk_->CopyIn(
+      fence, {fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified())},
+      fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), rows,
+      {fmt::format("INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}",
+                   Qualified(), cols, cols, conflict,
+                   updates.empty() ? "NOTHING" : "UPDATE SET " + updates)});
+  if (!staged.ok()) {
+    if (!bulk_->connected()) bulk_.reset();
+    return staged.code() == common::Code::kAlreadyExists ? common::InvalidArgument(staged.message())
+                                                         : staged;
+  }
   ++copied_batches_;
   return common::Status::Ok();
 }

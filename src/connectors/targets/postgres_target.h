@@ -5,10 +5,12 @@
 // A batch the database refuses is retried row by row so one poison row is
 // rejected with the database's message while the others land.
 //
-// A large insert-only batch (a snapshot, a bulk load) takes the COPY path
-// instead: the rows are COPYed into a temporary table, then moved with one
-// INSERT ... ON CONFLICT DO UPDATE, so replays stay idempotent. Whatever the
-// COPY path refuses is applied the ordinary way, poison rows included.
+// A large insert-only batch (a snapshot, a bulk load, a catch-up) takes the
+// COPY path instead: straight into the table when its key is a primary key
+// and none of the keys is there yet, else COPYed into a temporary table and
+// moved with one INSERT ... ON CONFLICT DO UPDATE, so replays stay
+// idempotent. Whatever the COPY path refuses is applied the ordinary way,
+// poison rows included.
 #pragma once
 
 #include <memory>
@@ -53,8 +55,10 @@ class PostgresTarget {
   // PostgreSQL type for a source type name (int4 -> integer, _text -> text[] ...).
   static std::string TargetType(const std::string& source_type);
 
-  // Batches applied through COPY so far.
+  // Batches applied through COPY so far, and of those, copied straight into
+  // the table without a staging table.
   std::int64_t copied_batches() const { return copied_batches_; }
+  std::int64_t direct_batches() const { return direct_batches_; }
 
  private:
   common::Status Connect();
@@ -70,11 +74,17 @@ class PostgresTarget {
   std::unique_ptr<pqxx::connection> conn_;
   std::set<std::string> known_columns_;
   std::vector<std::string> key_columns_;
+  // The key columns are the table's primary key, so a straight COPY cannot
+  // duplicate a key: it fails instead.
+  bool key_is_primary_ = false;
+  // After a straight COPY met an existing key, this many batches go staged.
+  int staged_only_batches_ = 0;
   // COPY needs libpq's copy protocol, which this libpqxx does not expose for
   // rows of a width only known at run time: a libpq connection of its own.
   struct BulkConnection;
   std::unique_ptr<BulkConnection> bulk_;
   std::int64_t copied_batches_ = 0;
+  std::int64_t direct_batches_ = 0;
 };
 
 }  // namespace sluice::connectors::targets
