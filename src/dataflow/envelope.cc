@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <simdjson.h>
+
 #include <string_view>
 
 #include "common/fast_json.h"
@@ -72,7 +74,7 @@ std::vector<connectors::targets::TargetColumn> ColumnsFrom(const json& array) {
 }
 
 // The encoder appends `,"columns":[...]` last, and a table's column list
-// repeats on every message: parse it once per distinct text. Anything else
+// repeats on every message (ColumnsFromText). Anything else
 // (another producer's key order, a text that does not split into two valid
 // documents) takes the full parse.
 bool ParseSplit(const std::string& value, json& envelope,
@@ -83,23 +85,71 @@ bool ParseSplit(const std::string& value, json& envelope,
     return false;
   std::string_view text = std::string_view(value).substr(at + kMarker.size() - 1);
   text.remove_suffix(1);  // the envelope's closing brace
-  thread_local std::string cached_text;
-  thread_local std::vector<connectors::targets::TargetColumn> cached;
-  if (text != cached_text) {
-    json parsed = json::parse(text, nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_array()) return false;
-    cached_text = text;
-    cached = ColumnsFrom(parsed);
-  }
+  const auto* cached = ColumnsFromText(text);
+  if (!cached) return false;
   std::string head = value.substr(0, at);
   head += '}';
   envelope = common::ParseJsonFast(head);
   if (envelope.is_discarded() || !envelope.is_object()) return false;
-  columns = cached;
+  columns = *cached;
   return true;
 }
 
 }  // namespace
+
+const std::vector<connectors::targets::TargetColumn>* ColumnsFromText(std::string_view text) {
+  // A table's column list repeats on every message: parsed once per
+  // distinct text.
+  thread_local std::string cached_text;
+  thread_local std::vector<connectors::targets::TargetColumn> cached;
+  if (text != cached_text) {
+    json parsed = json::parse(text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_array()) return nullptr;
+    cached_text = text;
+    cached = ColumnsFrom(parsed);
+  }
+  return &cached;
+}
+
+std::optional<InsertView> ViewInsert(const std::string& value) {
+  namespace od = simdjson::ondemand;
+  // simdjson reads a few bytes past its input: a padded copy, whose views
+  // are then moved back onto `value`.
+  thread_local od::parser parser;
+  thread_local std::string padded;
+  padded.reserve(value.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(value);
+  auto onto_value = [&](std::string_view in_copy) {
+    return std::string_view(value).substr(in_copy.data() - padded.data(), in_copy.size());
+  };
+  od::document doc;
+  od::object root;
+  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) ||
+      doc.get_object().get(root))
+    return std::nullopt;
+  InsertView view;
+  std::string_view op;
+  for (auto field : root) {
+    std::string_view name;
+    od::value v;
+    if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
+    if (name == "after") {
+      od::object after;
+      if (v.get_object().get(after) || after.raw_json().get(view.image)) return std::nullopt;
+      view.image = onto_value(view.image);
+    } else if (name == "op") {
+      if (v.get_string().get(op) || (op != "c" && op != "r")) return std::nullopt;
+    } else if (name == "columns") {
+      od::array columns;
+      if (v.get_array().get(columns) || columns.raw_json().get(view.columns)) return std::nullopt;
+      view.columns = onto_value(view.columns);
+    } else if (name == "unchanged") {
+      return std::nullopt;  // never on an insert: not an envelope this reads
+    }
+  }
+  if (op.empty() || view.image.empty() || view.columns.empty()) return std::nullopt;
+  return view;
+}
 
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,
                                                                  const std::string& value) {

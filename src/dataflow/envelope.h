@@ -6,7 +6,10 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "connectors/change_event.h"
@@ -31,5 +34,18 @@ std::string ColumnsJson(const connectors::TableSchema& schema);
 // is wrong) for a message that is not an envelope.
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,
                                                                  const std::string& value);
+
+// An insert (op c or r) as it sits in its message: the after image's and the
+// columns' JSON text, both views into the value. Nullopt for anything else
+// (other ops, a layout this does not know), which DecodeEnvelope reads.
+struct InsertView {
+  std::string_view image;
+  std::string_view columns;
+};
+std::optional<InsertView> ViewInsert(const std::string& value);
+
+// The column list of an envelope's `columns` text; parsed once per distinct
+// text (per thread), null when it is not a JSON array.
+const std::vector<connectors::targets::TargetColumn>* ColumnsFromText(std::string_view text);
 
 }  // namespace sluice::dataflow

@@ -72,6 +72,9 @@ class SubscriptionStage {
   SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
                     std::unique_ptr<connectors::targets::Target> target);
   common::Status Deliver();
+  // The whole batch as inserts read in place (Target::InsertJsonRows);
+  // false when it is not that, or the target does not take it.
+  common::Result<bool> DeliverInserts();
 
   SubscriptionSpec spec_;
   std::vector<RowTransform> transforms_;  // datamodel's, then subscription's
@@ -82,6 +85,7 @@ class SubscriptionStage {
   std::vector<kafka::Message> pending_;  // polled, not yet delivered
   DeliveryCounters counters_;
   std::vector<RejectedRecord> rejected_;
+  bool inserts_in_place_ = false;  // DeliverInserts has landed a batch (logged once)
 };
 
 }  // namespace sluice::dataflow

@@ -253,6 +253,24 @@ TEST_F(EndToEnd, SnapshotThenStreamedChangesReachTheTargetExactly) {
   EXPECT_TRUE(Converges());
 }
 
+TEST_F(EndToEnd, ABacklogOfInsertsIsAppliedFromTheMessagesTextExactly) {
+  StartWorkers();
+  ASSERT_TRUE(Converges());
+  supervisor_->Stop("target", 5s);
+  // A backlog, so the target polls full batches of plain inserts: text COPY
+  // has to escape, numbers, JSON, NULLs (arrays take the decoded path).
+  Source(
+      "INSERT INTO orders (name, amount, tags, doc) SELECT E'tab\\there \\\\ back\\nline "
+      "\"q\" ' || g, g * 1.25, NULL, jsonb_build_object('g', g, 's', E'x\\ty', 'n', NULL) "
+      "FROM generate_series(1, 5000) g");
+  supervisor_->Ensure(
+      "target", {{std::getenv("SLUICE_BIN"), "worker", "--config", (dir_ / "target.json").string()},
+                 {},
+                 (dir_ / "target.log").string()});
+  ASSERT_TRUE(Converges());
+  EXPECT_NE(Logs().find("applied from its messages' own text"), std::string::npos) << Logs();
+}
+
 TEST_F(EndToEnd, KillingTheTargetWorkerMidStreamLosesNothing) {
   StartWorkers();
   for (int round = 0; round < 4; ++round) Churn(round);

@@ -264,4 +264,97 @@ TEST_F(PostgresTargetTest, ATableWhoseKeyIsNoPrimaryKeyIsNeverCopiedStraightIn) 
   EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1200);
 }
 
+// Rows as their messages carry them: key and image JSON text.
+struct TextRows {
+  std::vector<std::string> keys, images;
+  std::vector<JsonRow> rows() const {
+    std::vector<JsonRow> out;
+    for (std::size_t i = 0; i < keys.size(); ++i) out.push_back({keys[i], images[i]});
+    return out;
+  }
+};
+
+const std::vector<TargetColumn> kPlainColumns = {
+    {"id", "int8", true},        {"name", "text", false},    {"doc", "jsonb", false},
+    {"paid", "bool", false},     {"ratio", "float8", false}, {"amount", "numeric", false},
+    {"at", "timestamptz", false}};
+
+TextRows Plain(int from, int to, const std::string& suffix = "") {
+  TextRows out;
+  for (int id = from; id <= to; ++id) {
+    json image = {
+        {"id", id},
+        {"name", id % 10 == 0
+                     ? json(nullptr)
+                     : json("tab\there \\ back\nline \"q\" " + suffix + std::to_string(id))},
+        {"doc", {{"s", "t\tn\n"}, {"n", {1, 2.5, nullptr}}, {"u", "h\u00e9"}}},
+        {"paid", id % 2 == 0},
+        {"ratio", id / 7.0},
+        {"amount", id % 3 == 0 ? json(nullptr) : json("1234567.0" + std::to_string(id % 10))},
+        {"at", "2026-12-01 10:00:00.123456+00"}};
+    out.keys.push_back(json{{"id", id}}.dump());
+    out.images.push_back(image.dump());
+  }
+  return out;
+}
+
+std::vector<TargetChange> Decoded(const TextRows& rows) {
+  std::vector<TargetChange> out;
+  for (std::size_t i = 0; i < rows.keys.size(); ++i)
+    out.push_back({'c', json::parse(rows.keys[i]), json::parse(rows.images[i]), kPlainColumns});
+  return out;
+}
+
+TEST_F(PostgresTargetTest, InsertsFromJsonTextLandExactlyAsDecodedOnes) {
+  auto rows = Plain(1, 1500);
+  PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
+  PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
+  auto landed = from_text.InsertJsonRows(rows.rows(), kPlainColumns);
+  ASSERT_TRUE(landed.ok()) << landed.status().ToString();
+  EXPECT_TRUE(*landed);
+  ASSERT_TRUE(decoded.Apply(Decoded(rows)).ok());
+  auto all = [&](const std::string& table) {
+    return std::string(
+        Query("SELECT jsonb_agg(to_jsonb(t) ORDER BY id)::text FROM " + table + " t")[0][0]
+            .c_str());
+  };
+  EXPECT_EQ(all("from_text"), all("decoded"));
+  EXPECT_EQ(Query("SELECT count(*) FROM from_text")[0][0].as<int>(), 1500);
+  EXPECT_EQ(from_text.direct_batches(), 1);
+}
+
+TEST_F(PostgresTargetTest, InsertsFromJsonTextFoldRepeatedKeysAndReplayAsUpserts) {
+  auto rows = Plain(1, 1200);
+  auto again = Plain(1, 1200, "v2-");
+  again.keys.push_back(rows.keys[4]);  // key 5 once more, last: its first image wins back
+  again.images.push_back(rows.images[4]);
+  ASSERT_TRUE(*target_.InsertJsonRows(rows.rows(), kPlainColumns));
+  ASSERT_TRUE(*target_.InsertJsonRows(again.rows(), kPlainColumns));
+  EXPECT_EQ(target_.copied_batches(), 2);
+  EXPECT_EQ(target_.direct_batches(), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1200);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE name LIKE '%v2-%'")[0][0].as<int>(), 1079);
+  EXPECT_EQ(
+      Query("SELECT count(*) FROM orders WHERE id = 5 AND name NOT LIKE '%v2-%'")[0][0].as<int>(),
+      1);
+}
+
+TEST_F(PostgresTargetTest, InsertsFromJsonTextThatDoNotFitOrAreRefusedAreLeftToApply) {
+  auto small = Plain(1, 10);  // under the COPY threshold
+  EXPECT_FALSE(*target_.InsertJsonRows(small.rows(), kPlainColumns));
+  auto rows = Plain(1, 1200);
+  rows.images[7] = json{{"id", 8}, {"raw", "AAE="}}.dump();  // bytea needs decoding
+  EXPECT_FALSE(*target_.InsertJsonRows(rows.rows(), kPlainColumns));
+  EXPECT_EQ(target_.copied_batches(), 0);
+  // A poison row: the database refuses the COPY, and Apply rejects it alone.
+  auto poison = Plain(1, 1200);
+  ASSERT_TRUE(*target_.InsertJsonRows(Plain(5000, 5000 + 999).rows(), kPlainColumns));
+  Query("ALTER TABLE orders ADD CONSTRAINT no_777 CHECK (id <> 777)");
+  EXPECT_FALSE(*target_.InsertJsonRows(poison.rows(), kPlainColumns));
+  auto rejected = Apply(Decoded(poison));
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].error.find("no_777"), std::string::npos) << rejected[0].error;
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1000 + 1199);
+}
+
 }  // namespace sluice::connectors::targets

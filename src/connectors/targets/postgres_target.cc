@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/hex.h"
+#include "connectors/targets/copy_text.h"
 
 namespace sluice::connectors::targets {
 
@@ -47,69 +48,6 @@ struct FoldedRow {
   bool upsert = false;
   bool deleted = false;
 };
-
-// COPY's text format: backslash, tab, newline and carriage return escaped.
-void AppendCopyEscaped(std::string& out, std::string_view s) {
-  // Runs without a special character are appended whole.
-  std::size_t from = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    const char* escaped = c == '\\'   ? "\\\\"
-                          : c == '\t' ? "\\t"
-                          : c == '\n' ? "\\n"
-                          : c == '\r' ? "\\r"
-                                      : nullptr;
-    if (!escaped) continue;
-    out.append(s.data() + from, i - from);
-    out += escaped;
-    from = i + 1;
-  }
-  out.append(s.data() + from, s.size() - from);
-}
-
-// A JSON array as a PostgreSQL array literal ({"a",NULL,{1,2}}).
-std::string ArrayLiteral(const json& a) {
-  std::string out = "{";
-  bool first = true;
-  for (const auto& e : a) {
-    if (!first) out.push_back(',');
-    first = false;
-    if (e.is_null()) {
-      out += "NULL";
-    } else if (e.is_array()) {
-      out += ArrayLiteral(e);
-    } else if (e.is_number() || e.is_boolean()) {
-      out += e.dump();
-    } else {
-      std::string text = e.is_string() ? e.get<std::string>() : e.dump();
-      out.push_back('"');
-      for (char c : text) {
-        if (c == '"' || c == '\\') out.push_back('\\');
-        out.push_back(c);
-      }
-      out.push_back('"');
-    }
-  }
-  return out + "}";
-}
-
-// One value in COPY's text format, read by the column's input function
-// exactly as json_populate_recordset reads the JSON value.
-void AppendCopyValue(std::string& out, const std::string& source_type, const json& v) {
-  if (v.is_null()) {
-    out += "\\N";
-  } else if (v.is_string()) {
-    AppendCopyEscaped(out, v.get_ref<const std::string&>());
-  } else if (v.is_boolean()) {
-    out += v.get<bool>() ? "t" : "f";
-  } else if (v.is_number()) {
-    out += v.dump();
-  } else if (v.is_array() && source_type.size() > 1 && source_type[0] == '_') {
-    AppendCopyEscaped(out, ArrayLiteral(v));
-  } else {
-    AppendCopyEscaped(out, v.dump());
-  }
-}
 
 std::string PqError(PGconn* conn) { return FirstLine(PQerrorMessage(conn)); }
 
@@ -427,6 +365,65 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   }
   std::vector<std::string> name_types;
   for (const auto& n : names) name_types.push_back(types[n]);
+  CopyText text{names, {}};
+  auto& rows = text.rows;
+  for (std::size_t i : order) {
+    std::size_t j = 0;
+    for (const auto& [k, v] : batch[i].after.items()) {
+      if (j) rows.push_back('\t');
+      const auto& type = name_types[j++];
+      if (type == "bytea")
+        AppendCopyValue(rows, type, NormaliseValue(type, v));
+      else
+        AppendCopyValue(rows, type, v);
+    }
+    rows.push_back('\n');
+  }
+  return CopyRows(columns, text);
+}
+
+common::Result<bool> PostgresTarget::InsertJsonRows(const std::vector<JsonRow>& rows,
+                                                    const std::vector<TargetColumn>& columns) {
+  if (options_.copy_threshold == 0 || rows.size() < options_.copy_threshold) return false;
+  SLUICE_RETURN_IF_ERROR(Connect());
+  // Folded by key text: a later image of a key replaces an earlier one.
+  std::vector<JsonRow> last;
+  std::unordered_map<std::string_view, std::size_t> slot;
+  for (const auto& row : rows) {
+    auto [it, fresh] = slot.try_emplace(row.key, last.size());
+    if (fresh)
+      last.push_back(row);
+    else
+      last[it->second] = row;
+  }
+  std::unordered_map<std::string_view, std::string> types;
+  for (const auto& c : columns) types[c.name] = c.source_type;
+  static const std::string kUnknown;
+  auto text = RenderJsonImages(last, [&](std::string_view name) -> const std::string& {
+    auto it = types.find(name);
+    return it == types.end() ? kUnknown : it->second;
+  });
+  if (!text) return false;
+  try {
+    auto copied = CopyRows(columns, *text);
+    if (copied.ok()) return true;
+    if (copied.code() == common::Code::kUnavailable) return copied;
+    return false;
+  } catch (const pqxx::broken_connection& e) {
+    conn_.reset();
+    return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
+  } catch (const std::exception&) {
+    known_columns_.clear();  // the failed transaction may have rolled DDL back
+    return false;
+  }
+}
+
+common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns,
+                                        const CopyText& text) {
+  const auto& names = text.names;
+  const auto& rows = text.rows;
+  std::map<std::string, std::string> types;
+  for (const auto& c : columns) types[c.name] = c.source_type;
   // The table is looked at (and grown) only when the batch names a column
   // not seen yet: a round trip per batch otherwise.
   bool known = !known_columns_.empty() && !key_columns_.empty();
@@ -457,19 +454,6 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   }
   for (std::size_t i = 0; i < key_columns_.size(); ++i)
     conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
-  std::string rows;
-  for (std::size_t i : order) {
-    std::size_t j = 0;
-    for (const auto& [k, v] : batch[i].after.items()) {
-      if (j) rows.push_back('\t');
-      const auto& type = name_types[j++];
-      if (type == "bytea")
-        AppendCopyValue(rows, type, NormaliseValue(type, v));
-      else
-        AppendCopyValue(rows, type, v);
-    }
-    rows.push_back('\n');
-  }
   std::string fence =
       options_.backfill_fence ? BackfillFenceKey(options_.schema, options_.table) : std::string();
   // Straight into the table when its key is a primary key: a batch of new

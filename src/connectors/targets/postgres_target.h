@@ -24,6 +24,8 @@
 
 namespace sluice::connectors::targets {
 
+struct CopyText;  // copy_text.h
+
 struct PostgresTargetOptions {
   std::string url;  // libpq URL of the target database
   std::string schema = "public";
@@ -48,6 +50,14 @@ class PostgresTarget {
   // acknowledged, so the caller retries the whole batch).
   common::Result<std::vector<RejectedChange>> Apply(const std::vector<TargetChange>& batch);
 
+  // Inserts read in place from their messages, of the table's `columns`,
+  // through the COPY path without decoding each row into a tree. True when
+  // the whole batch landed; false when it does not fit that path or the
+  // database refused it, and the caller then decodes it and calls Apply,
+  // which rejects poison rows one by one. An error status as for Apply.
+  common::Result<bool> InsertJsonRows(const std::vector<JsonRow>& rows,
+                                      const std::vector<TargetColumn>& columns);
+
   // The advisory-lock key text of a destination's backfill fence; both sides
   // lock pg_advisory_*lock*(hashtextextended(key, 0)) on the target database.
   static std::string BackfillFenceKey(const std::string& schema, const std::string& table);
@@ -68,6 +78,8 @@ class PostgresTarget {
   // The COPY path; FailedPrecondition when the batch does not fit it (the
   // caller then applies it the ordinary way).
   common::Status ApplyCopy(const std::vector<TargetChange>& batch);
+  // COPYs rendered rows: straight in, or staged and upserted.
+  common::Status CopyRows(const std::vector<TargetColumn>& columns, const CopyText& text);
   std::string Qualified() const;
 
   PostgresTargetOptions options_;

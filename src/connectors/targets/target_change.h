@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sluice::connectors::targets {
@@ -23,6 +24,13 @@ struct TargetChange {
   std::vector<TargetColumn> columns;  // the table's columns as of this change
   std::string position;               // "topic/partition/offset" it was read from, when known
   nlohmann::json source;              // the envelope's source metadata (lsn, ts_ms, ...), if any
+};
+
+// An insert read in place from the message it came in: its key and its row
+// image, each one JSON object's text (see Target::InsertJsonRows).
+struct JsonRow {
+  std::string_view key;
+  std::string_view image;
 };
 
 // A change the target refused, with the target's own words.

@@ -1,0 +1,203 @@
+#include "connectors/targets/copy_text.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+namespace sluice::connectors::targets {
+
+using nlohmann::json;
+
+namespace {
+
+// A JSON array as a PostgreSQL array literal ({"a",NULL,{1,2}}).
+std::string ArrayLiteral(const json& a) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& e : a) {
+    if (!first) out.push_back(',');
+    first = false;
+    if (e.is_null()) {
+      out += "NULL";
+    } else if (e.is_array()) {
+      out += ArrayLiteral(e);
+    } else if (e.is_number() || e.is_boolean()) {
+      out += e.dump();
+    } else {
+      std::string text = e.is_string() ? e.get<std::string>() : e.dump();
+      out.push_back('"');
+      for (char c : text) {
+        if (c == '"' || c == '\\') out.push_back('\\');
+        out.push_back(c);
+      }
+      out.push_back('"');
+    }
+  }
+  return out + "}";
+}
+
+namespace od = simdjson::ondemand;
+
+// One value of a JSON image rendered as AppendCopyValue renders its tree;
+// false when it needs more than its text (see RenderJsonImages).
+bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od::json_type* kind) {
+  if (v.type().get(*kind)) return false;
+  switch (*kind) {
+    case od::json_type::null:
+      out += "\\N";
+      return true;
+    case od::json_type::boolean: {
+      bool b = false;
+      if (v.get_bool().get(b)) return false;
+      out += b ? 't' : 'f';
+      return true;
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      if (type == "bytea" || v.get_string().get(s)) return false;
+      AppendCopyEscaped(out, s);
+      return true;
+    }
+    case od::json_type::number: {
+      od::number_type nt;
+      if (v.get_number_type().get(nt)) return false;
+      if (nt == od::number_type::signed_integer) {
+        std::int64_t i = 0;
+        if (v.get_int64().get(i)) return false;
+        out += fmt::format_int(i).c_str();
+      } else if (nt == od::number_type::unsigned_integer) {
+        std::uint64_t u = 0;
+        if (v.get_uint64().get(u)) return false;
+        out += fmt::format_int(u).c_str();
+      } else {
+        double d = 0;
+        if (v.get_double().get(d)) return false;
+        out += json(d).dump();  // nlohmann's spelling, as the tree path writes it
+      }
+      return true;
+    }
+    case od::json_type::object:
+    case od::json_type::array: {
+      // Only jsonb reads any spelling of the same JSON alike; json and text
+      // columns keep the text, which the tree path writes normalised.
+      if (type != "jsonb") return false;
+      std::string_view raw;
+      if (*kind == od::json_type::object) {
+        od::object o;
+        if (v.get_object().get(o) || o.raw_json().get(raw)) return false;
+      } else {
+        od::array a;
+        if (v.get_array().get(a) || a.raw_json().get(raw)) return false;
+      }
+      AppendCopyEscaped(out, raw);
+      return true;
+    }
+  }
+  return false;
+}
+
+// simdjson reads a few bytes past the end of its input: a padded copy.
+od::document* Iterate(std::string_view text) {
+  thread_local od::parser parser;
+  thread_local std::string padded;
+  thread_local od::document doc;
+  padded.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(text);
+  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc)) return nullptr;
+  return &doc;
+}
+
+}  // namespace
+
+void AppendCopyEscaped(std::string& out, std::string_view s) {
+  // Runs without a special character are appended whole.
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    const char* escaped = c == '\\'   ? "\\\\"
+                          : c == '\t' ? "\\t"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                                      : nullptr;
+    if (!escaped) continue;
+    out.append(s.data() + from, i - from);
+    out += escaped;
+    from = i + 1;
+  }
+  out.append(s.data() + from, s.size() - from);
+}
+
+void AppendCopyValue(std::string& out, const std::string& source_type, const json& v) {
+  if (v.is_null()) {
+    out += "\\N";
+  } else if (v.is_string()) {
+    AppendCopyEscaped(out, v.get_ref<const std::string&>());
+  } else if (v.is_boolean()) {
+    out += v.get<bool>() ? "t" : "f";
+  } else if (v.is_number()) {
+    out += v.dump();
+  } else if (v.is_array() && source_type.size() > 1 && source_type[0] == '_') {
+    AppendCopyEscaped(out, ArrayLiteral(v));
+  } else {
+    AppendCopyEscaped(out, v.dump());
+  }
+}
+
+std::optional<CopyText> RenderJsonImages(
+    const std::vector<JsonRow>& rows,
+    const std::function<const std::string&(std::string_view)>& type_of) {
+  CopyText out;
+  std::vector<const std::string*> types;
+  // The key's members rendered the same way, to find them in the image.
+  struct KeyMember {
+    std::string name, text;
+    od::json_type kind;
+  };
+  std::vector<KeyMember> key;
+  std::string value;
+  for (const auto& row : rows) {
+    key.clear();
+    od::document* doc = Iterate(row.key);
+    od::object members;
+    if (!doc || doc->get_object().get(members)) return std::nullopt;
+    for (auto field : members) {
+      std::string_view name;
+      od::value v;
+      KeyMember member;
+      if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
+      member.name = name;
+      if (!AppendJsonValue(member.text, v, type_of(name), &member.kind)) return std::nullopt;
+      key.push_back(std::move(member));
+    }
+    doc = Iterate(row.image);
+    if (!doc || doc->get_object().get(members)) return std::nullopt;
+    bool first_row = out.names.empty();
+    std::size_t j = 0, keys_seen = 0;
+    for (auto field : members) {
+      std::string_view name;
+      od::value v;
+      if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
+      if (first_row) {
+        out.names.emplace_back(name);
+        types.push_back(&type_of(name));
+      } else if (j >= out.names.size() || out.names[j] != name) {
+        return std::nullopt;
+      }
+      if (j) out.rows.push_back('\t');
+      value.clear();
+      od::json_type kind;
+      if (!AppendJsonValue(value, v, *types[j], &kind)) return std::nullopt;
+      for (const auto& k : key) {
+        if (k.name != name) continue;
+        if (k.kind != kind || k.text != value) return std::nullopt;
+        ++keys_seen;
+      }
+      out.rows += value;
+      ++j;
+    }
+    if (j != out.names.size() || keys_seen != key.size() || j == 0) return std::nullopt;
+    out.rows.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace sluice::connectors::targets

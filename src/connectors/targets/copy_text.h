@@ -1,0 +1,45 @@
+// PostgreSQL's COPY text format (tab-separated, \N for NULL, backslash
+// escapes), rendered from row images: from JSON trees for the ordinary COPY
+// path, and straight from JSON text for a batch read in place from its
+// messages, which skips building a tree per row (bench/cdc perf).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "connectors/targets/target_change.h"
+
+namespace sluice::connectors::targets {
+
+// Appends `s` with COPY's escapes (backslash, tab, newline, carriage return).
+void AppendCopyEscaped(std::string& out, std::string_view s);
+
+// Appends one value as the column's input function reads it, exactly as
+// json_populate_recordset reads the JSON value: strings as they are, numbers
+// and booleans as text, arrays into `_type` columns as array literals, any
+// other array or object as its JSON text.
+void AppendCopyValue(std::string& out, const std::string& source_type, const nlohmann::json& v);
+
+// Rows rendered for one COPY: the column list (the first image's members in
+// its order) and the COPY text.
+struct CopyText {
+  std::vector<std::string> names;
+  std::string rows;
+};
+
+// Renders images given as JSON object text, each with its key's JSON object
+// text, the same way AppendCopyValue renders their trees. Nullopt when a row
+// does not fit one plain COPY, and the caller then decodes the rows: an
+// image that is not an object or names other columns than the first,
+// a key member missing from its image or spelled differently there, or a
+// value that needs more than its text (bytea, arrays into `_type` columns).
+// `type_of` gives a column's source type ("" when unknown).
+std::optional<CopyText> RenderJsonImages(
+    const std::vector<JsonRow>& rows,
+    const std::function<const std::string&(std::string_view)>& type_of);
+
+}  // namespace sluice::connectors::targets
