@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <iterator>
 #include <string_view>
 
 #include "common/fast_json.h"
@@ -43,14 +44,15 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::str
   value += dump(event.before);
   value += ",\"op\":\"";
   value += static_cast<char>(event.op);
-  value += fmt::format("\",\"schema_version\":{}", event.schema_version);
-  value += fmt::format(",\"source\":{{\"commit_lsn\":{},\"lsn\":{},\"schema\":", event.commit_lsn,
-                       event.lsn);
+  auto out = std::back_inserter(value);
+  fmt::format_to(out,
+                 "\",\"schema_version\":{},\"source\":{{\"commit_lsn\":{},\"lsn\":{},\"schema\":",
+                 event.schema_version, event.commit_lsn, event.lsn);
   value += dump(event.table.schema);
-  value += fmt::format(",\"snapshot\":{},\"table\":",
-                       event.op == connectors::Op::kRead ? "true" : "false");
+  value += event.op == connectors::Op::kRead ? ",\"snapshot\":true,\"table\":"
+                                             : ",\"snapshot\":false,\"table\":";
   value += dump(event.table.name);
-  value += fmt::format(",\"ts_ms\":{}}}", event.commit_time_micros / 1000);
+  fmt::format_to(out, ",\"ts_ms\":{}}}", event.commit_time_micros / 1000);
   if (!event.unchanged_columns.empty()) {
     value += ",\"unchanged\":";
     value += dump(event.unchanged_columns);

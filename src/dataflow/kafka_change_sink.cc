@@ -88,7 +88,12 @@ Status KafkaChangeSink::Absorb(const std::vector<kafka::Delivery>& deliveries) {
           fmt::format("broker refused a message for {}: {}", d.topic, d.status.message()));
       continue;
     }
-    if (d.id > watermark_) acked_above_.insert(d.id);
+    // Deliveries mostly come back in order: those advance the watermark
+    // without going through the set.
+    if (d.id == watermark_ + 1)
+      ++watermark_;
+    else if (d.id > watermark_)
+      acked_above_.insert(d.id);
   }
   while (!acked_above_.empty() && *acked_above_.begin() == watermark_ + 1) {
     ++watermark_;

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <unordered_map>
 
+#include "common/fast_json.h"
+
 namespace sluice::connectors::postgres {
 
 namespace {
@@ -304,7 +306,7 @@ Result<json> TextToJson(std::uint32_t type_oid, std::string_view text) {
       return json(IsoTimestamp(text, false));
     case kJson:
     case kJsonb: {
-      json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      json parsed = common::ParseJsonFast(text);
       if (parsed.is_discarded()) return Bad(type_oid, text, "invalid JSON");
       return parsed;
     }
