@@ -32,7 +32,7 @@ struct Delivery {
 
 struct ProducerOptions {
   bool idempotent = true;
-  std::chrono::milliseconds linger{5};
+  std::chrono::milliseconds linger{25};
   std::chrono::milliseconds delivery_timeout{120000};
   std::map<std::string, std::string> overrides;
 };
