@@ -147,11 +147,16 @@ start_workers() {
     done
   done
 }
-# CPU seconds (user + system) the running workers have used so far.
+# CPU seconds (user + system) the running workers (or only the source or
+# the target ones) have used so far.
 workers_cpu() {
-  local ticks=0
+  local kind=${1:-all} ticks=0 i=0
   for p in "${WORKER_PIDS[@]}"; do
-    ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    if [ "$kind" = all ] || { [ "$kind" = source ] && [ $((i % 2)) = 0 ]; } ||
+      { [ "$kind" = target ] && [ $((i % 2)) = 1 ]; }; then
+      ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    fi
+    i=$((i + 1))
   done
   echo "scale=3; $ticks / $(getconf CLK_TCK)" | bc
 }
@@ -278,6 +283,8 @@ start_workers
 wait_landed "> $ROWS" "$ROWS" "$((2 * ROWS))"
 if [ -n "${PERF_ALL:-}" ]; then kill -INT "$PERF_ALL"; wait "$PERF_ALL" || true; fi
 CATCH_CPU=$(workers_cpu)
+CATCH_SOURCE_CPU=$(workers_cpu source)
+CATCH_TARGET_CPU=$(workers_cpu target)
 t_catch1=$(q "$TGT" -c "SELECT extract(epoch FROM max(landed_at)) FROM all_rows WHERE id > $ROWS")
 CATCH_SECONDS=$(echo "$t_catch1 - $t_catch0" | bc)
 # Of which: worker start, slot and consumer-group join, until the first row lands.
@@ -306,6 +313,8 @@ result = {
                         "worker_cpu_seconds": float("$STREAM_CPU")},
   "sluice_catch_up": {"seconds": float("$CATCH_SECONDS"), "rows_per_s": rate("$CATCH_SECONDS"),
                       "worker_cpu_seconds": float("$CATCH_CPU"),
+                      "source_worker_cpu_seconds": float("$CATCH_SOURCE_CPU"),
+                      "target_worker_cpu_seconds": float("$CATCH_TARGET_CPU"),
                       "until_first_row_seconds": float("$CATCH_STARTUP")},
   "pg_recvlogical_pgoutput": {"seconds": float("$RECV_SECONDS"), "rows_per_s": rate("$RECV_SECONDS")},
   "copy_into_target": {"seconds": float("$COPY_SECONDS"), "rows_per_s": rate("$COPY_SECONDS")},
@@ -326,7 +335,9 @@ for name, key in [("source INSERT (the load)", "source_insert"),
     print("%-34s %10.2f %12s %12s" % (name, r[key]["seconds"], r[key]["rows_per_s"],
                                       "" if cpu is None else "%.2f" % cpu))
 l = r["sluice_end_to_end"]["latency_ms"]
-print("catch-up: first row landed %.2f s after the workers started" % r["sluice_catch_up"]["until_first_row_seconds"])
+c = r["sluice_catch_up"]
+print("catch-up: first row landed %.2f s after the workers started; CPU s: source workers %.2f, target workers %.2f"
+      % (c["until_first_row_seconds"], c["source_worker_cpu_seconds"], c["target_worker_cpu_seconds"]))
 print("commit -> target latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms" % (l["p50"], l["p99"], l["max"]))
 m = r["worker_peak_rss_kb"]
 print("worker peak RSS: source %.1f MiB, target %.1f MiB" % (m["source"] / 1024, m["target"] / 1024))

@@ -63,6 +63,11 @@ struct ChangeEvent {
   // before is null for inserts and reads, after is null for deletes.
   nlohmann::json before;
   nlohmann::json after;
+  // The key and after image as compact JSON text, rendered straight from the
+  // source's row for a sink that takes text (ChangeSink::TakesJsonText):
+  // then `key` and `after` stay null. Only inserts are rendered so.
+  std::string key_json;
+  std::string after_json;
   // Columns whose value did not change and was not sent (TOASTed values on
   // UPDATE). They are absent from `after`; a later stage keeps the old value.
   std::vector<std::string> unchanged_columns;

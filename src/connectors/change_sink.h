@@ -30,6 +30,9 @@ class ChangeSink {
   // Returns once everything emitted so far is durable downstream (and the
   // checkpoints among it have been reported).
   virtual common::Status Flush() = 0;
+  // Whether this sink reads inserts as JSON text (ChangeEvent::key_json and
+  // after_json) instead of trees: a source may then skip building them.
+  virtual bool TakesJsonText() const { return false; }
 
   // The source registers itself here. The callback runs on whatever thread
   // acknowledges and must be quick; passing nullptr waits out a running call.

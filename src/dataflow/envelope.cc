@@ -39,7 +39,7 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::str
   std::string value;
   value.reserve(256 + columns_json.size());
   value += "{\"after\":";
-  value += dump(event.after);
+  value += event.after_json.empty() ? dump(event.after) : event.after_json;
   value += ",\"before\":";
   value += dump(event.before);
   value += ",\"op\":\"";
@@ -60,7 +60,13 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::str
   value += ",\"columns\":";
   value += columns_json;
   value += '}';
-  return {event.key.is_null() ? std::string() : dump(event.key), std::move(value)};
+  return {EnvelopeKey(event), std::move(value)};
+}
+
+std::string EnvelopeKey(const connectors::ChangeEvent& event) {
+  if (!event.key_json.empty()) return event.key_json;
+  if (event.key.is_null()) return {};
+  return event.key.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 namespace {

@@ -29,6 +29,9 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
 // a sink encodes it once per schema rather than once per event.
 EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::string& columns_json);
 std::string ColumnsJson(const connectors::TableSchema& schema);
+// The message key: the key object as compact JSON, or empty for an event
+// without one (truncates).
+std::string EnvelopeKey(const connectors::ChangeEvent& event);
 
 // Decodes a value into what a target applies; InvalidArgument (with what
 // is wrong) for a message that is not an envelope.

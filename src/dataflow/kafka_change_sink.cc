@@ -53,8 +53,7 @@ Status KafkaChangeSink::Emit(const connectors::ChangeEvent& event) {
   const auto& schema = it == schemas_.end() ? kNoSchema : it->second;
   auto value = EncodeValue(event, schema);
   if (!value.ok()) return value.status();
-  EncodedEvent encoded{event.key.is_null() ? std::string() : event.key.dump(),
-                       std::move(value).value()};
+  EncodedEvent encoded{EnvelopeKey(event), std::move(value).value()};
   auto status = producer_.Send(event.topic, encoded.key, encoded.value, next_id_);
   if (!status.ok()) {
     // A full local queue: let deliveries drain, then try once more.

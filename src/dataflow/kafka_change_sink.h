@@ -35,6 +35,7 @@ class KafkaChangeSink : public connectors::ChangeSink {
   common::Status SchemaChanged(const connectors::TableSchema& schema) override;
   common::Status Checkpoint(connectors::Lsn lsn) override;
   common::Status Flush() override;
+  bool TakesJsonText() const override { return registry_ == nullptr; }  // JSON envelopes
 
   // Processes the deliveries reported so far without waiting; an error once
   // any message failed (the source must restart from its confirmed LSN).

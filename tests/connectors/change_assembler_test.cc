@@ -192,5 +192,80 @@ TEST_F(AssemblerTest, MetricsCountEmittedEvents) {
             nlohmann::json({{"total", 3}, {"r", 0}, {"c", 1}, {"u", 1}, {"d", 1}}));
 }
 
+// A sink that takes inserts as JSON text, like the Kafka sink for JSON.
+class TextSink : public MemorySink {
+ public:
+  bool TakesJsonText() const override { return true; }
+};
+
+TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersStayTrees) {
+  // Names out of order, every kind of type the tree path treats apart.
+  const std::vector<std::pair<std::string, std::uint32_t>> columns = {
+      {"z_id", 20},      {"b_text", 25},  {"a_num", 1700},    {"c_bool", 16}, {"d_float", 701},
+      {"e_jsonb", 3802}, {"f_bytea", 17}, {"g_arr", 1009},    {"h_ts", 1184}, {"i_int4", 23},
+      {"j_uuid", 2950},  {"k_json", 114}, {"l_varchar", 1043}};
+  MessageBuilder relation('R');
+  relation.U32(1).Str("shop").Str("items").U8('d').U16(static_cast<std::uint16_t>(columns.size()));
+  for (const auto& [name, oid] : columns)
+    relation.U8(name == "z_id" ? 1 : 0).Str(name).U32(oid).U32(0xffffffff);
+  using Row = std::vector<std::optional<std::string>>;
+  const std::vector<Row> rows = {
+      {"1", "plain", "12.50", "t", "0.1", R"({"b": 1, "a": [1, 2.5, null]})", "\\x0001ff",
+       R"({a,"b c",NULL})", "2026-12-01 10:00:00.123456+00", "-7",
+       "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", R"( {"z": 1, "a": 2} )", "v"},
+      {"2", "q\"uote \\ back\ttab\nnl\x01 ctl\x7f del h\xc3\xa9 bad\xff\xfe end", "-0.001", "f",
+       "NaN", "[]", "\\x", "{}", "infinity", "0", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", "null",
+       ""},
+      {"3", std::nullopt, std::nullopt, std::nullopt, "-1.5e+300", std::nullopt, std::nullopt,
+       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
+  auto feed = [&](ChangeAssembler& assembler) {
+    PgOutputDecoder decoder;
+    std::vector<std::string> messages = {MessageBuilder('B').U64(0x200).U64(0).U32(77).Build(),
+                                         relation.Build()};
+    for (const auto& row : rows)
+      messages.push_back(MessageBuilder('I').U32(1).U8('N').Tuple(row).Build());
+    messages.push_back(
+        MessageBuilder('U')
+            .U32(1)
+            .U8('N')
+            .Tuple(Row{"1", "updated", "1", "t", "1", "{}", "\\x", "{}", "2026-12-01 10:00:00+00",
+                       "1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "{}", "w"})
+            .Build());
+    messages.push_back(MessageBuilder('C').U8(0).U64(0x200).U64(0x210).U64(0).Build());
+    for (const auto& bytes : messages) {
+      auto m = decoder.Decode(bytes);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      auto st = assembler.Apply(*m, 0x100);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+  };
+  MemorySink tree_sink;
+  TextSink text_sink;
+  SchemaCache tree_schemas, text_schemas;
+  ChangeAssembler trees(&tree_sink, &tree_schemas, "pfx");
+  ChangeAssembler texts(&text_sink, &text_schemas, "pfx");
+  feed(trees);
+  feed(texts);
+  ASSERT_EQ(tree_sink.events.size(), 4u);
+  ASSERT_EQ(text_sink.events.size(), 4u);
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& tree = tree_sink.events[i];
+    const auto& text = text_sink.events[i];
+    EXPECT_EQ(text.after_json, tree.after.dump(-1, ' ', false, kReplace)) << "row " << i;
+    EXPECT_EQ(text.key_json, tree.key.dump(-1, ' ', false, kReplace)) << "row " << i;
+    EXPECT_TRUE(text.after.is_null());
+    EXPECT_EQ(text.op, Op::kCreate);
+    EXPECT_EQ(text.lsn, tree.lsn);
+    EXPECT_EQ(text.commit_lsn, tree.commit_lsn);
+  }
+  EXPECT_NE(text_sink.events[1].after_json.find("\xef\xbf\xbd"), std::string::npos)
+      << "invalid UTF-8 is replaced, as the tree dump replaces it";
+  // An update keeps its trees (and no text).
+  EXPECT_TRUE(text_sink.events[3].after_json.empty());
+  EXPECT_EQ(text_sink.events[3].after, tree_sink.events[3].after);
+  EXPECT_EQ(text_sink.events[3].key, tree_sink.events[3].key);
+}
+
 }  // namespace
 }  // namespace sluice::connectors::postgres

@@ -17,6 +17,7 @@ using nlohmann::json;
 ChangeAssembler::ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::string topic_prefix,
                                  KeyLookup key_lookup, ProductionMetrics* metrics)
     : sink_(sink),
+      text_inserts_(sink->TakesJsonText()),
       schemas_(schemas),
       topic_prefix_(std::move(topic_prefix)),
       key_lookup_(std::move(key_lookup)),
@@ -147,10 +148,71 @@ Status ChangeAssembler::OnRelation(const RelationMessage& m) {
   if (known != schemas_->end()) {
     rel.schema.version = known->second.version + (changed ? 1 : 0);
   }
+  const auto& cols = rel.schema.columns;
+  rel.name_order.resize(cols.size());
+  for (std::size_t i = 0; i < cols.size(); ++i) rel.name_order[i] = i;
+  std::sort(rel.name_order.begin(), rel.name_order.end(),
+            [&](std::size_t a, std::size_t b) { return cols[a].name < cols[b].name; });
+  for (std::size_t i : rel.name_order)
+    rel.json_names.push_back(
+        json(cols[i].name).dump(-1, ' ', false, json::error_handler_t::replace));
   relations_[m.relation_id] = rel;
   if (!changed) return Status::Ok();
   (*schemas_)[rel.schema.table] = rel.schema;
   return Deliver(m.xid, rel.schema);
+}
+
+Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData& tuple,
+                                           ChangeEvent& event) const {
+  const auto& cols = rel.schema.columns;
+  if (tuple.size() != cols.size()) {
+    return common::InvalidArgument(fmt::format("tuple of {} columns for {} with {} columns",
+                                               tuple.size(), rel.schema.table.Qualified(),
+                                               cols.size()));
+  }
+  // Each value rendered once, then laid out in name order for the image
+  // and again for the key.
+  thread_local std::string values;
+  thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
+  values.clear();
+  spans.resize(cols.size());
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const TupleValue& v = tuple[i];
+    std::size_t from = values.size();
+    switch (v.kind) {
+      case TupleValue::Kind::kNull:
+        values += "null";
+        break;
+      case TupleValue::Kind::kUnchangedToast:
+        return false;
+      case TupleValue::Kind::kText:
+        SLUICE_RETURN_IF_ERROR(AppendValueJson(values, cols[i].type_oid, v.data));
+        break;
+      case TupleValue::Kind::kBinary:
+        return common::InvalidArgument(
+            fmt::format("binary tuple value in {}.{}: the source asks for text",
+                        rel.schema.table.Qualified(), cols[i].name));
+    }
+    spans[i] = {from, values.size() - from};
+  }
+  auto layout = [&](std::string& out, bool key_only) {
+    out.reserve(values.size() + 16 * cols.size());
+    out.push_back('{');
+    bool first = true;
+    for (std::size_t n = 0; n < rel.name_order.size(); ++n) {
+      std::size_t i = rel.name_order[n];
+      if (key_only && !cols[i].key) continue;
+      if (!first) out.push_back(',');
+      first = false;
+      out += rel.json_names[n];
+      out.push_back(':');
+      out.append(values, spans[i].first, spans[i].second);
+    }
+    out.push_back('}');
+  };
+  layout(event.after_json, false);
+  layout(event.key_json, true);
+  return true;
 }
 
 Result<json> ChangeAssembler::TupleToJson(const Relation& rel, const TupleData& tuple,
@@ -201,6 +263,11 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
   event.topic = rel.schema.topic;
   event.schema_version = rel.schema.version;
   event.lsn = current_lsn_;
+  if (text_inserts_ && event.op == Op::kCreate && !old_tuple && new_tuple) {
+    auto rendered = RenderInsert(rel, *new_tuple, event);
+    if (!rendered.ok()) return rendered.status();
+    if (*rendered) return Deliver(xid, std::move(event));
+  }
   if (old_tuple) {
     std::vector<std::string> old_unchanged;
     auto before = TupleToJson(rel, *old_tuple, old_kind == 'K', &old_unchanged);

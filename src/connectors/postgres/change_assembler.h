@@ -44,6 +44,10 @@ class ChangeAssembler {
   struct Relation {
     TableSchema schema;
     char replica_identity = 'd';
+    // Column indexes in name order (the order a JSON tree's members take)
+    // and each name as a JSON string: for rendering rows as text.
+    std::vector<std::size_t> name_order;
+    std::vector<std::string> json_names;
   };
   struct Pending {
     std::uint32_t subxid = 0;
@@ -55,11 +59,17 @@ class ChangeAssembler {
                        char old_kind, const TupleData* old_tuple, const TupleData* new_tuple);
   common::Status Deliver(std::uint32_t xid, std::variant<ChangeEvent, TableSchema> item);
   common::Status EmitNow(ChangeEvent& event);
+  // An insert's after image and key written as JSON text into the event,
+  // byte for byte what dumping TupleToJson's trees gives; false (nothing
+  // written) when a value is an unchanged TOAST pointer.
+  common::Result<bool> RenderInsert(const Relation& rel, const TupleData& tuple,
+                                    ChangeEvent& event) const;
   common::Result<nlohmann::json> TupleToJson(const Relation& rel, const TupleData& tuple,
                                              bool key_only,
                                              std::vector<std::string>* unchanged) const;
 
   ChangeSink* sink_;
+  bool text_inserts_;  // the sink takes inserts as JSON text
   SchemaCache* schemas_;
   std::string topic_prefix_;
   KeyLookup key_lookup_;

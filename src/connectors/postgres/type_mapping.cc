@@ -1,6 +1,7 @@
 #include "connectors/postgres/type_mapping.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <sodium.h>
 
 #include <cctype>
@@ -321,6 +322,51 @@ Result<json> TextToJson(std::uint32_t type_oid, std::string_view text) {
   // numeric, text, varchar, uuid, date, time, interval, money, inet, enums, ...:
   // their text is already the exact, canonical spelling.
   return json(std::string(text));
+}
+
+bool TextIsJsonString(std::uint32_t type_oid) {
+  switch (type_oid) {
+    case kBool:
+    case kInt2:
+    case kInt4:
+    case kInt8:
+    case kOid:
+    case kFloat4:
+    case kFloat8:
+    case kTimestamptz:
+    case kTimestamp:
+    case kJson:
+    case kJsonb:
+    case kBytea:
+      return false;
+    default:
+      return ArrayElementType(type_oid) == 0;
+  }
+}
+
+common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::string_view text) {
+  constexpr auto kReplace = json::error_handler_t::replace;
+  if (TextIsJsonString(type_oid)) {
+    // Valid UTF-8 without a character JSON escapes is written as it is:
+    // the common case, and what the serializer would write for it too.
+    bool plain = simdjson::validate_utf8(text.data(), text.size());
+    for (std::size_t i = 0; plain && i < text.size(); ++i) {
+      auto c = static_cast<unsigned char>(text[i]);
+      plain = c >= 0x20 && c != '"' && c != '\\';
+    }
+    if (plain) {
+      out.push_back('"');
+      out.append(text);
+      out.push_back('"');
+    } else {
+      out += json(std::string(text)).dump(-1, ' ', false, kReplace);
+    }
+    return common::Status::Ok();
+  }
+  auto value = TextToJson(type_oid, text);
+  if (!value.ok()) return value.status();
+  out += value->dump(-1, ' ', false, kReplace);
+  return common::Status::Ok();
 }
 
 }  // namespace sluice::connectors::postgres

@@ -26,4 +26,13 @@ std::string BuiltinTypeName(std::uint32_t oid);
 
 common::Result<nlohmann::json> TextToJson(std::uint32_t type_oid, std::string_view text);
 
+// Whether TextToJson gives a value of this type as its text unchanged, a
+// JSON string (numeric, text, uuid, date, enums, ...).
+bool TextIsJsonString(std::uint32_t type_oid);
+
+// Appends the compact JSON of TextToJson(type_oid, text), byte for byte what
+// dumping that value gives (invalid UTF-8 replaced by U+FFFD), without
+// building the value when it is a string.
+common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::string_view text);
+
 }  // namespace sluice::connectors::postgres
