@@ -217,7 +217,7 @@ TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersSt
        "NaN", "[]", "\\x", "{}", "infinity", "0", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", "null",
        ""},
       {"3", std::nullopt, std::nullopt, std::nullopt, "-1.5e+300", std::nullopt, std::nullopt,
-       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
+       std::nullopt, "2026-01-01 00:00:00", "-2147483648", std::nullopt, std::nullopt, std::nullopt}};
   auto feed = [&](ChangeAssembler& assembler) {
     PgOutputDecoder decoder;
     std::vector<std::string> messages = {MessageBuilder('B').U64(0x200).U64(0).U32(77).Build(),

@@ -344,24 +344,60 @@ bool TextIsJsonString(std::uint32_t type_oid) {
   }
 }
 
+namespace {
+
+// Valid UTF-8 without a character JSON escapes: written as it is, which is
+// also what the serializer would write for it.
+bool IsPlainJsonText(std::string_view text) {
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == '"' || c == '\\') return false;
+  }
+  return simdjson::validate_utf8(text.data(), text.size());
+}
+
+void AppendQuoted(std::string& out, std::string_view text) {
+  out.push_back('"');
+  out.append(text);
+  out.push_back('"');
+}
+
+}  // namespace
+
 common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::string_view text) {
   constexpr auto kReplace = json::error_handler_t::replace;
-  if (TextIsJsonString(type_oid)) {
-    // Valid UTF-8 without a character JSON escapes is written as it is:
-    // the common case, and what the serializer would write for it too.
-    bool plain = simdjson::validate_utf8(text.data(), text.size());
-    for (std::size_t i = 0; plain && i < text.size(); ++i) {
-      auto c = static_cast<unsigned char>(text[i]);
-      plain = c >= 0x20 && c != '"' && c != '\\';
+  // The common types are written without building a value; each spelling
+  // is the one dumping TextToJson's value gives.
+  std::int64_t integer = 0;
+  auto whole_integer = [&] {
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), integer);
+    return ec == std::errc() && p == text.data() + text.size();
+  };
+  switch (type_oid) {
+    case kInt2:
+    case kInt4:
+    case kInt8:
+      if (!whole_integer()) break;  // TextToJson says what is wrong
+      out += fmt::format_int(integer).c_str();
+      return common::Status::Ok();
+    case kBool:
+      if (text != "t" && text != "f") break;
+      out += text == "t" ? "true" : "false";
+      return common::Status::Ok();
+    case kTimestamptz:
+    case kTimestamp: {
+      auto iso = IsoTimestamp(text, type_oid == kTimestamptz);
+      if (!IsPlainJsonText(iso)) break;
+      AppendQuoted(out, iso);
+      return common::Status::Ok();
     }
-    if (plain) {
-      out.push_back('"');
-      out.append(text);
-      out.push_back('"');
-    } else {
-      out += json(std::string(text)).dump(-1, ' ', false, kReplace);
-    }
-    return common::Status::Ok();
+    default:
+      if (!TextIsJsonString(type_oid)) break;
+      if (IsPlainJsonText(text))
+        AppendQuoted(out, text);
+      else
+        out += json(std::string(text)).dump(-1, ' ', false, kReplace);
+      return common::Status::Ok();
   }
   auto value = TextToJson(type_oid, text);
   if (!value.ok()) return value.status();
