@@ -60,6 +60,19 @@ bool WriteAll(int fd, const char* buf, std::size_t n) {
   return true;
 }
 
+// Closes the descriptor when the segment and every slice handed out of it
+// are gone, so a fetch being sent survives retention deleting the segment.
+class OpenFile {
+ public:
+  explicit OpenFile(int fd) : fd_(fd) {}
+  ~OpenFile() { ::close(fd_); }
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 // One log file plus its sparse index. Not thread-safe; PartitionLog locks.
@@ -71,7 +84,6 @@ class Segment {
   };
 
   ~Segment() {
-    if (log_fd_ >= 0) ::close(log_fd_);
     if (index_fd_ >= 0) ::close(index_fd_);
   }
 
@@ -86,6 +98,7 @@ class Segment {
     seg->index_path_ = dir / SegmentName(base, ".index");
     seg->log_fd_ = ::open(seg->log_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (seg->log_fd_ < 0) return Errno("open " + seg->log_path_.string());
+    seg->log_file_ = std::make_shared<const OpenFile>(seg->log_fd_);
     struct stat st {};
     if (::fstat(seg->log_fd_, &st) != 0) return Errno("stat " + seg->log_path_.string());
     seg->size_ = st.st_size;
@@ -174,14 +187,8 @@ class Segment {
     return end;
   }
 
-  Status ReadRange(std::int64_t from, std::int64_t to, std::string* out) const {
-    std::size_t old = out->size();
-    out->resize(old + static_cast<std::size_t>(to - from));
-    if (!PreadAll(log_fd_, out->data() + old, static_cast<std::size_t>(to - from), from)) {
-      out->resize(old);
-      return Errno("read " + log_path_.string());
-    }
-    return {};
+  proto::FileSlice Slice(std::int64_t from, std::int64_t to) const {
+    return {log_fd_, from, to - from, log_file_};
   }
 
   std::int64_t OffsetForTimestamp(std::int64_t ts) const {
@@ -308,7 +315,8 @@ class Segment {
   std::int64_t bytes_since_index_ = 0;
   fs::path log_path_;
   fs::path index_path_;
-  int log_fd_ = -1;
+  int log_fd_ = -1;  // owned by log_file_
+  std::shared_ptr<const OpenFile> log_file_;
   int index_fd_ = -1;
   std::vector<IndexEntry> index_;
 };
@@ -386,8 +394,7 @@ Result<ReadResult> PartitionLog::Read(std::int64_t offset, std::int64_t max_byte
   for (it = std::prev(it); it != segments_.end(); ++it) {
     std::int64_t pos = (*it)->Locate(offset);
     if (pos >= (*it)->size()) continue;
-    std::int64_t end = (*it)->Extent(pos, max_bytes);
-    SLUICE_RETURN_IF_ERROR((*it)->ReadRange(pos, end, &r.records));
+    r.records = (*it)->Slice(pos, (*it)->Extent(pos, max_bytes));
     break;
   }
   return r;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/protocol/wire.h"
 #include "common/status.h"
 
 namespace sluice::broker::storage {
@@ -22,7 +23,9 @@ struct LogOptions {
 };
 
 struct ReadResult {
-  std::string records;  // whole batches, possibly starting before the fetch offset
+  // Whole batches, possibly starting before the fetch offset, as a range of
+  // one segment file (which the slice keeps open, even past retention).
+  protocol::FileSlice records;
   std::int64_t high_watermark = 0;
   std::int64_t log_start_offset = 0;
 };
@@ -41,8 +44,9 @@ class PartitionLog {
   // assigning offsets from the log end. Returns the first assigned offset.
   common::Result<std::int64_t> Append(std::string records);
 
-  // Reads whole batches from the one containing `offset`, up to max_bytes
-  // (always at least one batch when there is data). OutOfRange as
+  // Locates whole batches from the one containing `offset`, up to max_bytes
+  // (always at least one batch when there is data) and within one segment;
+  // the bytes are not read here but sent from the file. OutOfRange as
   // InvalidArgument when offset is outside [log start, log end].
   common::Result<ReadResult> Read(std::int64_t offset, std::int64_t max_bytes) const;
 
