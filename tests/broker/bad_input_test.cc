@@ -1,6 +1,8 @@
 // Raw wire behaviour. Hostile bytes: each case asserts the broker answers with
 // a protocol error or closes that one connection, and keeps serving others.
 // Fetch long-poll: a waiting fetch is answered by the append it waited for.
+// Fetch from files: batches sent straight from segment files arrive byte for
+// byte as stored, whatever the limits, segment boundaries and topic count.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,6 +14,7 @@
 
 #include "batch_builder.h"
 #include "broker/protocol/api.h"
+#include "broker/protocol/record_batch.h"
 #include "broker/protocol/wire.h"
 #include "broker_harness.h"
 
@@ -340,6 +343,130 @@ TEST_F(FetchLongPoll, FetchPastTheEndIsOffsetOutOfRange) {
   auto r = c.Receive();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(ParseFetchV4(*r).error, p::error::kOffsetOutOfRange);
+}
+
+struct FetchPart {
+  std::string topic;
+  std::int64_t offset;
+  std::int32_t max_bytes;
+};
+
+// Fetch v4, one partition (0) per topic, no waiting.
+std::string FetchBodyFor(const std::vector<FetchPart>& parts, std::int32_t max_bytes) {
+  p::Writer w;
+  w.Int32(-1);  // replica_id
+  w.Int32(0);   // max_wait_ms
+  w.Int32(1);   // min_bytes
+  w.Int32(max_bytes);
+  w.Int8(0);  // isolation_level
+  w.ArrayLength(parts.size());
+  for (const auto& part : parts) {
+    w.String(part.topic);
+    w.ArrayLength(1);
+    w.Int32(0);
+    w.Int64(part.offset);
+    w.Int32(part.max_bytes);
+  }
+  return w.Take();
+}
+
+// Records of each topic of a Fetch v4 response, in order.
+std::vector<std::string> ParseFetchV4Records(const std::string& r) {
+  p::Reader in(r);
+  in.Int32();  // throttle
+  std::vector<std::string> out;
+  std::int32_t topics = in.ArrayLength();
+  for (std::int32_t t = 0; t < topics; ++t) {
+    in.String();
+    std::int32_t parts = in.ArrayLength();
+    for (std::int32_t i = 0; i < parts; ++i) {
+      in.Int32();                      // partition
+      EXPECT_EQ(in.Int16(), 0);        // error
+      in.Int64();                      // high watermark
+      in.Int64();                      // last stable offset
+      EXPECT_EQ(in.ArrayLength(), 0);  // aborted transactions
+      out.emplace_back(in.Bytes());
+    }
+  }
+  EXPECT_EQ(in.remaining(), 0u) << "the frame length covers exactly the encoded response";
+  return out;
+}
+
+// What the broker stores for a one-record batch at `offset`: the producer's
+// bytes with the base offset filled in.
+std::string StoredBatch(const std::string& value, std::int64_t offset) {
+  std::string b = BuildBatch({{value}});
+  p::StoreBe64(b.data(), offset);
+  return b;
+}
+
+class FetchFromFile : public ::testing::Test {
+ protected:
+  void SetUp() override { broker_.Start(); }
+  // Appends `n` one-record batches of different sizes; returns them as stored.
+  std::vector<std::string> ProduceBatches(const std::string& topic, int n) {
+    Conn c(broker_.port());
+    std::vector<std::string> stored;
+    for (int i = 0; i < n; ++i) {
+      std::string value = topic + "-" + std::to_string(i) + std::string(50 + (i * 37) % 400, 'v');
+      c.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+             ProduceBody(topic, BuildBatch({{value}})));
+      auto r = c.Receive();
+      EXPECT_TRUE(r.has_value());
+      stored.push_back(StoredBatch(value, i));
+    }
+    return stored;
+  }
+  // Segments of about 2 KiB: a few batches each.
+  BrokerProcess broker_{{"--segment-bytes", "2048"}};
+};
+
+TEST_F(FetchFromFile, ConsumingWithSmallLimitsReturnsEveryStoredByteAcrossSegments) {
+  auto stored = ProduceBatches("files", 40);
+  for (std::int32_t limit : {1, 300, 700, 5000}) {
+    Conn c(broker_.port());
+    std::string got, want;
+    for (const auto& b : stored) want += b;
+    std::int64_t offset = 0;
+    int fetches = 0;
+    while (offset < 40 && fetches++ < 100) {
+      c.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4,
+             FetchBodyFor({{"files", offset, limit}}, 1 << 20));
+      auto r = c.Receive();
+      ASSERT_TRUE(r.has_value()) << "limit " << limit << " offset " << offset;
+      auto records = ParseFetchV4Records(*r);
+      ASSERT_EQ(records.size(), 1u);
+      // Whole batches starting at `offset`, at least one, within the limit unless one.
+      const std::string& first = stored[static_cast<std::size_t>(offset)];
+      ASSERT_EQ(records[0].substr(0, first.size()), first) << "limit " << limit;
+      auto batches = p::SplitBatches(records[0]);
+      ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+      if (batches->size() > 1) {
+        EXPECT_LE(records[0].size(), static_cast<std::size_t>(limit));
+      }
+      got += records[0];
+      offset = batches->back().last_offset() + 1;
+    }
+    EXPECT_EQ(got, want) << "limit " << limit;
+  }
+}
+
+TEST_F(FetchFromFile, OneResponseCarriesSeveralTopicsEachFromItsOwnFile) {
+  auto a = ProduceBatches("left", 12);
+  auto b = ProduceBatches("right", 12);
+  Conn c(broker_.port());
+  // Offsets inside later segments, limits that cut after a batch or two.
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4,
+         FetchBodyFor({{"left", 5, 1}, {"right", 9, 900}, {"left", 0, 1}}, 1 << 20));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  auto records = ParseFetchV4Records(*r);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0], a[5]);
+  EXPECT_EQ(records[1].substr(0, b[9].size()), b[9]);
+  EXPECT_EQ(records[2], a[0]);
+  // The connection still frames correctly after a multi-slice response.
+  EXPECT_EQ(ApiVersionsError(c, 2), p::error::kNone);
 }
 
 }  // namespace
