@@ -62,6 +62,26 @@ TEST(PartitionLog, AppendAssignsConsecutiveOffsetsAndReadReturnsStoredBytes) {
   EXPECT_TRUE(Records((*log)->Read(4, 1 << 20)).empty());
 }
 
+TEST(PartitionLog, AppendOfMoreBatchesThanOneWritevTakesStoresEveryByte) {
+  TempDir dir;
+  auto log = PartitionLog::Open(dir.path(), {});
+  ASSERT_TRUE(log.ok());
+  (*log)->Append(testing::BuildBatch({{"before"}}));
+  std::string blob, want;
+  for (int i = 0; i < 1500; ++i) {
+    std::string b = testing::BuildBatch({{"v" + std::to_string(i), std::string(i % 50, 'p')}});
+    blob += b;
+    protocol::StoreBe64(b.data(), 1 + 2 * i);  // as stored: offsets after "before"
+    want += b;
+  }
+  const std::string sent = blob;
+  EXPECT_EQ(*(*log)->Append(blob), 1);
+  EXPECT_EQ(blob, sent) << "the request's bytes are written from, not rewritten";
+  EXPECT_EQ((*log)->log_end_offset(), 3001);
+  auto r = (*log)->Read(1, 1 << 30);
+  EXPECT_TRUE(Records(r) == want);
+}
+
 TEST(PartitionLog, ReadOutsideTheLogIsOutOfRange) {
   TempDir dir;
   auto log = PartitionLog::Open(dir.path(), {});

@@ -42,7 +42,7 @@ class PartitionLog {
 
   // Appends already-validated batches (one produce partition's records blob),
   // assigning offsets from the log end. Returns the first assigned offset.
-  common::Result<std::int64_t> Append(std::string records);
+  common::Result<std::int64_t> Append(std::string_view records);
 
   // Locates whole batches from the one containing `offset`, up to max_bytes
   // (always at least one batch when there is data) and within one segment;
