@@ -469,5 +469,28 @@ TEST_F(FetchFromFile, OneResponseCarriesSeveralTopicsEachFromItsOwnFile) {
   EXPECT_EQ(ApiVersionsError(c, 2), p::error::kNone);
 }
 
+TEST_F(FetchFromFile, ConsumerHangingUpMidResponseLeavesTheBrokerServing) {
+  // One ~1 MiB batch, so a response is still being sent when the peer is gone.
+  const std::string batch = BuildBatch({std::vector<std::string>(1000, std::string(1000, 'h'))});
+  Conn producer(broker_.port());
+  producer.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7, ProduceBody("hangup", batch));
+  ASSERT_TRUE(producer.Receive().has_value());
+  for (int i = 0; i < 40; ++i) {  // the race goes either way: many tries
+    Conn c(broker_.port());
+    c.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4,
+           FetchBodyFor({{"hangup", 0, 64 << 20}}, 64 << 20));
+    // Closing at once, unread: the broker's sends fail (EPIPE), which must
+    // close that connection only, not raise SIGPIPE in the broker.
+  }
+  Conn c(broker_.port());
+  ASSERT_TRUE(c.connected());
+  EXPECT_EQ(ApiVersionsError(c, 2), p::error::kNone);
+  c.Send(static_cast<std::int16_t>(p::ApiKey::kFetch), 4,
+         FetchBodyFor({{"hangup", 0, 64 << 20}}, 64 << 20));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(ParseFetchV4Records(*r).at(0), batch);  // stored at offset 0, as built
+}
+
 }  // namespace
 }  // namespace sluice::testing
