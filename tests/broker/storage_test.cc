@@ -100,6 +100,37 @@ TEST(PartitionLog, MaxBytesStopsAtBatchBoundaryButReturnsAtLeastOneBatch) {
             2u);
 }
 
+TEST(PartitionLog, MaxBytesIsExactWhenTheIndexSkipsAheadOverSmallBatches) {
+  TempDir dir;
+  LogOptions o;
+  o.index_interval_bytes = 256;  // an index entry every few batches
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  std::vector<std::int64_t> sizes;  // one record per batch, offset i
+  for (int i = 0; i < 200; ++i) {
+    std::string b = testing::BuildBatch({{std::string(10 + (i * 53) % 140, 'q')}});
+    sizes.push_back(static_cast<std::int64_t>(b.size()));
+    (*log)->Append(b);
+  }
+  // Whole batches from `from` while they fit in max_bytes, at least one.
+  auto expected = [&](std::size_t from, std::int64_t max_bytes) {
+    std::vector<std::int64_t> offsets{static_cast<std::int64_t>(from)};
+    std::int64_t total = sizes[from];
+    for (std::size_t i = from + 1; i < sizes.size() && total + sizes[i] <= max_bytes; ++i) {
+      total += sizes[i];
+      offsets.push_back(static_cast<std::int64_t>(i));
+    }
+    return offsets;
+  };
+  for (std::size_t from : {0, 1, 7, 50, 123, 199}) {
+    for (std::int64_t max_bytes : {1, 100, 257, 1000, 4095, 4096, 20000, 1 << 20}) {
+      EXPECT_EQ(BaseOffsets(Records((*log)->Read(static_cast<std::int64_t>(from), max_bytes))),
+                expected(from, max_bytes))
+          << "from " << from << " max_bytes " << max_bytes;
+    }
+  }
+}
+
 TEST(PartitionLog, RecoveryTruncatesATornTail) {
   TempDir dir;
   std::string good = testing::BuildBatch({{"kept-1", "kept-2"}});

@@ -226,9 +226,17 @@ class Segment {
   }
 
   // End position of whole batches starting at `pos` that fit in max_bytes
-  // (at least one batch).
+  // (at least one batch). Index entries are batch boundaries, so the walk
+  // starts at the last one within reach: a few header reads per fetch, not
+  // one per batch.
   std::int64_t Extent(std::int64_t pos, std::int64_t max_bytes) const {
     std::int64_t end = pos;
+    auto reach = std::upper_bound(
+        index_.begin(), index_.end(), pos + max_bytes,
+        [](std::int64_t limit, const IndexEntry& e) { return limit < e.position; });
+    if (reach != index_.begin() && std::prev(reach)->position > pos) {
+      end = std::prev(reach)->position;
+    }
     while (end < size_) {
       char hdr[proto::kBatchLogOverhead];
       if (!PreadAll(log_fd_, hdr, sizeof hdr, end)) break;
