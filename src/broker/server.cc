@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -22,19 +23,69 @@ namespace sluice::broker {
 
 namespace {
 
-bool ReadFull(int fd, char* buf, std::size_t n) {
-  while (n > 0) {
-    ssize_t r = ::recv(fd, buf, n, 0);
-    if (r == 0) return false;
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
+// Size-prefixed request frames through one buffer: clients keep many
+// requests in flight, so one recv often brings several, where reading each
+// frame's size and then its body took two recvs per request.
+class FrameReader {
+ public:
+  enum class Status { kFrame, kClosed, kTooLarge };
+
+  FrameReader(int fd, std::int32_t max_frame) : fd_(fd), max_frame_(max_frame) {}
+
+  // The next frame (after its size prefix), valid until the next call.
+  Status Next(std::string_view* frame) {
+    if (!Fill(4)) return Status::kClosed;
+    std::int32_t size = protocol::LoadBe32(buf_.data() + start_);
+    if (size < 0 || size > max_frame_) {
+      too_large_ = size;
+      return Status::kTooLarge;
     }
-    buf += r;
-    n -= static_cast<std::size_t>(r);
+    std::size_t total = 4 + static_cast<std::size_t>(size);
+    if (!Fill(total)) return Status::kClosed;
+    *frame = std::string_view(buf_.data() + start_ + 4, total - 4);
+    start_ += total;
+    return Status::kFrame;
   }
-  return true;
-}
+
+  // Whether the next request is a Produce that is already here in full.
+  bool ProduceIsBuffered() const {
+    std::size_t have = end_ - start_;
+    if (have < 6) return false;
+    std::int32_t size = protocol::LoadBe32(buf_.data() + start_);
+    return size >= 2 && have >= 4 + static_cast<std::size_t>(size) &&
+           protocol::LoadBe16(buf_.data() + start_ + 4) == 0;
+  }
+
+  std::int32_t too_large() const { return too_large_; }
+
+ private:
+  static constexpr std::size_t kMinRead = 256 << 10;
+
+  // Makes `n` bytes from start_ available, reading as much as the socket has.
+  bool Fill(std::size_t n) {
+    if (end_ - start_ >= n) return true;
+    if (start_ > 0) {  // keep the unread part at the front; it is less than `n`
+      std::memmove(buf_.data(), buf_.data() + start_, end_ - start_);
+      end_ -= start_;
+      start_ = 0;
+    }
+    if (buf_.size() < std::max(n, kMinRead)) buf_.resize(std::max(n, kMinRead));
+    while (end_ < n) {
+      ssize_t r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      end_ += static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+
+  int fd_;
+  std::int32_t max_frame_;
+  std::int32_t too_large_ = 0;
+  std::string buf_;
+  std::size_t start_ = 0;  // unread bytes are buf_[start_, end_)
+  std::size_t end_ = 0;
+};
 
 // `more` (MSG_MORE) holds a short piece back so it leaves in one segment
 // with what follows, e.g. a fetch response header with its record batches.
@@ -201,25 +252,42 @@ void Server::Serve(Connection* c) {
     }
   }
   RequestProcessor processor(&b, peer);
-  std::string frame;
+  FrameReader reader(c->fd, b.options().max_request_bytes);
+  // Replies held back while pipelined produces follow, then sent in one go.
+  // Only before a Produce: it never waits, so nothing held waits on a long poll.
+  std::string held;
+  auto flush = [&] {
+    bool ok = WriteFull(c->fd, held.data(), held.size());
+    held.clear();
+    return ok;
+  };
   while (!stopping_) {
-    char size_buf[4];
-    if (!ReadFull(c->fd, size_buf, 4)) break;
-    std::int32_t size = protocol::LoadBe32(size_buf);
-    if (size < 0 || size > b.options().max_request_bytes) {
-      spdlog::warn("{}: request of {} bytes exceeds the limit; closing", peer, size);
-      break;
+    std::string_view frame;
+    auto status = reader.Next(&frame);
+    if (status == FrameReader::Status::kTooLarge) {
+      spdlog::warn("{}: request of {} bytes exceeds the limit; closing", peer, reader.too_large());
     }
-    frame.resize(static_cast<std::size_t>(size));
-    if (!ReadFull(c->fd, frame.data(), frame.size())) break;
+    if (status != FrameReader::Status::kFrame) break;
 
     protocol::Frame response;
     auto outcome = processor.Process(frame, &response);
     if (outcome == RequestProcessor::Outcome::kClose) break;
-    if (outcome == RequestProcessor::Outcome::kNoResponse) continue;
-    if (!SendFrame(c->fd, response)) break;
+    if (outcome == RequestProcessor::Outcome::kRespond) {
+      if (response.files.empty()) {
+        held += response.bytes;
+      } else if (!WriteFull(c->fd, held.data(), held.size(), /*more=*/true) ||
+                 !SendFrame(c->fd, response)) {
+        break;
+      } else {
+        held.clear();
+      }
+    }
+    if (processor.hang_up_after_reply() || !reader.ProduceIsBuffered()) {
+      if (!flush()) break;
+    }
     if (processor.hang_up_after_reply()) break;
   }
+  flush();  // replies to the requests before a bad one still go out
   ::shutdown(c->fd, SHUT_RDWR);
 }
 

@@ -23,6 +23,21 @@ namespace {
 
 namespace p = sluice::broker::protocol;
 
+// A request frame: size, v1 request header, body.
+std::string RequestFrame(std::int16_t key, std::int16_t version, const std::string& body,
+                         std::int32_t corr) {
+  p::Writer w;
+  w.Int32(0);
+  w.Int16(key);
+  w.Int16(version);
+  w.Int32(corr);
+  w.String("bad-input-test");
+  w.Raw(body);
+  std::string b = w.Take();
+  p::StoreBe32(b.data(), static_cast<std::int32_t>(b.size() - 4));
+  return b;
+}
+
 class Conn {
  public:
   explicit Conn(int port) {
@@ -43,23 +58,15 @@ class Conn {
   // Frames `body` after a v1 request header.
   void Send(std::int16_t key, std::int16_t version, const std::string& body,
             std::int32_t corr = 7) {
-    p::Writer w;
-    w.Int32(0);
-    w.Int16(key);
-    w.Int16(version);
-    w.Int32(corr);
-    w.String("bad-input-test");
-    w.Raw(body);
-    std::string b = w.Take();
-    p::StoreBe32(b.data(), static_cast<std::int32_t>(b.size() - 4));
-    SendRaw(b);
+    SendRaw(RequestFrame(key, version, body, corr));
   }
   // The response body after the correlation id, or nullopt when the broker closed.
-  std::optional<std::string> Receive() {
+  std::optional<std::string> Receive(std::int32_t* corr = nullptr) {
     char hdr[4];
     if (!ReadFull(hdr, 4)) return std::nullopt;
     std::string body(static_cast<std::size_t>(p::LoadBe32(hdr)), '\0');
     if (!ReadFull(body.data(), body.size())) return std::nullopt;
+    if (corr) *corr = p::LoadBe32(body.data());
     return body.substr(4);
   }
 
@@ -300,6 +307,63 @@ FetchedPartition ParseFetchV4(const std::string& r) {
 }
 
 class FetchLongPoll : public BadInput {};
+
+// Requests written back to back in one go, as clients pipeline them.
+class Pipelining : public BadInput {};
+
+TEST_F(Pipelining, ProducesSentTogetherAreAllAnsweredInOrder) {
+  Conn c(broker_.port());
+  std::string burst;
+  for (int i = 0; i < 50; ++i) {
+    burst += RequestFrame(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+                          ProduceBody("pipe", BuildBatch({{"m" + std::to_string(i)}})), 100 + i);
+  }
+  c.SendRaw(burst);
+  for (int i = 0; i < 50; ++i) {
+    std::int32_t corr = -1;
+    auto r = c.Receive(&corr);
+    ASSERT_TRUE(r.has_value()) << "response " << i;
+    EXPECT_EQ(corr, 100 + i);
+    EXPECT_EQ(ProducePartitionError(*r), p::error::kNone);
+  }
+}
+
+TEST_F(Pipelining, ProduceAheadOfALongPollIsAnsweredWithoutWaitingForIt) {
+  Conn c(broker_.port()), other(broker_.port());
+  // The fetch waits up to 60 s for offset 1; the socket gives up after 3 s.
+  c.SendRaw(RequestFrame(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+                         ProduceBody("ahead", BuildBatch({{"first"}})), 1) +
+            RequestFrame(static_cast<std::int16_t>(p::ApiKey::kFetch), 4,
+                         FetchBody("ahead", 1, 60000, 1), 2));
+  std::int32_t corr = -1;
+  auto produced = c.Receive(&corr);
+  ASSERT_TRUE(produced.has_value()) << "the produce reply waited behind the long poll";
+  EXPECT_EQ(corr, 1);
+  other.Send(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+             ProduceBody("ahead", BuildBatch({{"second"}})));
+  ASSERT_TRUE(other.Receive().has_value());
+  ASSERT_TRUE(c.Receive(&corr).has_value());
+  EXPECT_EQ(corr, 2);
+}
+
+TEST_F(Pipelining, RepliesBeforeABadRequestStillArriveBeforeTheClose) {
+  Conn c(broker_.port());
+  std::string burst;
+  for (int i = 0; i < 3; ++i) {
+    burst += RequestFrame(static_cast<std::int16_t>(p::ApiKey::kProduce), 7,
+                          ProduceBody("bad-after", BuildBatch({{"ok"}})), i);
+  }
+  // A produce that does not decode: the broker hangs up, after the three replies
+  // it may have held back while this one was already waiting.
+  burst += RequestFrame(static_cast<std::int16_t>(p::ApiKey::kProduce), 7, "\x01", 3);
+  c.SendRaw(burst);
+  for (int i = 0; i < 3; ++i) {
+    std::int32_t corr = -1;
+    ASSERT_TRUE(c.Receive(&corr).has_value()) << "reply " << i;
+    EXPECT_EQ(corr, i);
+  }
+  EXPECT_FALSE(c.Receive().has_value());
+}
 
 TEST_F(FetchLongPoll, WaitingFetchIsAnsweredByTheAppendItWaitedFor) {
   Conn producer(broker_.port()), consumer(broker_.port());
