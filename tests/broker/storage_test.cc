@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "batch_builder.h"
 #include "broker/protocol/record_batch.h"
@@ -200,6 +202,40 @@ TEST(PartitionLog, SegmentsRollAndReopenWithTheirIndexes) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(BaseOffsets(Records(r)), (std::vector<std::int64_t>{off}));
   }
+}
+
+// Sync works outside the partition lock on files it keeps open itself:
+// appends, rolls and retention deleting segments go on around it.
+TEST(PartitionLog, SyncAlongsideAppendsRollsAndRetentionKeepsEverythingConsistent) {
+  TempDir dir;
+  LogOptions o;
+  o.segment_bytes = 4096;
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  PartitionLog& l = **log;
+  std::atomic<bool> done{false};
+  std::atomic<int> sync_errors{0}, read_errors{0};
+  std::thread syncer([&] {
+    while (!done) sync_errors += l.Sync().ok() ? 0 : 1;
+  });
+  std::thread cleaner([&] {
+    while (!done) {
+      l.EnforceRetention(0, -1, 16384);
+      auto r = l.Read(l.log_start_offset(), 1 << 20);
+      bool empty_log = l.log_end_offset() == 0;
+      read_errors += r.ok() && (empty_log || !Records(r).empty()) ? 0 : 1;
+    }
+  });
+  const std::string batch = testing::BuildBatch({{std::string(200, 'r')}});
+  for (int i = 0; i < 1500; ++i) ASSERT_EQ(*l.Append(batch), i);
+  done = true;
+  syncer.join();
+  cleaner.join();
+  EXPECT_EQ(sync_errors, 0);
+  EXPECT_EQ(read_errors, 0);
+  EXPECT_TRUE(l.Sync().ok());
+  EXPECT_EQ(BaseOffsets(Records(l.Read(1499, 1))), (std::vector<std::int64_t>{1499}));
+  EXPECT_GT(l.log_start_offset(), 0) << "retention deleted segments during the run";
 }
 
 TEST(PartitionLog, RetentionBytesDeletesOldestSegmentsOnly) {

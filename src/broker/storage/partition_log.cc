@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -89,9 +90,23 @@ class OpenFile {
   ~OpenFile() { ::close(fd_); }
   OpenFile(const OpenFile&) = delete;
   OpenFile& operator=(const OpenFile&) = delete;
+  int fd() const { return fd_; }
 
  private:
   int fd_;
+};
+
+// A segment's files to fsync, usable without the partition lock: they stay
+// open while the sync runs, even if retention deletes the segment meanwhile.
+struct SyncTarget {
+  std::shared_ptr<const OpenFile> log, index;
+  std::string log_path, index_path;
+
+  Status Sync() const {
+    if (::fdatasync(log->fd()) != 0) return Errno("fsync " + log_path);
+    if (::fdatasync(index->fd()) != 0) return Errno("fsync " + index_path);
+    return {};
+  }
 };
 
 }  // namespace
@@ -104,9 +119,7 @@ class Segment {
     std::int64_t position;
   };
 
-  ~Segment() {
-    if (index_fd_ >= 0) ::close(index_fd_);
-  }
+  ~Segment() = default;
 
   static Result<std::unique_ptr<Segment>> Open(const fs::path& dir, std::int64_t base, bool active,
                                                std::int64_t index_interval,
@@ -128,7 +141,10 @@ class Segment {
     seg->index_fd_ =
         ::open(seg->index_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (seg->index_fd_ < 0) return Errno("open " + seg->index_path_.string());
+    seg->index_file_ = std::make_shared<const OpenFile>(seg->index_fd_);
     if (!index_ok) SLUICE_RETURN_IF_ERROR(seg->RewriteIndex());
+    // A new or recovered active segment, or a rebuilt index: sync at the next chance.
+    seg->dirty_ = active || !index_ok;
     return seg;
   }
 
@@ -170,6 +186,7 @@ class Segment {
       index_.push_back(e);
     }
     bytes_since_index_ = since;
+    dirty_ = true;
     size_ += static_cast<std::int64_t>(records.size());
     next_offset_ = next;
     max_timestamp_ = max_ts;
@@ -263,10 +280,11 @@ class Segment {
     return -1;
   }
 
-  Status Sync() {
-    if (::fdatasync(log_fd_) != 0) return Errno("fsync " + log_path_.string());
-    if (::fdatasync(index_fd_) != 0) return Errno("fsync " + index_path_.string());
-    return {};
+  // The files to sync when anything was written since the last call.
+  std::optional<SyncTarget> TakeDirty() {
+    if (!dirty_) return std::nullopt;
+    dirty_ = false;
+    return SyncTarget{log_file_, index_file_, log_path_.string(), index_path_.string()};
   }
 
   void Remove() {
@@ -378,7 +396,9 @@ class Segment {
   fs::path index_path_;
   int log_fd_ = -1;  // owned by log_file_
   std::shared_ptr<const OpenFile> log_file_;
-  int index_fd_ = -1;
+  int index_fd_ = -1;  // owned by index_file_
+  std::shared_ptr<const OpenFile> index_file_;
+  bool dirty_ = false;  // written since the last TakeDirty
   std::vector<IndexEntry> index_;
 };
 
@@ -492,8 +512,20 @@ int PartitionLog::EnforceRetention(std::int64_t now_ms, std::int64_t retention_m
 }
 
 Status PartitionLog::Sync() {
-  std::lock_guard lock(mu_);
-  return segments_.back()->Sync();
+  // fdatasync can take as long as the disk needs for everything written since
+  // the last one; mu_ is held only to collect what to sync, so appends and
+  // fetches go on meanwhile. Syncs run one at a time, so a caller returns only
+  // after the sync that covered its writes has finished.
+  std::lock_guard sync_lock(sync_mu_);
+  std::vector<SyncTarget> targets;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : segments_) {
+      if (auto t = s->TakeDirty()) targets.push_back(std::move(*t));
+    }
+  }
+  for (const auto& t : targets) SLUICE_RETURN_IF_ERROR(t.Sync());
+  return {};
 }
 
 std::int64_t PartitionLog::log_start_offset() const {

@@ -58,6 +58,8 @@ class PartitionLog {
   int EnforceRetention(std::int64_t now_ms, std::int64_t retention_ms,
                        std::int64_t retention_bytes);
 
+  // fdatasyncs every segment written since the last Sync (a roll can leave
+  // the previous segment's tail unsynced), without blocking appends or reads.
   common::Status Sync();
 
   std::int64_t log_start_offset() const;
@@ -74,6 +76,7 @@ class PartitionLog {
   std::filesystem::path dir_;
   LogOptions options_;
   mutable std::mutex mu_;
+  std::mutex sync_mu_;  // taken before mu_, never inside it
   std::vector<std::unique_ptr<Segment>> segments_;
   std::int64_t next_offset_ = 0;
   std::int64_t truncated_bytes_ = 0;
