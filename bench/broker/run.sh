@@ -12,6 +12,9 @@
 # Consumers run with fetch.wait.max.ms=10: kcat -e only sees the end of the
 # partition when a fetch at the end comes back empty, which a broker holds
 # for fetch.wait.max.ms (default 500 ms, a fixed wait that is not throughput).
+# Each consume figure is the best of 3 runs: now and then librdkafka puts off
+# its first offset query by 500 ms (a start-up race in the client, seen
+# against the replay broker too), which would be most of a 0.3 s run.
 #
 # usage: bench/broker/run.sh [SLUICE_BIN] [MESSAGES] [DIR]
 #   MESSAGES counts 1 KiB messages; the 16 KiB row sends the same bytes.
@@ -48,6 +51,18 @@ echo "disk sequential:     $DISK MB/s (dd, fdatasync, same dir)"
 CONSUME_FLAGS="-o beginning -e -q -X fetch.max.bytes=52428800 -X fetch.wait.max.ms=10"
 PRODUCE_FLAGS="-X acks=all -X linger.ms=5 -X batch.num.messages=10000"
 
+# Consumes topic "bench" from BOOTSTRAP 3 times; prints "<best seconds> <messages>".
+best_consume() {
+  local best="" t0 t got
+  for _ in 1 2 3; do
+    t0=$(now)
+    got=$(kcat -C -b "$1" -t bench $CONSUME_FLAGS | wc -l)
+    t=$(since "$t0")
+    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc)" = 1 ]; then best=$t; fi
+  done
+  echo "$best $got"
+}
+
 # One row: LABEL ("" for 1 KiB, " 16 KiB" ...) SIZE.
 row() {
   local label=$1 size=$2 n=$((BYTES / $2)) data="$DIR/row$2"
@@ -77,9 +92,7 @@ PY
   t0=$(now)
   kcat -P -b 127.0.0.1:$port -t bench $PRODUCE_FLAGS -l "$data/payload"
   pt=$(since "$t0")
-  t0=$(now)
-  got=$(kcat -C -b 127.0.0.1:$port -t bench $CONSUME_FLAGS | wc -l)
-  ct=$(since "$t0")
+  read -r ct got < <(best_consume 127.0.0.1:$port)
   stop "$pid"
 
   # kcat's consume limit: the same broker data, now advertised behind the
@@ -98,9 +111,7 @@ PY
   kcat -C -b 127.0.0.1:$rport -t bench $CONSUME_FLAGS > /dev/null
   sleep 0.2  # the recording connections' stats are written as they close
   : > "$data/stats"
-  t0=$(now)
-  kcat -C -b 127.0.0.1:$rport -t bench $CONSUME_FLAGS | wc -l > /dev/null
-  limit_t=$(since "$t0")
+  read -r limit_t _ < <(best_consume 127.0.0.1:$rport)
   sleep 0.2  # connection teardown writes the stats
   stats=$(awk '{h+=$1; m+=$2} END {printf "%d replayed, %d forwarded", h, m}' "$data/stats")
   stop "$replay"
@@ -114,8 +125,8 @@ PY
   echo "kcat client limit$label:   $client MB/s (produce into librdkafka's in-process mock cluster)"
   echo "produce$label (acks=all):  $produce MB/s, $(per_s "$n" "$pt") msgs/s" \
     "($(ratio "$produce" "$DISK") of disk, $(ratio "$produce" "$client") of the client limit)"
-  echo "kcat consume limit$label:  $climit MB/s (the same fetches replayed from memory; $stats)"
-  echo "consume$label:             $consume MB/s, $(per_s "$n" "$ct") msgs/s" \
+  echo "kcat consume limit$label:  $climit MB/s (best of 3; the same fetches replayed from memory; $stats)"
+  echo "consume$label:             $consume MB/s, $(per_s "$n" "$ct") msgs/s, best of 3" \
     "($(ratio "$consume" "$DISK") of disk, $(ratio "$consume" "$climit") of the consume limit)"
   rm -rf "$data"
 }
