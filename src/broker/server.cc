@@ -282,12 +282,10 @@ void Server::Serve(Connection* c) {
         held.clear();
       }
     }
-    if (processor.hang_up_after_reply() || !reader.ProduceIsBuffered()) {
-      if (!flush()) break;
-    }
-    if (processor.hang_up_after_reply()) break;
+    if (processor.hang_up_after_reply()) break;  // after its reply, flushed below
+    if (!reader.ProduceIsBuffered() && !flush()) break;
   }
-  flush();  // replies to the requests before a bad one still go out
+  flush();  // replies held when the loop ends (e.g. before a bad request) still go out
   ::shutdown(c->fd, SHUT_RDWR);
 }
 
