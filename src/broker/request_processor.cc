@@ -74,8 +74,10 @@ RequestProcessor::RequestProcessor(Broker* broker, std::string peer)
   session_.authenticated = broker_->options().sasl_users.empty();
 }
 
-RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame, std::string* response) {
+RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame,
+                                                    protocol::Frame* response) {
   Broker& b = *broker_;
+  *response = {};
   if (raw_sasl_next_) {
     raw_sasl_next_ = false;
     auto user = CheckPlainToken(frame, b.options().sasl_users);
@@ -84,7 +86,7 @@ RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame, std:
       return Outcome::kClose;
     }
     session_.authenticated = true;
-    response->assign(4, '\0');  // an empty token frame says "accepted"
+    response->bytes.assign(4, '\0');  // an empty token frame says "accepted"
     return Outcome::kRespond;
   }
   h::RequestContext ctx;
@@ -129,8 +131,8 @@ RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame, std:
   }
   if (reply == h::Reply::kClose) return Outcome::kClose;
   if (reply == h::Reply::kNone) return Outcome::kNoResponse;
-  out.Patch32(0, static_cast<std::int32_t>(out.size() - 4));
-  *response = out.Take();
+  out.Patch32(0, static_cast<std::int32_t>(out.total_size() - 4));
+  *response = out.TakeFrame();
   return Outcome::kRespond;
 }
 

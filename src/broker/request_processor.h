@@ -8,6 +8,7 @@
 
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
+#include "broker/protocol/wire.h"
 
 namespace sluice::broker {
 
@@ -17,9 +18,10 @@ class RequestProcessor {
 
   RequestProcessor(Broker* broker, std::string peer);
 
-  // Fills `response` (size-prefixed) when the outcome is kRespond. Never
-  // throws: anything undecodable is kClose.
-  Outcome Process(std::string_view frame, std::string* response);
+  // Fills `response` (size-prefixed; record batches of a Fetch as file
+  // slices) when the outcome is kRespond. Never throws: anything undecodable
+  // is kClose.
+  Outcome Process(std::string_view frame, protocol::Frame* response);
 
   // After a failed SaslAuthenticate the reply goes out, then the connection closes.
   bool hang_up_after_reply() const { return hang_up_; }

@@ -3,10 +3,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -19,10 +23,76 @@ namespace sluice::broker {
 
 namespace {
 
-bool ReadFull(int fd, char* buf, std::size_t n) {
+// Size-prefixed request frames through one buffer: clients keep many
+// requests in flight, so one recv often brings several, where reading each
+// frame's size and then its body took two recvs per request.
+class FrameReader {
+ public:
+  enum class Status { kFrame, kClosed, kTooLarge };
+
+  FrameReader(int fd, std::int32_t max_frame) : fd_(fd), max_frame_(max_frame) {}
+
+  // The next frame (after its size prefix), valid until the next call.
+  Status Next(std::string_view* frame) {
+    if (!Fill(4)) return Status::kClosed;
+    std::int32_t size = protocol::LoadBe32(buf_.data() + start_);
+    if (size < 0 || size > max_frame_) {
+      too_large_ = size;
+      return Status::kTooLarge;
+    }
+    std::size_t total = 4 + static_cast<std::size_t>(size);
+    if (!Fill(total)) return Status::kClosed;
+    *frame = std::string_view(buf_.data() + start_ + 4, total - 4);
+    start_ += total;
+    return Status::kFrame;
+  }
+
+  // Whether the next request is a Produce that is already here in full.
+  bool ProduceIsBuffered() const {
+    std::size_t have = end_ - start_;
+    if (have < 6) return false;
+    std::int32_t size = protocol::LoadBe32(buf_.data() + start_);
+    return size >= 2 && have >= 4 + static_cast<std::size_t>(size) &&
+           protocol::LoadBe16(buf_.data() + start_ + 4) == 0;
+  }
+
+  std::int32_t too_large() const { return too_large_; }
+
+ private:
+  static constexpr std::size_t kMinRead = 64 << 10;  // per connection, kept
+
+  // Makes `n` bytes from start_ available, reading as much as the socket has.
+  bool Fill(std::size_t n) {
+    if (end_ - start_ >= n) return true;
+    if (start_ > 0) {  // keep the unread part at the front; it is less than `n`
+      std::memmove(buf_.data(), buf_.data() + start_, end_ - start_);
+      end_ -= start_;
+      start_ = 0;
+    }
+    if (buf_.size() < std::max(n, kMinRead)) buf_.resize(std::max(n, kMinRead));
+    while (end_ < n) {
+      ssize_t r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      end_ += static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+
+  int fd_;
+  std::int32_t max_frame_;
+  std::int32_t too_large_ = 0;
+  std::string buf_;
+  std::size_t start_ = 0;  // unread bytes are buf_[start_, end_)
+  std::size_t end_ = 0;
+};
+
+// `more` (MSG_MORE) holds a short piece back so it leaves in one segment
+// with what follows, e.g. a fetch response header with its record batches.
+bool WriteFull(int fd, const char* buf, std::size_t n, bool more = false) {
+  int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
   while (n > 0) {
-    ssize_t r = ::recv(fd, buf, n, 0);
-    if (r == 0) return false;
+    ssize_t r = ::send(fd, buf, n, flags);
     if (r < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -33,17 +103,42 @@ bool ReadFull(int fd, char* buf, std::size_t n) {
   return true;
 }
 
-bool WriteFull(int fd, const char* buf, std::size_t n) {
-  while (n > 0) {
-    ssize_t r = ::send(fd, buf, n, MSG_NOSIGNAL);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
+// Sends a file slice from the page cache to the socket. A file shorter than
+// the slice fails: the frame's length prefix already promised those bytes.
+bool SendSlice(int fd, const protocol::FileSlice& s) {
+  off_t at = s.offset;
+  std::int64_t left = s.length;
+  while (left > 0) {
+    ssize_t r = ::sendfile(fd, s.fd, &at, static_cast<std::size_t>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EINVAL || errno == ENOSYS)) {
+      // A file system without sendfile support: copy the rest through memory.
+      auto rest = protocol::ReadSlice({s.fd, at, left, nullptr});
+      return rest && WriteFull(fd, rest->data(), rest->size());
     }
-    buf += r;
-    n -= static_cast<std::size_t>(r);
+    if (r <= 0) return false;
+    left -= r;
   }
   return true;
+}
+
+bool SendFrame(int fd, const protocol::Frame& f) {
+  std::size_t done = 0;
+  for (const auto& [at, slice] : f.files) {
+    if (!WriteFull(fd, f.bytes.data() + done, at - done, /*more=*/true)) return false;
+    if (!SendSlice(fd, slice)) return false;
+    done = at;
+  }
+  return WriteFull(fd, f.bytes.data() + done, f.bytes.size() - done);
+}
+
+// sendfile has no MSG_NOSIGNAL: a peer that hung up would raise SIGPIPE and
+// kill the broker. Blocked in the connection's thread, it turns into EPIPE.
+void IgnoreSigpipeInThisThread() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 }  // namespace
@@ -144,6 +239,7 @@ void Server::AcceptLoop() {
 }
 
 void Server::Serve(Connection* c) {
+  IgnoreSigpipeInThisThread();
   Broker& b = *broker_;
   std::string peer = "unknown";
   {
@@ -156,25 +252,40 @@ void Server::Serve(Connection* c) {
     }
   }
   RequestProcessor processor(&b, peer);
-  std::string frame;
+  FrameReader reader(c->fd, b.options().max_request_bytes);
+  // Replies held back while pipelined produces follow, then sent in one go.
+  // Only before a Produce: it never waits, so nothing held waits on a long poll.
+  std::string held;
+  auto flush = [&] {
+    bool ok = WriteFull(c->fd, held.data(), held.size());
+    held.clear();
+    return ok;
+  };
   while (!stopping_) {
-    char size_buf[4];
-    if (!ReadFull(c->fd, size_buf, 4)) break;
-    std::int32_t size = protocol::LoadBe32(size_buf);
-    if (size < 0 || size > b.options().max_request_bytes) {
-      spdlog::warn("{}: request of {} bytes exceeds the limit; closing", peer, size);
-      break;
+    std::string_view frame;
+    auto status = reader.Next(&frame);
+    if (status == FrameReader::Status::kTooLarge) {
+      spdlog::warn("{}: request of {} bytes exceeds the limit; closing", peer, reader.too_large());
     }
-    frame.resize(static_cast<std::size_t>(size));
-    if (!ReadFull(c->fd, frame.data(), frame.size())) break;
+    if (status != FrameReader::Status::kFrame) break;
 
-    std::string response;
+    protocol::Frame response;
     auto outcome = processor.Process(frame, &response);
     if (outcome == RequestProcessor::Outcome::kClose) break;
-    if (outcome == RequestProcessor::Outcome::kNoResponse) continue;
-    if (!WriteFull(c->fd, response.data(), response.size())) break;
-    if (processor.hang_up_after_reply()) break;
+    if (outcome == RequestProcessor::Outcome::kRespond) {
+      if (response.files.empty()) {
+        held += response.bytes;
+      } else if (!WriteFull(c->fd, held.data(), held.size(), /*more=*/true) ||
+                 !SendFrame(c->fd, response)) {
+        break;
+      } else {
+        held.clear();
+      }
+    }
+    if (processor.hang_up_after_reply()) break;  // after its reply, flushed below
+    if (!reader.ProduceIsBuffered() && !flush()) break;
   }
+  flush();  // replies held when the loop ends (e.g. before a bad request) still go out
   ::shutdown(c->fd, SHUT_RDWR);
 }
 

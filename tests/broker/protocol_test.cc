@@ -14,6 +14,21 @@ TEST(Crc32c, MatchesTheCastagnoliCheckValue) {
   EXPECT_EQ(Crc32c(""), 0u);
   // Incremental equals one-shot.
   EXPECT_EQ(Crc32c("6789", Crc32c("12345")), 0xE3069283u);
+  EXPECT_EQ(Crc32cSoftware("123456789"), 0xE3069283u);
+}
+
+TEST(Crc32c, HardwareAndTableVersionsAgreeOnEveryLengthAndAlignment) {
+  std::string data;
+  for (int i = 0; i < 100000; ++i) data.push_back(static_cast<char>((i * 131 + 7) % 251));
+  // Up to and past the three-stream rounds of 3 x 8 KiB.
+  for (std::size_t start = 0; start < 9; ++start) {
+    for (std::size_t len : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096, 24575, 24576, 24577,
+                            49152, 60001, 99000}) {
+      std::string_view piece = std::string_view(data).substr(start, len);
+      ASSERT_EQ(Crc32c(piece), Crc32cSoftware(piece)) << start << "+" << len;
+      ASSERT_EQ(Crc32c(piece, 0x12345678u), Crc32cSoftware(piece, 0x12345678u));
+    }
+  }
 }
 
 TEST(Wire, RoundTripsEveryPrimitive) {

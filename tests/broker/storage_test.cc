@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "batch_builder.h"
 #include "broker/protocol/record_batch.h"
@@ -27,6 +29,12 @@ class TempDir {
   fs::path path_;
 };
 
+// The bytes a fetch would send for this read.
+std::string Records(const common::Result<ReadResult>& r) {
+  if (!r.ok()) return "<error>";
+  return protocol::ReadSlice(r->records).value_or("<short file>");
+}
+
 std::vector<std::int64_t> BaseOffsets(const std::string& records) {
   std::vector<std::int64_t> out;
   auto batches = protocol::SplitBatches(records);
@@ -46,14 +54,34 @@ TEST(PartitionLog, AppendAssignsConsecutiveOffsetsAndReadReturnsStoredBytes) {
   EXPECT_EQ((*log)->log_end_offset(), 4);
   auto r = (*log)->Read(0, 1 << 20);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(BaseOffsets(r->records), (std::vector<std::int64_t>{0, 3}));
-  EXPECT_EQ(r->records.size(), b1.size() + b2.size());
+  EXPECT_EQ(BaseOffsets(Records(r)), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(Records(r).size(), b1.size() + b2.size());
   // Bytes after the base offset and leader epoch are exactly as received.
-  EXPECT_EQ(r->records.substr(16, b1.size() - 16), b1.substr(16));
+  EXPECT_EQ(Records(r).substr(16, b1.size() - 16), b1.substr(16));
   // Reading from inside a batch starts at that batch.
-  EXPECT_EQ(BaseOffsets((*log)->Read(2, 1 << 20)->records), (std::vector<std::int64_t>{0, 3}));
-  EXPECT_EQ(BaseOffsets((*log)->Read(3, 1 << 20)->records), (std::vector<std::int64_t>{3}));
-  EXPECT_TRUE((*log)->Read(4, 1 << 20)->records.empty());
+  EXPECT_EQ(BaseOffsets(Records((*log)->Read(2, 1 << 20))), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(BaseOffsets(Records((*log)->Read(3, 1 << 20))), (std::vector<std::int64_t>{3}));
+  EXPECT_TRUE(Records((*log)->Read(4, 1 << 20)).empty());
+}
+
+TEST(PartitionLog, AppendOfMoreBatchesThanOneWritevTakesStoresEveryByte) {
+  TempDir dir;
+  auto log = PartitionLog::Open(dir.path(), {});
+  ASSERT_TRUE(log.ok());
+  (*log)->Append(testing::BuildBatch({{"before"}}));
+  std::string blob, want;
+  for (int i = 0; i < 1500; ++i) {
+    std::string b = testing::BuildBatch({{"v" + std::to_string(i), std::string(i % 50, 'p')}});
+    blob += b;
+    protocol::StoreBe64(b.data(), 1 + 2 * i);  // as stored: offsets after "before"
+    want += b;
+  }
+  const std::string sent = blob;
+  EXPECT_EQ(*(*log)->Append(blob), 1);
+  EXPECT_EQ(blob, sent) << "the request's bytes are written from, not rewritten";
+  EXPECT_EQ((*log)->log_end_offset(), 3001);
+  auto r = (*log)->Read(1, 1 << 30);
+  EXPECT_TRUE(Records(r) == want);
 }
 
 TEST(PartitionLog, ReadOutsideTheLogIsOutOfRange) {
@@ -68,10 +96,41 @@ TEST(PartitionLog, MaxBytesStopsAtBatchBoundaryButReturnsAtLeastOneBatch) {
   TempDir dir;
   auto log = PartitionLog::Open(dir.path(), {});
   for (int i = 0; i < 5; ++i) (*log)->Append(testing::BuildBatch({{std::string(100, 'x')}}));
-  EXPECT_EQ(BaseOffsets((*log)->Read(0, 1)->records).size(), 1u);
+  EXPECT_EQ(BaseOffsets(Records((*log)->Read(0, 1))).size(), 1u);
   auto one = testing::BuildBatch({{std::string(100, 'x')}}).size();
-  EXPECT_EQ(BaseOffsets((*log)->Read(0, static_cast<std::int64_t>(2 * one + 1))->records).size(),
+  EXPECT_EQ(BaseOffsets(Records((*log)->Read(0, static_cast<std::int64_t>(2 * one + 1)))).size(),
             2u);
+}
+
+TEST(PartitionLog, MaxBytesIsExactWhenTheIndexSkipsAheadOverSmallBatches) {
+  TempDir dir;
+  LogOptions o;
+  o.index_interval_bytes = 256;  // an index entry every few batches
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  std::vector<std::int64_t> sizes;  // one record per batch, offset i
+  for (int i = 0; i < 200; ++i) {
+    std::string b = testing::BuildBatch({{std::string(10 + (i * 53) % 140, 'q')}});
+    sizes.push_back(static_cast<std::int64_t>(b.size()));
+    (*log)->Append(b);
+  }
+  // Whole batches from `from` while they fit in max_bytes, at least one.
+  auto expected = [&](std::size_t from, std::int64_t max_bytes) {
+    std::vector<std::int64_t> offsets{static_cast<std::int64_t>(from)};
+    std::int64_t total = sizes[from];
+    for (std::size_t i = from + 1; i < sizes.size() && total + sizes[i] <= max_bytes; ++i) {
+      total += sizes[i];
+      offsets.push_back(static_cast<std::int64_t>(i));
+    }
+    return offsets;
+  };
+  for (std::size_t from : {0, 1, 7, 50, 123, 199}) {
+    for (std::int64_t max_bytes : {1, 100, 257, 1000, 4095, 4096, 20000, 1 << 20}) {
+      EXPECT_EQ(BaseOffsets(Records((*log)->Read(static_cast<std::int64_t>(from), max_bytes))),
+                expected(from, max_bytes))
+          << "from " << from << " max_bytes " << max_bytes;
+    }
+  }
 }
 
 TEST(PartitionLog, RecoveryTruncatesATornTail) {
@@ -141,8 +200,42 @@ TEST(PartitionLog, SegmentsRollAndReopenWithTheirIndexes) {
   for (std::int64_t off : {0, 17, 33, 59}) {
     auto r = (*log)->Read(off, 1);
     ASSERT_TRUE(r.ok());
-    EXPECT_EQ(BaseOffsets(r->records), (std::vector<std::int64_t>{off}));
+    EXPECT_EQ(BaseOffsets(Records(r)), (std::vector<std::int64_t>{off}));
   }
+}
+
+// Sync works outside the partition lock on files it keeps open itself:
+// appends, rolls and retention deleting segments go on around it.
+TEST(PartitionLog, SyncAlongsideAppendsRollsAndRetentionKeepsEverythingConsistent) {
+  TempDir dir;
+  LogOptions o;
+  o.segment_bytes = 4096;
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  PartitionLog& l = **log;
+  std::atomic<bool> done{false};
+  std::atomic<int> sync_errors{0}, read_errors{0};
+  std::thread syncer([&] {
+    while (!done) sync_errors += l.Sync().ok() ? 0 : 1;
+  });
+  std::thread cleaner([&] {
+    while (!done) {
+      l.EnforceRetention(0, -1, 16384);
+      auto r = l.Read(l.log_start_offset(), 1 << 20);
+      bool empty_log = l.log_end_offset() == 0;
+      read_errors += r.ok() && (empty_log || !Records(r).empty()) ? 0 : 1;
+    }
+  });
+  const std::string batch = testing::BuildBatch({{std::string(200, 'r')}});
+  for (int i = 0; i < 1500; ++i) ASSERT_EQ(*l.Append(batch), i);
+  done = true;
+  syncer.join();
+  cleaner.join();
+  EXPECT_EQ(sync_errors, 0);
+  EXPECT_EQ(read_errors, 0);
+  EXPECT_TRUE(l.Sync().ok());
+  EXPECT_EQ(BaseOffsets(Records(l.Read(1499, 1))), (std::vector<std::int64_t>{1499}));
+  EXPECT_GT(l.log_start_offset(), 0) << "retention deleted segments during the run";
 }
 
 TEST(PartitionLog, RetentionBytesDeletesOldestSegmentsOnly) {

@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (key == K::kJoinGroup || key == K::kSyncGroup || key == K::kFetch) return 0;
   }
   sluice::broker::RequestProcessor processor(TheBroker(), "fuzz");
-  std::string response;
+  sluice::broker::protocol::Frame response;
   processor.Process(frame, &response);
   return 0;
 }

@@ -20,7 +20,7 @@ struct PartitionResponse {
   std::int16_t error = err::kNone;
   std::int64_t high_watermark = -1;
   std::int64_t log_start_offset = -1;
-  std::string records;
+  protocol::FileSlice records;  // sent from the segment file, not copied
 };
 
 using Topics = std::vector<std::pair<std::string, std::vector<PartitionRequest>>>;
@@ -56,7 +56,7 @@ std::int64_t ReadAll(Broker& b, const Topics& topics, std::int64_t max_bytes, Re
             r.high_watermark = read->high_watermark;
             r.log_start_offset = read->log_start_offset;
             r.records = std::move(read->records);
-            total += static_cast<std::int64_t>(r.records.size());
+            total += r.records.length;
           }
         } else {
           r.high_watermark = log->log_end_offset();
@@ -138,7 +138,7 @@ Reply Fetch(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
       if (v >= 5) out.Int64(r.log_start_offset);
       out.ArrayLength(0);          // aborted_transactions
       if (v >= 11) out.Int32(-1);  // preferred_read_replica
-      out.Bytes(r.records);
+      out.FileBytes(r.records);
     }
   }
   return Reply::kSend;

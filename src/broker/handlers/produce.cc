@@ -60,7 +60,7 @@ PartitionResult AppendPartition(Broker& b, const std::string& topic, std::int32_
       return r;
     }
   }
-  auto appended = b.logs().Append(log, std::string(*records));
+  auto appended = b.logs().Append(log, *records);
   if (!appended.ok()) {
     spdlog::error("append {}-{}: {}", topic, index, appended.status().ToString());
     r.error = err::kUnknownServerError;

@@ -1,5 +1,8 @@
 #include "broker/protocol/wire.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace sluice::broker::protocol {
@@ -145,5 +148,53 @@ std::size_t Writer::Placeholder32() {
 }
 
 void Writer::Patch32(std::size_t at, std::int32_t v) { StoreBe32(out_.data() + at, v); }
+
+void Writer::FileBytes(FileSlice s) {
+  Int32(static_cast<std::int32_t>(s.length));
+  if (s.length == 0) return;
+  sliced_bytes_ += static_cast<std::size_t>(s.length);
+  files_.emplace_back(out_.size(), std::move(s));
+}
+
+Frame Writer::TakeFrame() {
+  Frame f{std::move(out_), std::move(files_)};
+  files_.clear();
+  sliced_bytes_ = 0;
+  return f;
+}
+
+std::optional<std::string> ReadSlice(const FileSlice& s) {
+  std::string out(static_cast<std::size_t>(s.length), '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t r = ::pread(s.fd, out.data() + done, out.size() - done,
+                        s.offset + static_cast<std::int64_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return std::nullopt;
+    done += static_cast<std::size_t>(r);
+  }
+  return out;
+}
+
+std::size_t Frame::size() const {
+  std::size_t n = bytes.size();
+  for (const auto& [at, s] : files) n += static_cast<std::size_t>(s.length);
+  return n;
+}
+
+std::optional<std::string> Frame::Flatten() const {
+  std::string out;
+  out.reserve(size());
+  std::size_t done = 0;
+  for (const auto& [at, s] : files) {
+    out.append(bytes, done, at - done);
+    auto content = ReadSlice(s);
+    if (!content) return std::nullopt;
+    out += *content;
+    done = at;
+  }
+  out.append(bytes, done);
+  return out;
+}
 
 }  // namespace sluice::broker::protocol

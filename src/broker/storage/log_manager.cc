@@ -261,8 +261,8 @@ std::vector<std::string> LogManager::TopicNames() {
   return names;
 }
 
-Result<std::int64_t> LogManager::Append(PartitionLog* log, std::string records) {
-  auto r = log->Append(std::move(records));
+Result<std::int64_t> LogManager::Append(PartitionLog* log, std::string_view records) {
+  auto r = log->Append(records);
   if (!r.ok()) return r;
   if (options_.fsync == FsyncPolicy::kAlways) {
     SLUICE_RETURN_IF_ERROR(log->Sync());

@@ -76,7 +76,7 @@ class LogManager {
   std::vector<std::string> TopicNames();
 
   // Append plus fsync policy plus wake-up of waiting fetches.
-  common::Result<std::int64_t> Append(PartitionLog* log, std::string records);
+  common::Result<std::int64_t> Append(PartitionLog* log, std::string_view records);
 
   // Blocks until an append happens after `seen` or the deadline passes;
   // returns the current append sequence.

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -60,6 +63,52 @@ bool WriteAll(int fd, const char* buf, std::size_t n) {
   return true;
 }
 
+// writev until every byte of `iov` is written (it is consumed on the way).
+bool WritevAll(int fd, std::vector<iovec>& iov) {
+  std::size_t first = 0;
+  while (first < iov.size()) {
+    ssize_t r = ::writev(fd, iov.data() + first, static_cast<int>(iov.size() - first));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    auto done = static_cast<std::size_t>(r);
+    while (first < iov.size() && done >= iov[first].iov_len) done -= iov[first++].iov_len;
+    if (first < iov.size()) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + done;
+      iov[first].iov_len -= done;
+    }
+  }
+  return true;
+}
+
+// Closes the descriptor when the segment and every slice handed out of it
+// are gone, so a fetch being sent survives retention deleting the segment.
+class OpenFile {
+ public:
+  explicit OpenFile(int fd) : fd_(fd) {}
+  ~OpenFile() { ::close(fd_); }
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// A segment's files to fsync, usable without the partition lock: they stay
+// open while the sync runs, even if retention deletes the segment meanwhile.
+struct SyncTarget {
+  std::shared_ptr<const OpenFile> log, index;
+  std::string log_path, index_path;
+
+  Status Sync() const {
+    if (::fdatasync(log->fd()) != 0) return Errno("fsync " + log_path);
+    if (::fdatasync(index->fd()) != 0) return Errno("fsync " + index_path);
+    return {};
+  }
+};
+
 }  // namespace
 
 // One log file plus its sparse index. Not thread-safe; PartitionLog locks.
@@ -70,10 +119,7 @@ class Segment {
     std::int64_t position;
   };
 
-  ~Segment() {
-    if (log_fd_ >= 0) ::close(log_fd_);
-    if (index_fd_ >= 0) ::close(index_fd_);
-  }
+  ~Segment() = default;
 
   static Result<std::unique_ptr<Segment>> Open(const fs::path& dir, std::int64_t base, bool active,
                                                std::int64_t index_interval,
@@ -86,6 +132,7 @@ class Segment {
     seg->index_path_ = dir / SegmentName(base, ".index");
     seg->log_fd_ = ::open(seg->log_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (seg->log_fd_ < 0) return Errno("open " + seg->log_path_.string());
+    seg->log_file_ = std::make_shared<const OpenFile>(seg->log_fd_);
     struct stat st {};
     if (::fstat(seg->log_fd_, &st) != 0) return Errno("stat " + seg->log_path_.string());
     seg->size_ = st.st_size;
@@ -94,24 +141,28 @@ class Segment {
     seg->index_fd_ =
         ::open(seg->index_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (seg->index_fd_ < 0) return Errno("open " + seg->index_path_.string());
+    seg->index_file_ = std::make_shared<const OpenFile>(seg->index_fd_);
     if (!index_ok) SLUICE_RETURN_IF_ERROR(seg->RewriteIndex());
+    // A new or recovered active segment, or a rebuilt index: sync at the next chance.
+    seg->dirty_ = active || !index_ok;
     return seg;
   }
 
-  Status Append(std::string& records, std::int64_t* first_offset) {
+  Status Append(std::string_view records, std::int64_t* first_offset) {
     // Assign offsets batch by batch; the blob was validated by the handler.
+    // The request buffer stays untouched: each batch's rewritten prefix is
+    // written from `heads`, the rest straight from the request.
     std::size_t pos = 0;
     std::int64_t next = next_offset_;
     *first_offset = next;
     std::vector<IndexEntry> new_entries;
+    std::vector<BatchHead> heads;
     std::int64_t since = bytes_since_index_;
     std::int64_t max_ts = max_timestamp_;
     while (pos < records.size()) {
-      auto h = proto::ParseBatchHeader(std::string_view(records).substr(pos));
+      auto h = proto::ParseBatchHeader(records.substr(pos));
       if (!h.ok()) return h.status();
-      proto::SetBaseOffset(records, pos, next);
-      // Partition leader epoch: one leader forever, epoch 0.
-      proto::StoreBe32(records.data() + pos + 12, 0);
+      heads.push_back(RewrittenHead(records.data() + pos, next));
       if (since >= index_interval_ || (index_.empty() && new_entries.empty())) {
         new_entries.push_back({next, size_ + static_cast<std::int64_t>(pos)});
         since = 0;
@@ -121,7 +172,7 @@ class Segment {
       next += h->last_offset_delta + 1;
       pos += h->total_size();
     }
-    if (!WriteAll(log_fd_, records.data(), records.size())) {
+    if (!WriteBatches(records, heads)) {
       // Leave no half-written batch behind: cut the file back.
       if (::ftruncate(log_fd_, size_) != 0)
         spdlog::error("ftruncate {} failed", log_path_.string());
@@ -135,10 +186,42 @@ class Segment {
       index_.push_back(e);
     }
     bytes_since_index_ = since;
+    dirty_ = true;
     size_ += static_cast<std::int64_t>(records.size());
     next_offset_ = next;
     max_timestamp_ = max_ts;
     return {};
+  }
+
+  // A batch's first 16 bytes as stored: base offset, length, and partition
+  // leader epoch (one leader forever, epoch 0). The CRC covers none of them.
+  using BatchHead = std::array<char, 16>;
+
+  static BatchHead RewrittenHead(const char* batch, std::int64_t base_offset) {
+    BatchHead head;
+    std::memcpy(head.data(), batch, head.size());
+    proto::StoreBe64(head.data(), base_offset);
+    proto::StoreBe32(head.data() + 12, 0);
+    return head;
+  }
+
+  // One writev per up to kMaxIov/2 batches: head from `heads`, body from `records`.
+  bool WriteBatches(std::string_view records, const std::vector<BatchHead>& heads) {
+    constexpr std::size_t kMaxIov = 1024;
+    std::vector<iovec> iov;
+    std::size_t pos = 0;
+    for (const auto& head : heads) {
+      std::size_t total =
+          proto::kBatchLogOverhead + static_cast<std::uint32_t>(proto::LoadBe32(head.data() + 8));
+      iov.push_back({const_cast<char*>(head.data()), head.size()});
+      iov.push_back({const_cast<char*>(records.data() + pos + head.size()), total - head.size()});
+      pos += total;
+      if (iov.size() == kMaxIov) {
+        if (!WritevAll(log_fd_, iov)) return false;
+        iov.clear();
+      }
+    }
+    return iov.empty() || WritevAll(log_fd_, iov);
   }
 
   // Position of the batch holding `offset`, or size() when offset is past the end.
@@ -160,9 +243,17 @@ class Segment {
   }
 
   // End position of whole batches starting at `pos` that fit in max_bytes
-  // (at least one batch).
+  // (at least one batch). Index entries are batch boundaries, so the walk
+  // starts at the last one within reach: a few header reads per fetch, not
+  // one per batch.
   std::int64_t Extent(std::int64_t pos, std::int64_t max_bytes) const {
     std::int64_t end = pos;
+    auto reach = std::upper_bound(
+        index_.begin(), index_.end(), pos + max_bytes,
+        [](std::int64_t limit, const IndexEntry& e) { return limit < e.position; });
+    if (reach != index_.begin() && std::prev(reach)->position > pos) {
+      end = std::prev(reach)->position;
+    }
     while (end < size_) {
       char hdr[proto::kBatchLogOverhead];
       if (!PreadAll(log_fd_, hdr, sizeof hdr, end)) break;
@@ -174,14 +265,8 @@ class Segment {
     return end;
   }
 
-  Status ReadRange(std::int64_t from, std::int64_t to, std::string* out) const {
-    std::size_t old = out->size();
-    out->resize(old + static_cast<std::size_t>(to - from));
-    if (!PreadAll(log_fd_, out->data() + old, static_cast<std::size_t>(to - from), from)) {
-      out->resize(old);
-      return Errno("read " + log_path_.string());
-    }
-    return {};
+  proto::FileSlice Slice(std::int64_t from, std::int64_t to) const {
+    return {log_fd_, from, to - from, log_file_};
   }
 
   std::int64_t OffsetForTimestamp(std::int64_t ts) const {
@@ -195,10 +280,11 @@ class Segment {
     return -1;
   }
 
-  Status Sync() {
-    if (::fdatasync(log_fd_) != 0) return Errno("fsync " + log_path_.string());
-    if (::fdatasync(index_fd_) != 0) return Errno("fsync " + index_path_.string());
-    return {};
+  // The files to sync when anything was written since the last call.
+  std::optional<SyncTarget> TakeDirty() {
+    if (!dirty_) return std::nullopt;
+    dirty_ = false;
+    return SyncTarget{log_file_, index_file_, log_path_.string(), index_path_.string()};
   }
 
   void Remove() {
@@ -308,8 +394,11 @@ class Segment {
   std::int64_t bytes_since_index_ = 0;
   fs::path log_path_;
   fs::path index_path_;
-  int log_fd_ = -1;
-  int index_fd_ = -1;
+  int log_fd_ = -1;  // owned by log_file_
+  std::shared_ptr<const OpenFile> log_file_;
+  int index_fd_ = -1;  // owned by index_file_
+  std::shared_ptr<const OpenFile> index_file_;
+  bool dirty_ = false;  // written since the last TakeDirty
   std::vector<IndexEntry> index_;
 };
 
@@ -357,7 +446,7 @@ Status PartitionLog::Roll() {
   return {};
 }
 
-Result<std::int64_t> PartitionLog::Append(std::string records) {
+Result<std::int64_t> PartitionLog::Append(std::string_view records) {
   std::lock_guard lock(mu_);
   if (segments_.back()->size() > 0 &&
       segments_.back()->size() + static_cast<std::int64_t>(records.size()) >
@@ -386,8 +475,7 @@ Result<ReadResult> PartitionLog::Read(std::int64_t offset, std::int64_t max_byte
   for (it = std::prev(it); it != segments_.end(); ++it) {
     std::int64_t pos = (*it)->Locate(offset);
     if (pos >= (*it)->size()) continue;
-    std::int64_t end = (*it)->Extent(pos, max_bytes);
-    SLUICE_RETURN_IF_ERROR((*it)->ReadRange(pos, end, &r.records));
+    r.records = (*it)->Slice(pos, (*it)->Extent(pos, max_bytes));
     break;
   }
   return r;
@@ -424,8 +512,20 @@ int PartitionLog::EnforceRetention(std::int64_t now_ms, std::int64_t retention_m
 }
 
 Status PartitionLog::Sync() {
-  std::lock_guard lock(mu_);
-  return segments_.back()->Sync();
+  // fdatasync can take as long as the disk needs for everything written since
+  // the last one; mu_ is held only to collect what to sync, so appends and
+  // fetches go on meanwhile. Syncs run one at a time, so a caller returns only
+  // after the sync that covered its writes has finished.
+  std::lock_guard sync_lock(sync_mu_);
+  std::vector<SyncTarget> targets;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : segments_) {
+      if (auto t = s->TakeDirty()) targets.push_back(std::move(*t));
+    }
+  }
+  for (const auto& t : targets) SLUICE_RETURN_IF_ERROR(t.Sync());
+  return {};
 }
 
 std::int64_t PartitionLog::log_start_offset() const {

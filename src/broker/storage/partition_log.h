@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/protocol/wire.h"
 #include "common/status.h"
 
 namespace sluice::broker::storage {
@@ -22,7 +23,9 @@ struct LogOptions {
 };
 
 struct ReadResult {
-  std::string records;  // whole batches, possibly starting before the fetch offset
+  // Whole batches, possibly starting before the fetch offset, as a range of
+  // one segment file (which the slice keeps open, even past retention).
+  protocol::FileSlice records;
   std::int64_t high_watermark = 0;
   std::int64_t log_start_offset = 0;
 };
@@ -39,10 +42,11 @@ class PartitionLog {
 
   // Appends already-validated batches (one produce partition's records blob),
   // assigning offsets from the log end. Returns the first assigned offset.
-  common::Result<std::int64_t> Append(std::string records);
+  common::Result<std::int64_t> Append(std::string_view records);
 
-  // Reads whole batches from the one containing `offset`, up to max_bytes
-  // (always at least one batch when there is data). OutOfRange as
+  // Locates whole batches from the one containing `offset`, up to max_bytes
+  // (always at least one batch when there is data) and within one segment;
+  // the bytes are not read here but sent from the file. OutOfRange as
   // InvalidArgument when offset is outside [log start, log end].
   common::Result<ReadResult> Read(std::int64_t offset, std::int64_t max_bytes) const;
 
@@ -54,6 +58,8 @@ class PartitionLog {
   int EnforceRetention(std::int64_t now_ms, std::int64_t retention_ms,
                        std::int64_t retention_bytes);
 
+  // fdatasyncs every segment written since the last Sync (a roll can leave
+  // the previous segment's tail unsynced), without blocking appends or reads.
   common::Status Sync();
 
   std::int64_t log_start_offset() const;
@@ -70,6 +76,7 @@ class PartitionLog {
   std::filesystem::path dir_;
   LogOptions options_;
   mutable std::mutex mu_;
+  std::mutex sync_mu_;  // taken before mu_, never inside it
   std::vector<std::unique_ptr<Segment>> segments_;
   std::int64_t next_offset_ = 0;
   std::int64_t truncated_bytes_ = 0;
