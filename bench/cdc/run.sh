@@ -260,6 +260,7 @@ read -r P50 P99 PMAX E2E_SECONDS <<<"$(q -F ' ' "$TGT" -c "
 # The ceilings and the catch-up are each measured ROUNDS times (a slot per
 # round for pg_recvlogical, a fresh backlog per catch-up) and the best
 # counts: single runs on a shared 2-core machine swing by a fifth.
+max() { if [ "${2:-0}" -gt "${1:-0}" ]; then echo "$2"; else echo "${1:-0}"; fi; }
 best() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc)" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 
 # Source ceiling: pgoutput decoding of the same WAL, to /dev/null.
@@ -301,6 +302,11 @@ for r in $(seq "$ROUNDS"); do
   start_workers
   wait_landed "> $lo" "$ROWS" "$((lo + ROWS))"
   if [ -n "${PERF_ALL:-}" ]; then kill -INT "$PERF_ALL"; wait "$PERF_ALL" || true; PERF_ALL=""; fi
+  # Peak memory over the streaming phase and every catch-up: a catch-up
+  # always runs against a full backlog, so it shows the queues at their caps
+  # whatever the volume.
+  SOURCE_RSS_KB=$(max "$SOURCE_RSS_KB" "$(peak_kb source)")
+  TARGET_RSS_KB=$(max "$TARGET_RSS_KB" "$(peak_kb target)")
   t_catch1=$(q "$TGT" -c "SELECT extract(epoch FROM max(landed_at)) FROM all_rows WHERE id > $lo")
   seconds=$(echo "$t_catch1 - $t_catch0" | bc)
   if [ "$(best "$CATCH_SECONDS" "$seconds")" = "$seconds" ]; then
