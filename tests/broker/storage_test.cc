@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -82,6 +83,56 @@ TEST(PartitionLog, AppendOfMoreBatchesThanOneWritevTakesStoresEveryByte) {
   EXPECT_EQ((*log)->log_end_offset(), 3001);
   auto r = (*log)->Read(1, 1 << 30);
   EXPECT_TRUE(Records(r) == want);
+}
+
+// This process's descriptor of the first open file whose name ends in `suffix`.
+int OpenFdOf(const fs::path& dir, const std::string& suffix) {
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = fs::read_symlink(entry.path(), ec);
+    if (ec) continue;
+    const std::string t = target.string();
+    if (t.rfind(dir.string(), 0) == 0 && t.size() >= suffix.size() &&
+        t.compare(t.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return std::stoi(entry.path().filename().string());
+  }
+  return -1;
+}
+
+TEST(PartitionLog, AnAppendWhoseIndexWriteFailsIsTakenBackWhole) {
+  TempDir dir;
+  LogOptions o;
+  o.index_interval_bytes = 1;  // every batch is indexed
+  std::string b1 = testing::BuildBatch({{"a", "b", "c"}});
+  std::string b2 = testing::BuildBatch({{"lost-1", "lost-2"}});
+  std::string b3 = testing::BuildBatch({{"d"}});
+  {
+    auto log = PartitionLog::Open(dir.path(), o);
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(*(*log)->Append(b1), 0);
+    // The index file stops taking writes (a full disk, an I/O error): its
+    // descriptor is pointed at a read-only one for one append.
+    int index_fd = OpenFdOf(dir.path(), ".index");
+    ASSERT_GE(index_fd, 0);
+    int saved = ::dup(index_fd);
+    int read_only = ::open("/dev/null", O_RDONLY);
+    ASSERT_GE(::dup2(read_only, index_fd), 0);
+    EXPECT_FALSE((*log)->Append(b2).ok());
+    ASSERT_GE(::dup2(saved, index_fd), 0);
+    ::close(saved);
+    ::close(read_only);
+    EXPECT_EQ((*log)->log_end_offset(), 3);
+    EXPECT_EQ(*(*log)->Append(b3), 3);
+    EXPECT_EQ(BaseOffsets(Records((*log)->Read(3, 1 << 20))), (std::vector<std::int64_t>{3}));
+    EXPECT_EQ(Records((*log)->Read(3, 1 << 20)).substr(16), b3.substr(16));
+    EXPECT_EQ(Records((*log)->Read(0, 1 << 20)).size(), b1.size() + b3.size());
+  }
+  // The files agree with each other after a restart too.
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ((*log)->log_end_offset(), 4);
+  EXPECT_EQ(BaseOffsets(Records((*log)->Read(0, 1 << 20))), (std::vector<std::int64_t>{0, 3}));
+  EXPECT_EQ(Records((*log)->Read(3, 1 << 20)).substr(16), b3.substr(16));
 }
 
 TEST(PartitionLog, ReadOutsideTheLogIsOutOfRange) {

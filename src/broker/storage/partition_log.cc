@@ -178,11 +178,24 @@ class Segment {
         spdlog::error("ftruncate {} failed", log_path_.string());
       return Errno("write " + log_path_.string());
     }
+    const std::size_t indexed = index_.size();
+    struct stat index_stat {};
+    const off_t index_size = ::fstat(index_fd_, &index_stat) == 0 ? index_stat.st_size : -1;
     for (const auto& e : new_entries) {
       char b[8];
       proto::StoreBe32(b, static_cast<std::int32_t>(e.offset - base_));
       proto::StoreBe32(b + 4, static_cast<std::int32_t>(e.position));
-      if (!WriteAll(index_fd_, b, 8)) return Errno("write " + index_path_.string());
+      if (!WriteAll(index_fd_, b, 8)) {
+        // The batches are in the log but could not be indexed: take them
+        // back too, or the next append would be indexed at a stale size.
+        auto failed = Errno("write " + index_path_.string());
+        index_.resize(indexed);
+        bool index_back = index_size >= 0 && ::ftruncate(index_fd_, index_size) == 0;
+        bool log_back = ::ftruncate(log_fd_, size_) == 0;
+        if (!index_back || !log_back)
+          spdlog::error("taking back a failed append to {} failed", log_path_.string());
+        return failed;
+      }
       index_.push_back(e);
     }
     bytes_since_index_ = since;
