@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -133,6 +134,23 @@ TEST(PartitionLog, AnAppendWhoseIndexWriteFailsIsTakenBackWhole) {
   EXPECT_EQ((*log)->log_end_offset(), 4);
   EXPECT_EQ(BaseOffsets(Records((*log)->Read(0, 1 << 20))), (std::vector<std::int64_t>{0, 3}));
   EXPECT_EQ(Records((*log)->Read(3, 1 << 20)).substr(16), b3.substr(16));
+}
+
+TEST(PartitionLog, OutOfDescriptorsIsAnErrorToAnswerNotAnException) {
+  TempDir dir;
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = 128;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> held;  // every descriptor left, as thousands of partitions would
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY)) >= 0;) held.push_back(fd);
+  bool opened = true;
+  EXPECT_NO_THROW(opened = PartitionLog::Open(dir.path() / "p0", {}).ok());
+  for (int fd : held) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_FALSE(opened);
+  EXPECT_TRUE(PartitionLog::Open(dir.path() / "p0", {}).ok());  // and fine once there are some
 }
 
 TEST(PartitionLog, ReadOutsideTheLogIsOutOfRange) {

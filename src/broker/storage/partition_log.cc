@@ -430,7 +430,12 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const fs::path& dir, Lo
 
 Status PartitionLog::Load() {
   std::vector<std::int64_t> bases;
-  for (const auto& entry : fs::directory_iterator(dir_)) {
+  // The error_code form: out of descriptors (a broker asked for thousands of
+  // partitions) is an error to answer with, not an exception to unwind.
+  std::error_code ec;
+  fs::directory_iterator files(dir_, ec);
+  if (ec) return Internal(fmt::format("list {}: {}", dir_.string(), ec.message()));
+  for (const auto& entry : files) {
     if (entry.path().extension() != ".log") continue;
     try {
       bases.push_back(std::stoll(entry.path().stem().string()));
