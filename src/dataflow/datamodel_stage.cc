@@ -132,7 +132,7 @@ common::Result<TargetChange> DatamodelStage::Decode(const kafka::Message& m) {
 
 common::Result<std::string> DatamodelStage::EncodeValue(const TargetChange& change) {
   auto [event, schema] = AsEvent(change, spec_.target_topic);
-  if (spec_.format != "avro") return EncodeEnvelope(event, schema).value;
+  if (spec_.format != "avro") return EnvelopeValue(event, ColumnsJson(schema));
   // A new column set is a new schema version (a truncate carries the
   // current one, so it never flips the writer back and forth).
   if (!avro_out_ || (change.op != 't' && change.columns != avro_columns_)) {

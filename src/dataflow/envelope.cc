@@ -27,6 +27,10 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
 }
 
 EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::string& columns_json) {
+  return {EnvelopeKey(event), EnvelopeValue(event, columns_json)};
+}
+
+std::string EnvelopeValue(const connectors::ChangeEvent& event, const std::string& columns_json) {
   // A SQL_ASCII source can hand over text that is not UTF-8, which JSON
   // cannot carry; strict dumping throws and the worker would crash-loop on
   // that row forever (found by the pgoutput fuzzer). Such bytes become U+FFFD.
@@ -60,7 +64,7 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::str
   value += ",\"columns\":";
   value += columns_json;
   value += '}';
-  return {EnvelopeKey(event), std::move(value)};
+  return value;
 }
 
 std::string EnvelopeKey(const connectors::ChangeEvent& event) {

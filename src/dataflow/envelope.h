@@ -29,6 +29,8 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event,
 // a sink encodes it once per schema rather than once per event.
 EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::string& columns_json);
 std::string ColumnsJson(const connectors::TableSchema& schema);
+// The message value alone (a sink that sends the key it already has, or none).
+std::string EnvelopeValue(const connectors::ChangeEvent& event, const std::string& columns_json);
 // The message key: the key object as compact JSON, or empty for an event
 // without one (truncates).
 std::string EnvelopeKey(const connectors::ChangeEvent& event);

@@ -32,8 +32,8 @@ common::Result<std::string> KafkaChangeSink::EncodeValue(const connectors::Chang
                                                          const connectors::TableSchema& schema) {
   if (!registry_) {
     auto it = columns_json_.find(event.topic);
-    return it == columns_json_.end() ? EncodeEnvelope(event, schema).value
-                                     : EncodeEnvelope(event, it->second).value;
+    if (it == columns_json_.end()) return EnvelopeValue(event, ColumnsJson(schema));
+    return EnvelopeValue(event, it->second);
   }
   auto it = writers_.find(event.topic);
   if (it == writers_.end())

@@ -14,6 +14,23 @@ using common::Result;
 using common::Status;
 using nlohmann::json;
 
+namespace {
+
+// What both row renderings refuse alike.
+Status CheckWidth(const TableSchema& schema, const TupleData& tuple) {
+  if (tuple.size() == schema.columns.size()) return Status::Ok();
+  return common::InvalidArgument(fmt::format("tuple of {} columns for {} with {} columns",
+                                             tuple.size(), schema.table.Qualified(),
+                                             schema.columns.size()));
+}
+Status BinaryValue(const TableSchema& schema, const ColumnSchema& column) {
+  return common::InvalidArgument(
+      fmt::format("binary tuple value in {}.{}: the source asks for text", schema.table.Qualified(),
+                  column.name));
+}
+
+}  // namespace
+
 ChangeAssembler::ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::string topic_prefix,
                                  KeyLookup key_lookup, ProductionMetrics* metrics)
     : sink_(sink),
@@ -165,11 +182,7 @@ Status ChangeAssembler::OnRelation(const RelationMessage& m) {
 Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData& tuple,
                                            ChangeEvent& event) const {
   const auto& cols = rel.schema.columns;
-  if (tuple.size() != cols.size()) {
-    return common::InvalidArgument(fmt::format("tuple of {} columns for {} with {} columns",
-                                               tuple.size(), rel.schema.table.Qualified(),
-                                               cols.size()));
-  }
+  SLUICE_RETURN_IF_ERROR(CheckWidth(rel.schema, tuple));
   // Each value rendered once, then laid out in name order for the image
   // and again for the key.
   thread_local std::string values;
@@ -189,9 +202,7 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
         SLUICE_RETURN_IF_ERROR(AppendValueJson(values, cols[i].type_oid, v.data));
         break;
       case TupleValue::Kind::kBinary:
-        return common::InvalidArgument(
-            fmt::format("binary tuple value in {}.{}: the source asks for text",
-                        rel.schema.table.Qualified(), cols[i].name));
+        return BinaryValue(rel.schema, cols[i]);
     }
     spans[i] = {from, values.size() - from};
   }
@@ -219,11 +230,7 @@ Result<json> ChangeAssembler::TupleToJson(const Relation& rel, const TupleData& 
                                           bool key_only,
                                           std::vector<std::string>* unchanged) const {
   const auto& cols = rel.schema.columns;
-  if (tuple.size() != cols.size()) {
-    return common::InvalidArgument(fmt::format("tuple of {} columns for {} with {} columns",
-                                               tuple.size(), rel.schema.table.Qualified(),
-                                               cols.size()));
-  }
+  SLUICE_RETURN_IF_ERROR(CheckWidth(rel.schema, tuple));
   json out = json::object();
   for (std::size_t i = 0; i < cols.size(); ++i) {
     if (key_only && !cols[i].key) continue;
@@ -242,9 +249,7 @@ Result<json> ChangeAssembler::TupleToJson(const Relation& rel, const TupleData& 
         break;
       }
       case TupleValue::Kind::kBinary:
-        return common::InvalidArgument(
-            fmt::format("binary tuple value in {}.{}: the source asks for text",
-                        rel.schema.table.Qualified(), cols[i].name));
+        return BinaryValue(rel.schema, cols[i]);
     }
   }
   return out;

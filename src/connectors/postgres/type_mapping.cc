@@ -287,6 +287,9 @@ std::string BuiltinTypeName(std::uint32_t oid) {
 }
 
 Result<json> TextToJson(std::uint32_t type_oid, std::string_view text) {
+  // numeric, text, varchar, uuid, date, time, interval, money, inet, enums, ...:
+  // their text is already the exact, canonical spelling.
+  if (TextIsJsonString(type_oid)) return json(std::string(text));
   switch (type_oid) {
     case kBool:
       if (text == "t") return json(true);
@@ -316,12 +319,7 @@ Result<json> TextToJson(std::uint32_t type_oid, std::string_view text) {
     default:
       break;
   }
-  if (std::uint32_t element = ArrayElementType(type_oid); element != 0) {
-    return ArrayParser(element, text).Parse();
-  }
-  // numeric, text, varchar, uuid, date, time, interval, money, inet, enums, ...:
-  // their text is already the exact, canonical spelling.
-  return json(std::string(text));
+  return ArrayParser(ArrayElementType(type_oid), text).Parse();  // the rest are arrays
 }
 
 bool TextIsJsonString(std::uint32_t type_oid) {

@@ -422,13 +422,13 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
                                         const CopyText& text) {
   const auto& names = text.names;
   const auto& rows = text.rows;
-  std::map<std::string, std::string> types;
-  for (const auto& c : columns) types[c.name] = c.source_type;
   // The table is looked at (and grown) only when the batch names a column
   // not seen yet: a round trip per batch otherwise.
   bool known = !known_columns_.empty() && !key_columns_.empty();
   for (const auto& n : names) known = known && known_columns_.count(n);
   if (!known) {
+    std::map<std::string, std::string> types;
+    for (const auto& c : columns) types[c.name] = c.source_type;
     pqxx::work tx(*conn_);
     EnsureTable(tx, columns);
     for (const auto& n : names)
