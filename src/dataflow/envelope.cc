@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/fast_json.h"
+#include "common/padded_json.h"
 
 namespace sluice::dataflow {
 
@@ -125,20 +126,10 @@ const std::vector<connectors::targets::TargetColumn>* ColumnsFromText(std::strin
 
 std::optional<InsertView> ViewInsert(const std::string& value) {
   namespace od = simdjson::ondemand;
-  // simdjson reads a few bytes past its input: a padded copy, whose views
-  // are then moved back onto `value`.
-  thread_local od::parser parser;
-  thread_local std::string padded;
-  padded.reserve(value.size() + simdjson::SIMDJSON_PADDING);
-  padded.assign(value);
-  auto onto_value = [&](std::string_view in_copy) {
-    return std::string_view(value).substr(in_copy.data() - padded.data(), in_copy.size());
-  };
-  od::document doc;
+  thread_local common::PaddedJson padded;
+  od::document* doc = padded.Iterate(value);
   od::object root;
-  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc) ||
-      doc.get_object().get(root))
-    return std::nullopt;
+  if (!doc || doc->get_object().get(root)) return std::nullopt;
   InsertView view;
   std::string_view op;
   for (auto field : root) {
@@ -148,13 +139,13 @@ std::optional<InsertView> ViewInsert(const std::string& value) {
     if (name == "after") {
       od::object after;
       if (v.get_object().get(after) || after.raw_json().get(view.image)) return std::nullopt;
-      view.image = onto_value(view.image);
+      view.image = padded.InText(view.image);
     } else if (name == "op") {
       if (v.get_string().get(op) || (op != "c" && op != "r")) return std::nullopt;
     } else if (name == "columns") {
       od::array columns;
       if (v.get_array().get(columns) || columns.raw_json().get(view.columns)) return std::nullopt;
-      view.columns = onto_value(view.columns);
+      view.columns = padded.InText(view.columns);
     } else if (name == "unchanged") {
       return std::nullopt;  // never on an insert: not an envelope this reads
     }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "common/padded_json.h"
+
 namespace sluice::connectors::targets {
 
 using nlohmann::json;
@@ -95,17 +97,6 @@ bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od:
   return false;
 }
 
-// simdjson reads a few bytes past the end of its input: a padded copy.
-od::document* Iterate(std::string_view text) {
-  thread_local od::parser parser;
-  thread_local std::string padded;
-  thread_local od::document doc;
-  padded.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-  padded.assign(text);
-  if (parser.iterate(padded.data(), padded.size(), padded.capacity()).get(doc)) return nullptr;
-  return &doc;
-}
-
 }  // namespace
 
 void AppendCopyEscaped(std::string& out, std::string_view s) {
@@ -154,9 +145,10 @@ std::optional<CopyText> RenderJsonImages(
   };
   std::vector<KeyMember> key;
   std::string value;
+  thread_local common::PaddedJson padded;
   for (const auto& row : rows) {
     key.clear();
-    od::document* doc = Iterate(row.key);
+    od::document* doc = padded.Iterate(row.key);
     od::object members;
     if (!doc || doc->get_object().get(members)) return std::nullopt;
     for (auto field : members) {
@@ -168,7 +160,7 @@ std::optional<CopyText> RenderJsonImages(
       if (!AppendJsonValue(member.text, v, type_of(name), &member.kind)) return std::nullopt;
       key.push_back(std::move(member));
     }
-    doc = Iterate(row.image);
+    doc = padded.Iterate(row.image);
     if (!doc || doc->get_object().get(members)) return std::nullopt;
     bool first_row = out.names.empty();
     std::size_t j = 0, keys_seen = 0;
