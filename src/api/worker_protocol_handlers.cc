@@ -67,10 +67,20 @@ Response State(ApiContext& ctx, Request& req) {
 // heartbeats long. Only a refused heartbeat takes the locked path.
 Response Heartbeat(ApiContext& ctx, runtime::HeartbeatBatcher& batcher, Request& req) {
   const auto& p = *req.pod;
-  if (batcher.Beat(p.worker_id, p.generation, common::Clock::now())) return Response::NoContent();
+  // The pod's own view of itself ({"state": "LIVE"}); older pods send {}.
+  std::optional<runtime::WorkerState> observed;
+  if (auto body = req.Body(); body.is_object() && body.contains("state")) {
+    observed = runtime::ParseWorkerState(
+        body["state"].is_string() ? body["state"].get<std::string>() : std::string());
+    if (!observed || runtime::IsIntent(*observed))
+      throw ApiError(422, "invalid_state", "state must be LIVE, ERROR or STOPPED");
+  }
+  if (batcher.Beat(p.worker_id, p.generation, observed, common::Clock::now()))
+    return Response::NoContent();
   ctx.db.Transact([&](pqxx::work& tx) {
     tx.exec("SET LOCAL synchronous_commit = off");
-    auto st = dataflow::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1});
+    auto st =
+        dataflow::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1}, observed);
     // No row: the connector (and so the token) was deleted.
     if (st.code() == common::Code::kNotFound)
       throw ApiError(401, "unauthenticated", "invalid or expired token");

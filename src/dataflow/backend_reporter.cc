@@ -51,10 +51,15 @@ class BackendReporter : public WorkerReporter {
 
   common::Status ReportState(runtime::WorkerState state,
                              std::optional<std::string> reason) override {
+    observed_.Remember(state);
     return Post("/state", {{"state", runtime::ToString(state)},
                            {"reason", reason ? json(*reason) : json(nullptr)}});
   }
-  common::Status Heartbeat() override { return Post("/heartbeat", json::object()); }
+  common::Status Heartbeat() override {
+    json body = json::object();
+    if (auto state = observed_.state()) body["state"] = runtime::ToString(*state);
+    return Post("/heartbeat", body);
+  }
   common::Status Production(const std::vector<connectors::TopicInterval>& intervals) override {
     if (intervals.empty()) return {};
     return Post("/metrics/production", {{"intervals", IntervalsToJson(intervals)}});
@@ -82,6 +87,7 @@ class BackendReporter : public WorkerReporter {
 
   std::string base_;
   std::string token_;
+  ObservedState observed_;
 };
 
 }  // namespace

@@ -62,8 +62,9 @@ common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime:
   return events::EventStore::Record(tx, *ev, {}).status();
 }
 
-common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod) {
-  return runtime::WorkerRepository::Heartbeat(tx, pod.worker_id, pod.generation,
+common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod,
+                              std::optional<runtime::WorkerState> observed) {
+  return runtime::WorkerRepository::Heartbeat(tx, pod.worker_id, pod.generation, observed,
                                               common::Clock::now());
 }
 

@@ -43,7 +43,9 @@ std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records);
 
 common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
                                 std::optional<std::string> reason);
-common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod);
+// `observed`: the state the pod last reported of itself, if it said.
+common::Status ApplyHeartbeat(pqxx::work& tx, const PodIdentity& pod,
+                              std::optional<runtime::WorkerState> observed);
 common::Status IngestProductionIntervals(pqxx::work& tx,
                                          const std::vector<connectors::TopicInterval>& intervals);
 common::Status IngestDelivery(pqxx::work& tx, const std::string& subscription_id,

@@ -32,10 +32,11 @@ class DatabaseReporter : public WorkerReporter {
 
   common::Status ReportState(runtime::WorkerState state,
                              std::optional<std::string> reason) override {
+    observed_.Remember(state);
     return Write([&](pqxx::work& tx) { return ApplyStateReport(tx, pod_, state, reason); });
   }
   common::Status Heartbeat() override {
-    return Write([&](pqxx::work& tx) { return ApplyHeartbeat(tx, pod_); });
+    return Write([&](pqxx::work& tx) { return ApplyHeartbeat(tx, pod_, observed_.state()); });
   }
   common::Status Production(const std::vector<connectors::TopicInterval>& intervals) override {
     if (intervals.empty()) return {};
@@ -63,6 +64,7 @@ class DatabaseReporter : public WorkerReporter {
   }
 
   PodIdentity pod_;
+  ObservedState observed_;
   store::Database db_;
 };
 

@@ -22,6 +22,21 @@ class Database;
 
 namespace sluice::dataflow {
 
+// What a pod last said of itself (LIVE or ERROR), repeated in every
+// heartbeat: a pod the back end marked stale while it was paused gets its
+// state back when it speaks again, even if no report follows.
+class ObservedState {
+ public:
+  void Remember(runtime::WorkerState state) {
+    if (state == runtime::WorkerState::kLive || state == runtime::WorkerState::kError)
+      state_ = state;
+  }
+  std::optional<runtime::WorkerState> state() const { return state_; }
+
+ private:
+  std::optional<runtime::WorkerState> state_;
+};
+
 class WorkerReporter {
  public:
   virtual ~WorkerReporter() = default;

@@ -5,11 +5,11 @@
 namespace sluice::runtime {
 
 bool HeartbeatBatcher::Beat(const common::Uuid& worker_id, const common::Uuid& generation,
-                            common::TimePoint now) {
+                            std::optional<WorkerState> observed, common::TimePoint now) {
   std::unique_lock lock(mu_);
   auto batch = open_;
   std::size_t index = batch->entries.size();
-  batch->entries.push_back({worker_id, generation, now});
+  batch->entries.push_back({worker_id, generation, observed, now});
   for (;;) {
     if (batch->done) {
       if (batch->error) std::rethrow_exception(batch->error);

@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/time.h"
@@ -22,10 +23,12 @@ class HeartbeatBatcher {
  public:
   explicit HeartbeatBatcher(store::Database& db) : db_(db) {}
 
-  // True when the worker row took the heartbeat (its generation matched);
-  // false sends the caller to the locked path, which words the refusal.
-  // A database error is thrown to every caller of the batch.
-  bool Beat(const common::Uuid& worker_id, const common::Uuid& generation, common::TimePoint now);
+  // True when the worker row took the heartbeat (its generation matched and
+  // there was no observed state to restore); false sends the caller to the
+  // locked path, which words the refusal or restores the state. A database
+  // error is thrown to every caller of the batch.
+  bool Beat(const common::Uuid& worker_id, const common::Uuid& generation,
+            std::optional<WorkerState> observed, common::TimePoint now);
 
   // Batches written so far (for tests: several beats share one).
   long long batches_written() const;

@@ -59,12 +59,25 @@ void Worker::Apply(const StateReport& report, common::TimePoint now) {
   last_heartbeat_at = now;
 }
 
-Status Worker::AcceptHeartbeat(const common::Uuid& generation, common::TimePoint now) {
+Status Worker::AcceptHeartbeat(const common::Uuid& generation, std::optional<WorkerState> observed,
+                               common::TimePoint now) {
   if (generation != launch_generation) {
     return common::Conflict("heartbeat from a replaced generation ignored");
   }
+  if (!HeartbeatOnlyStamps(state, observed)) {
+    StateReport report{generation, *observed, std::nullopt};
+    SLUICE_RETURN_IF_ERROR(accepts_reported_state(report));
+    Apply(report, now);
+    return Status::Ok();
+  }
   last_heartbeat_at = now;
   return Status::Ok();
+}
+
+bool Worker::HeartbeatOnlyStamps(WorkerState stored, std::optional<WorkerState> observed) {
+  // Only ERROR is written over a running pod's head (MarkStale); a pod that
+  // itself reported ERROR says ERROR in its heartbeats and stays so.
+  return !(stored == WorkerState::kError && observed == WorkerState::kLive);
 }
 
 void Worker::Start(common::TimePoint now, std::optional<std::string> config_hash) {

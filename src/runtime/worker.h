@@ -47,8 +47,16 @@ class Worker {
   // Applies an accepted report (call accepts_reported_state first).
   void Apply(const StateReport& report, common::TimePoint now);
 
-  // A heartbeat from the current generation refreshes the window.
-  common::Status AcceptHeartbeat(const common::Uuid& generation, common::TimePoint now);
+  // A heartbeat from the current generation refreshes the window. It carries
+  // what the pod observes of itself (nullopt: it did not say). Silence means
+  // the pod stopped reporting, not that it stopped: a pod marked stale whose
+  // heartbeats resume gets its observation back, through the same check as a
+  // report.
+  common::Status AcceptHeartbeat(const common::Uuid& generation,
+                                 std::optional<WorkerState> observed, common::TimePoint now);
+  // Whether such a heartbeat only stamps the time (no state to restore). The
+  // batched heartbeat statement encodes the same rule in SQL.
+  static bool HeartbeatOnlyStamps(WorkerState stored, std::optional<WorkerState> observed);
 
   // Back-end intents. Start launches a new generation and opens the
   // heartbeat window; RequestStop records when the stop was asked for.

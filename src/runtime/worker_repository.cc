@@ -23,6 +23,17 @@ std::optional<std::string> OptString(const pqxx::field& f) {
   return std::string(f.c_str());
 }
 
+// The observation a heartbeat carries as text ('' when the pod said none).
+std::string ObservedText(std::optional<WorkerState> observed) {
+  return observed ? std::string(ToString(*observed)) : std::string();
+}
+
+// Worker::HeartbeatOnlyStamps as a condition on the row, `observed` being
+// the SQL expression of the heartbeat's ObservedText.
+std::string OnlyStampsSql(std::string_view observed) {
+  return fmt::format("NOT (state = 'ERROR' AND {} = 'LIVE')", observed);
+}
+
 Worker FromRow(const pqxx::row& r) {
   Worker w;
   w.id = *common::Uuid::Parse(r[0].c_str());
@@ -139,19 +150,22 @@ common::Result<Worker> WorkerRepository::ApplyReport(pqxx::work& tx, const commo
 }
 
 common::Status WorkerRepository::Heartbeat(pqxx::work& tx, const common::Uuid& worker_id,
-                                           const common::Uuid& generation, common::TimePoint now) {
+                                           const common::Uuid& generation,
+                                           std::optional<WorkerState> observed,
+                                           common::TimePoint now) {
   // The common case is one statement: the UPDATE takes the row lock itself
-  // and the generation rule is its WHERE. Only a refusal reads the row, so
-  // that the domain type words (or, after a race, accepts) it.
+  // and the generation rule is its WHERE. Only a refusal or a state to
+  // restore reads the row, so that the domain type decides.
   auto updated = tx.exec_params(
       fmt::format("UPDATE worker SET last_heartbeat_at = {}, updated_at = now() AT TIME ZONE "
-                  "'UTC' WHERE id = $1 AND launch_generation = $2",
-                  Ts(3)),
-      worker_id.ToString(), generation.ToString(), common::ToEpochMicros(now));
+                  "'UTC' WHERE id = $1 AND launch_generation = $2 AND {}",
+                  Ts(3), OnlyStampsSql("$4")),
+      worker_id.ToString(), generation.ToString(), common::ToEpochMicros(now),
+      ObservedText(observed));
   if (updated.affected_rows() == 1) return common::Status::Ok();
   auto worker = FindForUpdate(tx, worker_id);
   if (!worker) return common::NotFound("no such worker");
-  SLUICE_RETURN_IF_ERROR(worker->AcceptHeartbeat(generation, now));
+  SLUICE_RETURN_IF_ERROR(worker->AcceptHeartbeat(generation, observed, now));
   Update(tx, *worker);
   return common::Status::Ok();
 }
@@ -162,24 +176,25 @@ std::set<std::string> WorkerRepository::QuickHeartbeats(pqxx::nontransaction& tx
   // whole text is one simple query: SET LOCAL holds for its implicit
   // transaction only. Rows are locked in id order, so two back ends writing
   // overlapping batches cannot deadlock on each other.
-  std::string ids, generations, stamps;
+  std::string ids, generations, observed, stamps;
   for (const auto& b : beats) {
     const char* sep = ids.empty() ? "" : ",";
     ids += sep + b.worker_id.ToString();
     generations += sep + b.generation.ToString();
+    observed += fmt::format("{}\"{}\"", sep, ObservedText(b.observed));
     stamps += fmt::format("{}{}", sep, common::ToEpochMicros(b.now));
   }
   auto rows = tx.exec(fmt::format(
       "SET LOCAL synchronous_commit = off; "
-      "WITH beat AS (SELECT * FROM unnest('{{{}}}'::uuid[], '{{{}}}'::uuid[], '{{{}}}'::bigint[]) "
-      "AS b(id, generation, at)), "
+      "WITH beat AS (SELECT * FROM unnest('{{{}}}'::uuid[], '{{{}}}'::uuid[], '{{{}}}'::text[], "
+      "'{{{}}}'::bigint[]) AS b(id, generation, observed, at)), "
       "locked AS (SELECT w.id FROM worker w JOIN beat b ON w.id = b.id "
       "AND w.launch_generation = b.generation ORDER BY w.id FOR UPDATE OF w) "
       "UPDATE worker w SET last_heartbeat_at = (to_timestamp(b.at / 1e6) AT TIME ZONE 'UTC'), "
       "updated_at = now() AT TIME ZONE 'UTC' FROM (SELECT DISTINCT ON (id) * FROM beat "
       "ORDER BY id, at DESC) b WHERE w.id = b.id AND w.launch_generation = b.generation "
-      "AND w.id IN (SELECT id FROM locked) RETURNING w.id::text",
-      ids, generations, stamps));
+      "AND {} AND w.id IN (SELECT id FROM locked) RETURNING w.id::text",
+      ids, generations, observed, stamps, OnlyStampsSql("b.observed")));
   std::set<std::string> stamped;
   for (const auto& row : rows) stamped.insert(row[0].c_str());
   return stamped;

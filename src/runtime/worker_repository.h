@@ -34,14 +34,17 @@ class WorkerRepository {
   static common::Result<Worker> ApplyReport(pqxx::work& tx, const common::Uuid& worker_id,
                                             const StateReport& report, common::TimePoint now);
   static common::Status Heartbeat(pqxx::work& tx, const common::Uuid& worker_id,
-                                  const common::Uuid& generation, common::TimePoint now);
+                                  const common::Uuid& generation,
+                                  std::optional<WorkerState> observed, common::TimePoint now);
   // The same heartbeat's common case for many pods in one round trip: the
   // UPDATE and its relaxed commit (no wait for the disk) as one implicit
   // transaction, rows locked in id order. Returns the worker ids whose row
-  // took its beat (generation matched); Heartbeat words the others' refusal.
+  // took its beat (generation matched, nothing to restore); Heartbeat words
+  // the others' refusal or restores their observed state.
   struct Beat {
     common::Uuid worker_id;
     common::Uuid generation;
+    std::optional<WorkerState> observed;
     common::TimePoint now;
   };
   static std::set<std::string> QuickHeartbeats(pqxx::nontransaction& tx,

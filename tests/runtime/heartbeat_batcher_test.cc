@@ -55,11 +55,36 @@ class HeartbeatBatcherTest : public ::testing::Test {
 TEST_F(HeartbeatBatcherTest, ALoneBeatStampsItsRow) {
   HeartbeatBatcher batcher(*db_);
   EXPECT_EQ(Stamp(workers_[0]), "");
-  EXPECT_TRUE(batcher.Beat(workers_[0].id, workers_[0].launch_generation, common::Clock::now()));
+  EXPECT_TRUE(batcher.Beat(workers_[0].id, workers_[0].launch_generation, std::nullopt,
+                           common::Clock::now()));
   EXPECT_NE(Stamp(workers_[0]), "");
   EXPECT_EQ(Stamp(workers_[1]), "");
-  EXPECT_FALSE(batcher.Beat(workers_[1].id, common::Uuid::V4(), common::Clock::now()));
+  EXPECT_FALSE(
+      batcher.Beat(workers_[1].id, common::Uuid::V4(), std::nullopt, common::Clock::now()));
   EXPECT_EQ(Stamp(workers_[1]), "");
+}
+
+TEST_F(HeartbeatBatcherTest, ALiveBeatOnARowMarkedStaleTakesTheLockedPathThatRestoresLive) {
+  HeartbeatBatcher batcher(*db_);
+  const auto& w = workers_[0];
+  db_->Transact([&](pqxx::work& tx) {
+    auto row = *WorkerRepository::FindForUpdate(tx, w.id);
+    row.MarkStale(common::Clock::now(), 90s);
+    WorkerRepository::Update(tx, row);
+  });
+  // The batch stamps only what has nothing to restore: an ERROR beat does.
+  EXPECT_TRUE(batcher.Beat(w.id, w.launch_generation, WorkerState::kError, common::Clock::now()));
+  EXPECT_FALSE(batcher.Beat(w.id, w.launch_generation, WorkerState::kLive, common::Clock::now()));
+  auto restored = db_->Transact([&](pqxx::work& tx) {
+    EXPECT_TRUE(WorkerRepository::Heartbeat(tx, w.id, w.launch_generation, WorkerState::kLive,
+                                            common::Clock::now())
+                    .ok());
+    return *WorkerRepository::Find(tx, w.id);
+  });
+  EXPECT_EQ(restored.state, WorkerState::kLive);
+  EXPECT_FALSE(restored.reason.has_value());
+  // Now LIVE, the next LIVE beat is the batch's again.
+  EXPECT_TRUE(batcher.Beat(w.id, w.launch_generation, WorkerState::kLive, common::Clock::now()));
 }
 
 TEST_F(HeartbeatBatcherTest, BeatsArrivingDuringAWriteShareOneStatementAndAStaleOneIsRefusedAlone) {
@@ -69,8 +94,9 @@ TEST_F(HeartbeatBatcherTest, BeatsArrivingDuringAWriteShareOneStatementAndAStale
   pqxx::connection blocker(test_db_.url());
   pqxx::work hold(blocker);
   hold.exec_params("SELECT 1 FROM worker WHERE id = $1 FOR UPDATE", workers_[0].id.ToString());
-  std::thread first(
-      [&] { batcher.Beat(workers_[0].id, workers_[0].launch_generation, common::Clock::now()); });
+  std::thread first([&] {
+    batcher.Beat(workers_[0].id, workers_[0].launch_generation, std::nullopt, common::Clock::now());
+  });
   std::this_thread::sleep_for(300ms);
   std::vector<std::thread> rest;
   std::atomic<int> taken{0}, refused{0};
@@ -78,7 +104,8 @@ TEST_F(HeartbeatBatcherTest, BeatsArrivingDuringAWriteShareOneStatementAndAStale
     rest.emplace_back([&, i] {
       // Worker 5 beats with a generation that was replaced.
       auto generation = i == 5 ? common::Uuid::V4() : workers_[i].launch_generation;
-      (batcher.Beat(workers_[i].id, generation, common::Clock::now()) ? taken : refused)++;
+      (batcher.Beat(workers_[i].id, generation, std::nullopt, common::Clock::now()) ? taken
+                                                                                    : refused)++;
     });
   }
   std::this_thread::sleep_for(300ms);
@@ -102,7 +129,8 @@ TEST_F(HeartbeatBatcherTest, ManyConcurrentBeatsOnTheSameRowsNeverDeadlock) {
       auto& batcher = t % 2 ? a : b;
       for (int round = 0; round < 25; ++round)
         for (int i = 0; i < kWorkers; i += 1 + t % 3)
-          if (batcher.Beat(workers_[i].id, workers_[i].launch_generation, common::Clock::now()))
+          if (batcher.Beat(workers_[i].id, workers_[i].launch_generation, std::nullopt,
+                           common::Clock::now()))
             ++taken;
     });
   }

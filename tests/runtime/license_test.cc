@@ -12,6 +12,17 @@ TEST(License, NoVerdictDeniesByDefault) {
   EXPECT_FALSE(license.AllowsStart(common::Clock::now()).ok());
 }
 
+TEST(License, TheCommunityVerdictPermitsStartsAndSaysWhenItEnds) {
+  auto now = common::Clock::now();
+  auto verdict = CommunityVerdict(now);
+  EXPECT_TRUE(verdict.active);
+  ASSERT_TRUE(verdict.expires_at.has_value());
+  EXPECT_EQ(*verdict.expires_at, now + kCommunityTerm);
+  EXPECT_TRUE(License(verdict, 3600s).AllowsStart(now).ok());
+  // Not renewed (a back end that stopped refreshing): it ends like any other.
+  EXPECT_FALSE(License(verdict, kCommunityTerm * 2).AllowsStart(now + kCommunityTerm + 1s).ok());
+}
+
 TEST(License, ActiveVerdictInsideGraceAllowsStarts) {
   auto now = common::Clock::now();
   License license(LicenseVerdict{true, now + 24h, now - 10min}, 3600s);

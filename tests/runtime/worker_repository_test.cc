@@ -144,7 +144,7 @@ TEST_F(WorkerRepositoryTest, HundredWorkersHeartbeatAtOnceWithoutDeadlock) {
         for (std::size_t i = static_cast<std::size_t>(t); i < workers.size(); i += 8) {
           db_->Transact([&](pqxx::work& tx) {
             if (WorkerRepository::Heartbeat(tx, workers[i].id, workers[i].launch_generation,
-                                            common::Clock::now())
+                                            std::nullopt, common::Clock::now())
                     .ok())
               ++ok;
           });

@@ -92,7 +92,7 @@ TEST(Worker, PodStillStartingIsNotStale) {
 TEST(Worker, HeartbeatInsideTheWindowKeepsItFresh) {
   auto now = common::Clock::now();
   auto w = Started(now);
-  ASSERT_TRUE(w.AcceptHeartbeat(w.launch_generation, now + 80s).ok());
+  ASSERT_TRUE(w.AcceptHeartbeat(w.launch_generation, WorkerState::kLive, now + 80s).ok());
   EXPECT_FALSE(w.IsStale(now + 150s, 90s));
   EXPECT_TRUE(w.IsStale(now + 171s, 90s));
 }
@@ -104,6 +104,37 @@ TEST(Worker, StaleWorkerBecomesErrorWithAReason) {
   EXPECT_EQ(w.state, WorkerState::kError);
   ASSERT_TRUE(w.reason);
   EXPECT_NE(w.reason->find("90s"), std::string::npos);
+}
+
+TEST(Worker, StaleWorkerWhoseHeartbeatsResumeGetsItsObservedStateBack) {
+  auto now = common::Clock::now();
+  auto w = Started(now);
+  w.Apply({w.launch_generation, WorkerState::kLive, std::nullopt}, now);
+  w.MarkStale(now + 100s, 90s);
+  ASSERT_EQ(w.state, WorkerState::kError);
+  ASSERT_TRUE(w.AcceptHeartbeat(w.launch_generation, WorkerState::kLive, now + 101s).ok());
+  EXPECT_EQ(w.state, WorkerState::kLive);
+  EXPECT_FALSE(w.reason);
+  EXPECT_FALSE(w.IsStale(now + 150s, 90s));
+}
+
+TEST(Worker, HeartbeatRestoresNothingThePodDidNotSayOrThatContradictsAnIntent) {
+  auto now = common::Clock::now();
+  auto w = Started(now);
+  w.MarkStale(now + 100s, 90s);
+  // No observation (an older pod): the time is stamped, the state stays.
+  ASSERT_TRUE(w.AcceptHeartbeat(w.launch_generation, std::nullopt, now + 101s).ok());
+  EXPECT_EQ(w.state, WorkerState::kError);
+  // A pod that reported its own ERROR keeps it while it says ERROR.
+  ASSERT_TRUE(w.AcceptHeartbeat(w.launch_generation, WorkerState::kError, now + 102s).ok());
+  EXPECT_EQ(w.state, WorkerState::kError);
+  // A replaced generation restores nothing.
+  EXPECT_FALSE(w.AcceptHeartbeat(common::Uuid::V4(), WorkerState::kLive, now + 103s).ok());
+  EXPECT_EQ(w.state, WorkerState::kError);
+  // Once paused, a LIVE heartbeat changes nothing.
+  w.Pause();
+  ASSERT_TRUE(w.AcceptHeartbeat(w.launch_generation, WorkerState::kLive, now + 104s).ok());
+  EXPECT_EQ(w.state, WorkerState::kPaused);
 }
 
 TEST(Worker, PausedWorkerIsNeverStale) {
