@@ -8,6 +8,7 @@
 
 #include "api/access.h"
 #include "api/json_fields.h"
+#include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
 #include "api/user_log_repository.h"
@@ -180,7 +181,11 @@ Response Trigger(ApiContext& ctx, Request& req) {
         throw ApiError(409, "backfill_active", created.status().message());
       throw ApiError(422, "invalid_field", created.status().message());
     }
-    for (const auto& c : *created) runs.push_back(RunJson(tx, c.run, true));
+    for (const auto& c : *created) {
+      runs.push_back(RunJson(tx, c.run, true));
+      RecordLifecycle(tx, caller, {c.run.source_connector_id}, "backfill.triggered",
+                      "Backfill triggered", {{"backfill_run_id", c.run.id.ToString()}});
+    }
     if (!caller.service_account_id) LogAction(tx, caller, "backfill");
   });
   return Response::Created({{"runs", runs}});

@@ -5,8 +5,10 @@
 #include "api/connectors_repository.h"
 #include "api/idempotency.h"
 #include "api/json_fields.h"
+#include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/user_log_repository.h"
 #include "catalog/config_validation.h"
 
 namespace sluice::api {
@@ -68,6 +70,7 @@ Response Create(ApiContext& ctx, Request& req) {
     c.team_id = team_id;
     c.env_id = team.env_id;
     InsertConnector(tx, c);
+    LogAction(tx, req.caller(), "connector.create");
     return Response::Created(ConnectorJson(*FindConnector(tx, c.id)));
   });
 }
@@ -103,6 +106,11 @@ Response Patch(ApiContext& ctx, Request& req) {
           *type, catalog::KeepUnchangedSecrets(*type, *config, c.configuration));
     }
     UpdateConnector(tx, c);
+    LogAction(tx, req.caller(), "connector.update");
+    if (config) {
+      RecordLifecycle(tx, req.caller(), {id}, "connector.config_changed",
+                      "Connector configuration changed");
+    }
     return ConnectorJson(*FindConnector(tx, id));
   }));
 }
@@ -112,6 +120,7 @@ Response Delete(ApiContext& ctx, Request& req) {
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
     DeleteConnector(tx, id);
+    LogAction(tx, req.caller(), "connector.delete");
   });
   return Response::NoContent();
 }

@@ -3,6 +3,7 @@
 #include "api/access.h"
 #include "api/datamodels_repository.h"
 #include "api/idempotency.h"
+#include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
 
@@ -65,6 +66,10 @@ Response Patch(ApiContext& ctx, Request& req) {
         CompleteDatamodel(tx, *source, d);
     }
     UpdateDatamodel(tx, d);
+    if (d.source_connector_id) {
+      RecordLifecycle(tx, req.caller(), {*d.source_connector_id, id, std::nullopt},
+                      "datamodel.config_changed", "Data model changed");
+    }
     return DatamodelJson(*FindDatamodel(tx, id));
   }));
 }

@@ -2,9 +2,11 @@
 // owned by a team. Every change bumps `version`.
 #include "api/access.h"
 #include "api/idempotency.h"
+#include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/pipelines_repository.h"
 #include "api/routes.h"
+#include "api/user_log_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -51,6 +53,7 @@ Response Create(ApiContext& ctx, Request& req) {
     p.env_id = team.env_id;
     CheckPipelineReferences(tx, p);
     InsertPipeline(tx, p);
+    LogAction(tx, req.caller(), "pipeline.create");
     return Response::Created(PipelineJson(*FindPipeline(tx, p.id)));
   });
 }
@@ -72,6 +75,12 @@ Response Patch(ApiContext& ctx, Request& req) {
     f.Finish();
     CheckPipelineReferences(tx, p);
     UpdatePipeline(tx, p);
+    LogAction(tx, req.caller(), "pipeline.update");
+    for (const auto& c : {p.source_connector_id, p.target_connector_id}) {
+      if (!c) continue;
+      RecordLifecycle(tx, req.caller(), {*c}, "pipeline.config_changed", "Pipeline changed",
+                      {{"pipeline_id", id.ToString()}});
+    }
     return PipelineJson(*FindPipeline(tx, id));
   }));
 }
@@ -81,6 +90,7 @@ Response Delete(ApiContext& ctx, Request& req) {
   ctx.db.Transact([&](pqxx::work& tx) {
     RequirePipeline(tx, req.caller(), id, Action::kTeamResourceWrite);
     DeletePipeline(tx, id);
+    LogAction(tx, req.caller(), "pipeline.delete");
   });
   return Response::NoContent();
 }

@@ -7,6 +7,7 @@
 #include "api/consumer_groups.h"
 #include "api/datamodels_repository.h"
 #include "api/idempotency.h"
+#include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/pipelines_repository.h"
 #include "api/routes.h"
@@ -120,6 +121,10 @@ Response Patch(ApiContext& ctx, Request& req) {
     UpdateSubscription(tx, s);
     Json out = SubscriptionJson(*FindSubscription(tx, id));
     if (s.backfill && !was_backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);
+    if (s.target_connector_id) {
+      RecordLifecycle(tx, req.caller(), {*s.target_connector_id, std::nullopt, id},
+                      "subscription.config_changed", "Subscription changed");
+    }
     return out;
   }));
 }

@@ -6,6 +6,7 @@
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/user_log_repository.h"
 #include "api/warehouses_repository.h"
 #include "warehouse/engine.h"
 #include "warehouse/run_store.h"
@@ -111,6 +112,7 @@ Response Create(ApiContext& ctx, Request& req) {
     t.team_id = w.team_id;
     t.env_id = w.env_id;
     OnNameClash([&] { warehouse::InsertTask(tx, t, NextRun(t)); });
+    LogAction(tx, req.caller(), "task.create");
     return warehouse::FindTask(tx, t.id)->ToJson();
   }));
 }
@@ -159,6 +161,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       next = NextRun(t);
     }
     OnNameClash([&] { warehouse::UpdateTask(tx, t, next); });
+    LogAction(tx, req.caller(), "task.update");
     return warehouse::FindTask(tx, id)->ToJson();
   }));
 }
@@ -168,6 +171,7 @@ Response Delete(ApiContext& ctx, Request& req) {
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireTask(tx, req.caller(), id, Action::kTeamResourceWrite);
     warehouse::DeleteTask(tx, id);  // its runs cascade
+    LogAction(tx, req.caller(), "task.delete");
   });
   return Response::NoContent();
 }

@@ -6,6 +6,7 @@
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/user_log_repository.h"
 #include "api/warehouses_repository.h"
 #include "catalog/config_validation.h"
 
@@ -52,6 +53,7 @@ Response Create(ApiContext& ctx, Request& req) {
     w.team_id = team_id;
     w.env_id = *team.env_id;
     InsertWarehouse(tx, w);
+    LogAction(tx, req.caller(), "warehouse.create");
     return Response::Created(WarehouseJson(*FindWarehouse(tx, w.id)));
   });
 }
@@ -80,6 +82,7 @@ Response Patch(ApiContext& ctx, Request& req) {
           type, catalog::KeepUnchangedSecrets(type, *config, w.configuration));
     }
     UpdateWarehouse(tx, w);
+    LogAction(tx, req.caller(), "warehouse.update");
     return WarehouseJson(*FindWarehouse(tx, id));
   }));
 }
@@ -89,6 +92,7 @@ Response Delete(ApiContext& ctx, Request& req) {
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
     DeleteWarehouse(tx, id);
+    LogAction(tx, req.caller(), "warehouse.delete");
   });
   return Response::NoContent();
 }

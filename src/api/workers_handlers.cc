@@ -7,6 +7,7 @@
 #include "api/access.h"
 #include "api/config_keys.h"
 #include "api/license_gate.h"
+#include "api/lifecycle_events.h"
 #include "api/routes.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/placement.h"
@@ -37,7 +38,9 @@ Owned LoadConnector(pqxx::work& tx, const Principal& caller, const common::Uuid&
   return {team, {id}};
 }
 
-Owned LoadPipeline(pqxx::work& tx, const Principal& caller, const common::Uuid& id, Action action) {
+// An action needs connectors to act on (409 without); a status read does not.
+Owned LoadPipeline(pqxx::work& tx, const Principal& caller, const common::Uuid& id, Action action,
+                   bool need_connectors = true) {
   auto r = tx.exec_params(
       "SELECT team_id, source_connector_id, target_connector_id FROM pipeline WHERE id = $1",
       id.ToString());
@@ -47,7 +50,7 @@ Owned LoadPipeline(pqxx::work& tx, const Principal& caller, const common::Uuid& 
   Owned owned{team, {}};
   for (int col : {1, 2})
     if (!r[0][col].is_null()) owned.connectors.push_back(*common::Uuid::Parse(r[0][col].c_str()));
-  if (owned.connectors.empty())
+  if (need_connectors && owned.connectors.empty())
     throw ApiError(409, "incomplete", "the pipeline has no connectors to run yet");
   return owned;
 }
@@ -82,6 +85,23 @@ Json WorkerJson(pqxx::work& tx, const Worker& w) {
 }
 
 enum class Verb { kStart, kPause, kResume, kRestart, kStop };
+
+// The past tense the event codes use: connector.paused, pipeline.restarted.
+const char* PastTense(Verb verb) {
+  switch (verb) {
+    case Verb::kStart:
+      return "started";
+    case Verb::kPause:
+      return "paused";
+    case Verb::kResume:
+      return "resumed";
+    case Verb::kRestart:
+      return "restarted";
+    case Verb::kStop:
+      return "stopped";
+  }
+  return "changed";
+}
 
 void ApplyVerb(pqxx::work& tx, const ApiContext& ctx, const common::Uuid& connector, Verb verb) {
   auto now = common::Clock::now();
@@ -145,10 +165,17 @@ Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
   ctx.db.Transact([&](pqxx::work& tx) {
     auto owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceWrite)
                           : LoadConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    const std::string subject = pipeline ? "pipeline" : "connector";
     for (const auto& c : owned.connectors) {
       ApplyVerb(tx, ctx, c, verb);
       for (const auto& w : WorkerRepository::ForConnector(tx, c))
         workers.push_back(WorkerJson(tx, w));
+      Json details = Json::object();
+      if (pipeline) details["pipeline_id"] = id.ToString();
+      RecordLifecycle(
+          tx, req.caller(), {c}, subject + "." + PastTense(verb),
+          fmt::format("{} {} by a user", pipeline ? "Pipeline" : "Connector", PastTense(verb)),
+          std::move(details));
     }
   });
   return Response::Ok({{"workers", workers}});
@@ -158,7 +185,7 @@ Response Status(ApiContext& ctx, Request& req, bool pipeline) {
   auto id = req.PathUuid(pipeline ? "pipeline_id" : "connector_id");
   Json body;
   ctx.db.Transact([&](pqxx::work& tx) {
-    Owned owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceRead)
+    Owned owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceRead, false)
                            : LoadConnector(tx, req.caller(), id, Action::kTeamResourceRead);
     Json workers = Json::array();
     std::string state = "PAUSED";

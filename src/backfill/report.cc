@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backfill/repository.h"
-#include "events/event_store.h"
+#include "events/connector_events.h"
 
 namespace sluice::backfill {
 
@@ -136,9 +136,6 @@ common::Status ItemReporter::Report(ReportKind kind, const ReportArgs& args) {
 void RecordRunEvent(pqxx::work& tx, const BackfillRun& run, const std::string& code,
                     const std::string& level, const std::string& summary, const std::string& reason,
                     nlohmann::json details, std::optional<common::Uuid> subscription_id) {
-  auto c = tx.exec_params("SELECT env_id, team_id, name FROM connector WHERE id = $1",
-                          run.source_connector_id.ToString());
-  if (c.empty() || c[0][0].is_null() || c[0][1].is_null()) return;
   events::ResourceEvent ev;
   ev.ts = common::Clock::now();
   ev.level = *events::ParseLevel(level);
@@ -148,19 +145,11 @@ void RecordRunEvent(pqxx::work& tx, const BackfillRun& run, const std::string& c
   if (!reason.empty()) ev.reason = reason;
   details["backfill_run_id"] = run.id.ToString();
   ev.details = std::move(details);
-  ev.resource.env_id = *common::Uuid::Parse(c[0][0].c_str());
-  ev.resource.team_id = *common::Uuid::Parse(c[0][1].c_str());
-  ev.resource.connector_id = run.source_connector_id;
-  ev.resource.connector_name = c[0][2].is_null() ? "" : c[0][2].c_str();
-  if (subscription_id) {
-    auto sub =
-        tx.exec_params("SELECT name FROM subscription WHERE id = $1", subscription_id->ToString());
-    ev.resource.subscription_id = subscription_id;
-    if (!sub.empty()) ev.resource.subscription_name = sub[0][0].c_str();
-  }
   if (run.triggered_by_email) ev.actor_email = run.triggered_by_email;
-  auto recorded = events::EventStore::Record(tx, ev, {});
-  if (!recorded.ok()) spdlog::warn("cannot record {}: {}", code, recorded.status().message());
+  auto recorded = events::RecordAbout(tx, {run.source_connector_id, std::nullopt, subscription_id},
+                                      std::move(ev));
+  if (!recorded.ok() && recorded.status().code() != common::Code::kNotFound)
+    spdlog::warn("cannot record {}: {}", code, recorded.status().message());
 }
 
 int LostAttemptsSoFar(pqxx::transaction_base& tx, const BackfillItem& item) {

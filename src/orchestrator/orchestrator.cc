@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "events/event_store.h"
+#include "events/connector_events.h"
 #include "runtime/launch_config.h"
 #include "runtime/license.h"
 #include "runtime/license_repository.h"
@@ -224,9 +224,6 @@ void Orchestrator::RecordWorkerEvent(const Worker& w, const std::string& code,
                                      const std::string& level, const std::string& summary,
                                      const std::string& reason, nlohmann::json details) {
   db_.Transact([&](pqxx::work& tx) {
-    auto c = tx.exec_params("SELECT env_id, team_id, name FROM connector WHERE id = $1",
-                            w.connector_id.ToString());
-    if (c.empty() || c[0][0].is_null() || c[0][1].is_null()) return;
     events::ResourceEvent ev;
     ev.ts = common::Clock::now();
     ev.level = *events::ParseLevel(level);
@@ -236,13 +233,9 @@ void Orchestrator::RecordWorkerEvent(const Worker& w, const std::string& code,
     if (!reason.empty()) ev.reason = reason;
     details["shard_index"] = w.shard_index;
     ev.details = details;
-    ev.resource.env_id = *common::Uuid::Parse(c[0][0].c_str());
-    ev.resource.team_id = *common::Uuid::Parse(c[0][1].c_str());
-    ev.resource.connector_id = w.connector_id;
-    ev.resource.connector_name = c[0][2].is_null() ? "" : c[0][2].c_str();
-    ev.pod = fmt::format("shard-{}", w.shard_index);
-    auto recorded = events::EventStore::Record(tx, ev, {});
-    if (!recorded.ok()) spdlog::warn("cannot record {}: {}", code, recorded.status().message());
+    auto recorded = events::RecordAbout(tx, {w.connector_id}, std::move(ev));
+    if (!recorded.ok() && recorded.status().code() != common::Code::kNotFound)
+      spdlog::warn("cannot record {}: {}", code, recorded.status().message());
   });
 }
 

@@ -183,5 +183,30 @@ TEST_F(ConnectorsApi, RotationReencryptsEveryConfigurationUnderTheNewKey) {
   EXPECT_EQ(Get("/api/v1/connectors/" + id).status, 200);
 }
 
+TEST_F(ConnectorsApi, ConnectorAndPipelineWritesAreInTheUserLogWithTheActor) {
+  auto token = NewMember("writer@example.com", team_id_);
+  auto c = Call(
+      "POST", Path(),
+      {{"name", "src"}, {"type", "postgresql-source"}, {"configuration", PgSourceConfig()}}, token);
+  ASSERT_EQ(c.status, 201) << c.body.dump();
+  const std::string connector = "/api/v1/connectors/" + c.body["id"].get<std::string>();
+  ASSERT_EQ(Call("PATCH", connector, {{"name", "src2"}}, token).status, 200);
+  auto p = Call("POST", "/api/v1/teams/" + team_id_ + "/pipelines", {{"name", "p"}}, token);
+  ASSERT_EQ(p.status, 201) << p.body.dump();
+  const std::string pipeline = "/api/v1/pipelines/" + p.body["id"].get<std::string>();
+  ASSERT_EQ(Call("PATCH", pipeline, {{"name", "p2"}}, token).status, 200);
+  ASSERT_EQ(Call("DELETE", pipeline, nullptr, token).status, 204);
+  ASSERT_EQ(Call("DELETE", connector, nullptr, token).status, 204);
+  pqxx::connection conn(tdb_->url());
+  auto rows = pqxx::work(conn).exec(
+      "SELECT action FROM user_log WHERE user_email = 'writer@example.com' AND user_type = "
+      "'user' AND action <> 'login' ORDER BY \"timestamp\"");
+  std::vector<std::string> actions;
+  for (const auto& r : rows) actions.push_back(r[0].c_str());
+  EXPECT_EQ(actions,
+            (std::vector<std::string>{"connector.create", "connector.update", "pipeline.create",
+                                      "pipeline.update", "pipeline.delete", "connector.delete"}));
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -128,5 +128,17 @@ TEST_F(LifecycleApi, LicenseVerdictIsPushedBySuperuserOnly) {
   EXPECT_EQ(Verb("resume").status, 403);
 }
 
+TEST_F(LifecycleApi, APipelineWithoutConnectorsIsADraftToReadAndIncompleteToRun) {
+  auto p = Post("/api/v1/teams/" + team_id_ + "/pipelines", {{"name", "empty"}});
+  ASSERT_EQ(p.status, 201) << p.body.dump();
+  const std::string path = "/api/v1/pipelines/" + p.body["id"].get<std::string>();
+  auto status = Get(path + "/status");
+  ASSERT_EQ(status.status, 200) << status.body.dump();
+  EXPECT_EQ(status.body["state"], "DRAFT");
+  EXPECT_TRUE(status.body["workers"].empty());
+  GrantLicense();
+  EXPECT_EQ(Post(path + "/start", Json::object()).status, 409);
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -176,7 +176,21 @@ TEST_F(OrchestratorTest, SilentPodIsMarkedErrorAfterTheHeartbeatWindow) {
   ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kError; }, 20s));
   EXPECT_NE(WorkerOf(target_id_).reason.value_or("").find("no heartbeat"), std::string::npos);
   EXPECT_GE(EventCount("worker.heartbeat_lost"), 1);
+  // The back end emitted it: no pod, no generation (the spec's NULLs).
+  EXPECT_EQ(db_->Transact([&](pqxx::work& tx) {
+    return tx
+        .exec(
+            "SELECT count(*) FROM resource_event WHERE code = 'worker.heartbeat_lost' AND "
+            "(pod IS NOT NULL OR generation IS NOT NULL)")[0][0]
+        .as<int>();
+  }),
+            0);
   kill(*pid, SIGCONT);
+  // Silence meant it stopped reporting, not that it stopped: its next
+  // heartbeat restores LIVE, and it is the same pod, not a relaunch.
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }, 20s));
+  EXPECT_FALSE(WorkerOf(target_id_).reason.has_value());
+  EXPECT_EQ(orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_))), pid);
 }
 
 TEST_F(OrchestratorTest, StopOfAHungWorkerIsForcedAfterTheTimeout) {
