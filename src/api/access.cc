@@ -41,6 +41,13 @@ TeamRow RequireTeam(pqxx::work& tx, const Principal& caller, const common::Uuid&
   return *team;
 }
 
+bool MayReadTeamResources(pqxx::work& tx, const Principal& caller, const common::Uuid& team_id) {
+  auto team = FindTeam(tx, team_id);
+  if (!team) return caller.is_superuser;
+  return auth::Decide(TeamSubject(tx, caller, *team), auth::Action::kTeamResourceRead) ==
+         auth::Decision::kAllow;
+}
+
 bool ManagesEnv(pqxx::work& tx, const Principal& caller, const common::Uuid& env_id) {
   return auth::Decide(EnvSubject(tx, caller, env_id), auth::Action::kEnvManage) ==
          auth::Decision::kAllow;

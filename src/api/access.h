@@ -23,6 +23,9 @@ EnvRow RequireEnv(pqxx::work& tx, const Principal& caller, const common::Uuid& e
 TeamRow RequireTeam(pqxx::work& tx, const Principal& caller, const common::Uuid& team_id,
                     auth::Action action);
 
+// Whether the caller may read the resources of the team (false when the team is gone).
+bool MayReadTeamResources(pqxx::work& tx, const Principal& caller, const common::Uuid& team_id);
+
 // Whether the caller manages the env / team (for request answering).
 bool ManagesEnv(pqxx::work& tx, const Principal& caller, const common::Uuid& env_id);
 bool ManagesTeam(pqxx::work& tx, const Principal& caller, const TeamRow& team);

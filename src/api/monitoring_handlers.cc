@@ -71,35 +71,66 @@ Json PageJson(const events::EventQuery& q, const events::EventPage& page) {
           {"next_cursor", page.next ? Json(page.next->Encode()) : Json(nullptr)}};
 }
 
-Response List(ApiContext& ctx, Request& req, const std::string& kind) {
-  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    events::EventScope scope;
+// The resource's scope as the caller may read it now; nullopt when the
+// resource is gone or belongs (now) to a team the caller cannot read.
+std::optional<events::EventScope> ScopeReadableNow(pqxx::work& tx, const Request& req,
+                                                   const std::string& kind) {
+  try {
     if (kind == "connector") {
       auto id = req.PathUuid("connector_id");
       RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
-      scope = events::EventScope::Connector(id);
-    } else if (kind == "datamodel") {
-      auto d = RequireMonitoredDatamodel(tx, req.caller(), req.PathUuid("datamodel_id"));
-      if (!d.source_connector_id) {
-        // Only datamodel-specific rows can exist; they still carry the old connector.
-        scope = events::EventScope::Pipeline({}, {d.id}, {});
-      } else {
-        scope = events::EventScope::Datamodel(*d.source_connector_id, d.id);
-      }
-    } else if (kind == "subscription") {
-      auto s = RequireMonitoredSubscription(tx, req.caller(), req.PathUuid("subscription_id"));
-      if (!s.target_connector_id) {
-        scope = events::EventScope::Pipeline({}, {}, {s.id});
-      } else {
-        scope = events::EventScope::Subscription(*s.target_connector_id, s.id);
-      }
-    } else {
-      auto p = RequireMonitoredPipeline(tx, req.caller(), req.PathUuid("pipeline_id"));
-      std::vector<common::Uuid> subs;
-      for (const auto& s : p.subscriptions) subs.push_back(s.id);
-      scope = events::EventScope::Pipeline(p.connectors, p.datamodels, subs);
+      return events::EventScope::Connector(id);
     }
-    auto q = ParseQuery(req, std::move(scope));
+    if (kind == "datamodel") {
+      auto d = RequireMonitoredDatamodel(tx, req.caller(), req.PathUuid("datamodel_id"));
+      // Without a source, only datamodel-specific rows can exist; they still
+      // carry the old connector.
+      if (!d.source_connector_id) return events::EventScope::Pipeline({}, {d.id}, {});
+      return events::EventScope::Datamodel(*d.source_connector_id, d.id);
+    }
+    if (kind == "subscription") {
+      auto s = RequireMonitoredSubscription(tx, req.caller(), req.PathUuid("subscription_id"));
+      if (!s.target_connector_id) return events::EventScope::Pipeline({}, {}, {s.id});
+      return events::EventScope::Subscription(*s.target_connector_id, s.id);
+    }
+    auto p = RequireMonitoredPipeline(tx, req.caller(), req.PathUuid("pipeline_id"));
+    std::vector<common::Uuid> subs;
+    for (const auto& s : p.subscriptions) subs.push_back(s.id);
+    return events::EventScope::Pipeline(p.connectors, p.datamodels, subs);
+  } catch (const ApiError& e) {
+    if (e.http_status() != 404 && e.http_status() != 403) throw;
+    return std::nullopt;
+  }
+}
+
+// The events the resource's id alone names: what stays of a deleted (or
+// moved) connector, datamodel or subscription. A pipeline id is in no event.
+std::optional<events::EventScope> ScopeById(const Request& req, const std::string& kind) {
+  if (kind == "connector") return events::EventScope::Connector(req.PathUuid("connector_id"));
+  if (kind == "datamodel")
+    return events::EventScope::Pipeline({}, {req.PathUuid("datamodel_id")}, {});
+  if (kind == "subscription")
+    return events::EventScope::Pipeline({}, {}, {req.PathUuid("subscription_id")});
+  return std::nullopt;
+}
+
+// Read access to an event is read access to the team it was recorded for,
+// not to the resource's team today: a deleted connector's history stays
+// with the team that owned it, and a moved resource does not hand its
+// history to its new team.
+Response List(ApiContext& ctx, Request& req, const std::string& kind) {
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    auto scope = ScopeReadableNow(tx, req, kind);
+    const bool readable_now = scope.has_value();
+    if (!scope) scope = ScopeById(req, kind);
+    std::vector<common::Uuid> teams;
+    if (scope) {
+      for (const auto& team : events::TeamsInScope(tx, *scope))
+        if (MayReadTeamResources(tx, req.caller(), team)) teams.push_back(team);
+    }
+    if (!readable_now && teams.empty()) throw ApiError(404, "not_found", kind + " not found");
+    auto q = ParseQuery(req, std::move(*scope));
+    q.teams = std::move(teams);
     return PageJson(q, ValueOrThrow(events::ListEvents(tx, q)));
   }));
 }

@@ -63,6 +63,9 @@ struct EventQuery {
   std::vector<Level> levels = {Level::kCritical, Level::kError};  // errors only by default
   int limit = kDefaultPageSize;                                   // 1..kMaxPageSize
   std::optional<PageToken> after;
+  // Only events recorded for these teams (read access to an event is read
+  // access to its own team_id); nullopt: no such filter.
+  std::optional<std::vector<common::Uuid>> teams;
 };
 
 struct EventPage {
@@ -71,5 +74,8 @@ struct EventPage {
 };
 
 common::Result<EventPage> ListEvents(pqxx::transaction_base& tx, const EventQuery& q);
+
+// The teams the events of a scope were recorded for.
+std::vector<common::Uuid> TeamsInScope(pqxx::transaction_base& tx, const EventScope& scope);
 
 }  // namespace sluice::events

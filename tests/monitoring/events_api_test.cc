@@ -147,5 +147,87 @@ TEST_F(EventsApi, AnotherTeamGets404AndTheOwningTeamGets200) {
             404);
 }
 
+// A user's action on what runs, or on its configuration, is a lifecycle
+// event on every connector it touched, attributed to the actor.
+TEST_F(EventsApi, UserActionsLeaveLifecycleEventsAttributedToTheActor) {
+  const std::string actor = "operator@example.com";
+  auto token = NewMember(actor, team_id_);
+  auto act = [&](const std::string& method, const std::string& path, const Json& body) {
+    auto r = Call(method, path, body, token);
+    EXPECT_EQ(r.status, 200) << path << " " << r.body.dump();
+  };
+  act("POST", "/api/v1/connectors/" + source_ + "/pause", Json::object());
+  act("POST", "/api/v1/pipelines/" + pipeline_ + "/stop", Json::object());
+  act("PATCH", "/api/v1/subscriptions/" + subscription_, {{"name", "orders_copy_renamed"}});
+
+  auto info = [&](const std::string& path) {
+    auto r = Get(path + "/events?level=info");
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    return r.body["items"];
+  };
+  auto source_events = info("/api/v1/connectors/" + source_);
+  std::set<std::string> source_codes;
+  for (const auto& e : source_events) source_codes.insert(e["code"]);
+  EXPECT_EQ(source_codes, (std::set<std::string>{"connector.paused", "pipeline.stopped"}));
+  for (const auto& e : source_events) {
+    EXPECT_EQ(e["type"], "lifecycle");
+    EXPECT_EQ(e["level"], "info");
+    EXPECT_EQ(e["actor_email"], actor);
+    EXPECT_TRUE(e["reason"].is_null());
+    EXPECT_NE(e["message"].get<std::string>().find("(by " + actor + ")"), std::string::npos)
+        << e["message"];
+  }
+  // A pipeline action reaches both of its connectors and names the pipeline.
+  auto target_events = info("/api/v1/connectors/" + target_);
+  bool pipeline_stop_on_target = false;
+  for (const auto& e : target_events)
+    if (e["code"] == "pipeline.stopped" && e["details"]["pipeline_id"] == pipeline_)
+      pipeline_stop_on_target = true;
+  EXPECT_TRUE(pipeline_stop_on_target) << target_events.dump();
+  Json changed;
+  for (const auto& e : info("/api/v1/subscriptions/" + subscription_))
+    if (e["code"] == "subscription.config_changed") changed = e;
+  ASSERT_TRUE(changed.is_object());
+  EXPECT_EQ(changed["subscription_name"], "orders_copy_renamed");
+  EXPECT_EQ(changed["actor_email"], actor);
+  // Lifecycle actions are not errors: the default listing stays quiet.
+  EXPECT_TRUE(Get("/api/v1/connectors/" + source_ + "/events").body["items"].empty());
+}
+
+// Read access to an event is read access to the team it was recorded for:
+// a connector moved to another team keeps its history with the old team,
+// and a deleted connector's events stay readable by the team that owned it.
+TEST_F(EventsApi, EventsAreReadThroughTheTeamTheyWereRecordedFor) {
+  auto old_member = NewMember("old-owner@example.com", team_id_);
+  auto other_team = NewTeam("analytics");
+  auto new_member = NewMember("new-owner@example.com", other_team);
+  auto outsider = NewMember("outsider@example.com", NewTeam("elsewhere"));
+  Record(Level::kError, "worker.crash", "exit code 137", t0_);
+  const std::string path = "/api/v1/connectors/" + source_ + "/events";
+  ASSERT_EQ(Call("GET", path, nullptr, old_member).body["items"].size(), 1u);
+
+  // Moved: the new team sees the connector but none of the old team's history.
+  db_->Transact([&](pqxx::work& tx) {
+    tx.exec_params("UPDATE connector SET team_id = $1 WHERE id = $2", other_team, source_);
+  });
+  auto for_new = Call("GET", path, nullptr, new_member);
+  ASSERT_EQ(for_new.status, 200) << for_new.body.dump();
+  EXPECT_TRUE(for_new.body["items"].empty()) << for_new.body.dump();
+  auto for_old = Call("GET", path, nullptr, old_member);
+  ASSERT_EQ(for_old.status, 200) << for_old.body.dump();
+  EXPECT_EQ(Codes(for_old), (std::vector<std::string>{"worker.crash"}));
+
+  // Deleted: the history stays with its team; anyone else gets 404.
+  auto lone = NewConnector(team_id_, "lone", "jsonl-target");
+  Record(Level::kError, "target.gone", "connection refused", t0_ + 1s, "", "", lone);
+  ASSERT_EQ(Delete("/api/v1/connectors/" + lone).status, 204);
+  const std::string gone_path = "/api/v1/connectors/" + lone + "/events";
+  auto gone = Call("GET", gone_path, nullptr, old_member);
+  ASSERT_EQ(gone.status, 200) << gone.body.dump();
+  EXPECT_EQ(Codes(gone), (std::vector<std::string>{"target.gone"}));
+  EXPECT_EQ(Call("GET", gone_path, nullptr, outsider).status, 404);
+  EXPECT_EQ(Call("GET", gone_path, nullptr, new_member).status, 404);
+}
+
 }  // namespace
 }  // namespace sluice::testing
