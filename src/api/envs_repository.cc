@@ -101,12 +101,8 @@ void UpdateEnv(pqxx::work& tx, const EnvRow& e) {
 }
 
 void DeleteEnv(pqxx::work& tx, const common::Uuid& id) {
-  // team_request has no cascade, and teams only SET NULL: remove the env's
-  // teams explicitly so nothing is left orphaned.
-  tx.exec_params(
-      "DELETE FROM team_request WHERE team_id IN (SELECT id FROM team WHERE env_id = $1)",
-      id.ToString());
-  tx.exec_params("DELETE FROM team WHERE env_id = $1", id.ToString());
+  // The env's teams stay, their env_id set NULL by the foreign key, as the
+  // spec says: a team and what it owns outlive the env they lived in.
   tx.exec_params("DELETE FROM env WHERE id = $1", id.ToString());
 }
 

@@ -148,8 +148,13 @@ TEST_F(AccessMatrix, EnvDeletionIsForSuperusersOnly) {
   for (const char* label : {"admin", "outsider"}) {
     EXPECT_EQ(h_.Call("DELETE", E(), nullptr, callers_[label].token).status, 403) << label;
   }
+  long long teams = h_.Count("SELECT count(*) FROM team");
+  ASSERT_GT(teams, 0);
   EXPECT_EQ(h_.Call("DELETE", E(), nullptr, h_.root().token).status, 204);
-  EXPECT_EQ(h_.Count("SELECT count(*) FROM team"), 0);
+  // The spec's team.env_id is ON DELETE SET NULL: the teams (and what they
+  // own) outlive the env, unattached.
+  EXPECT_EQ(h_.Count("SELECT count(*) FROM team"), teams);
+  EXPECT_EQ(h_.Count("SELECT count(*) FROM team WHERE env_id IS NOT NULL"), 0);
 }
 
 TEST_F(AccessMatrix, EnvReadsDropBrokerCredentials) {
