@@ -34,7 +34,7 @@ common::Result<runtime::LicenseVerdict> ParseVerdict(const std::string& body,
 
 common::Result<runtime::LicenseVerdict> FetchVerdict(const LicenseSource& source,
                                                      common::TimePoint now) {
-  if (!source.control_plane_url) return runtime::LicenseVerdict{true, std::nullopt, now};
+  if (!source.control_plane_url) return runtime::CommunityVerdict(now);
   common::HttpRequest request;
   request.url = *source.control_plane_url;
   request.headers = {"Accept: application/json"};

@@ -2,7 +2,8 @@
 // for a verdict (GET, JSON {"license_active": bool, "license_expires_at":
 // ISO-8601 | null}); a failed fetch leaves the last verdict in place so the
 // grace window, not one network blip, decides. Without a control-plane (the
-// self-hosted community edition) the verdict is active with no expiry.
+// self-hosted community edition) it is the community verdict, renewed at
+// every refresh (runtime::CommunityVerdict).
 #pragma once
 
 #include <optional>

@@ -4,6 +4,10 @@
 
 namespace sluice::runtime {
 
+LicenseVerdict CommunityVerdict(common::TimePoint now) {
+  return LicenseVerdict{true, now + kCommunityTerm, now};
+}
+
 common::Status License::AllowsStart(common::TimePoint now) const {
   if (!last_) {
     return common::FailedPrecondition("no license verdict received from the control-plane yet");

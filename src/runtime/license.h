@@ -19,6 +19,14 @@ struct LicenseVerdict {
   common::TimePoint seen_at;
 };
 
+// The community license a deployment without a control-plane runs under. It
+// permits everything this binary does, on this deployment, and ends
+// kCommunityTerm after it was issued; the back end issues it anew at every
+// license refresh, so a running deployment never lapses, while the stored
+// verdict always says when it ends (never an active verdict with no expiry).
+inline constexpr std::chrono::hours kCommunityTerm{24 * 30};
+LicenseVerdict CommunityVerdict(common::TimePoint now);
+
 class License {
  public:
   // nullopt: no row yet (never heard from the control-plane).

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "api_harness.h"
+#include "common/time.h"
 
 namespace sluice::testing {
 namespace {
@@ -107,6 +109,24 @@ TEST_F(ServeProcess, ServesTheApiBootstrapsTheSuperuserAndStopsOnSigterm) {
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
   EXPECT_EQ(Json::parse(missing->body)["error"]["code"], "not_found");
+
+  // No control-plane: the community verdict, as the README says: active,
+  // ending 30 days after its last renewal, so never active with no expiry.
+  Json license;
+  for (int i = 0; i < 100; ++i) {
+    auto r = cli.Get("/api/v1/license", {{"Authorization", "Bearer " + token}});
+    ASSERT_TRUE(r);
+    license = Json::parse(r->body);
+    if (!license["last_seen_at"].is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(license["license_active"], true) << license.dump();
+  EXPECT_EQ(license["allows_start"], true) << license.dump();
+  ASSERT_TRUE(license["license_expires_at"].is_string()) << license.dump();
+  auto expires = common::ParseIso8601(license["license_expires_at"].get<std::string>());
+  ASSERT_TRUE(expires.has_value());
+  EXPECT_GT(*expires, common::Clock::now() + std::chrono::hours(24 * 29));
+  EXPECT_LT(*expires, common::Clock::now() + std::chrono::hours(24 * 31));
 
   struct stat st {};
   ASSERT_EQ(::stat((dir_ / "secret.key").c_str(), &st), 0);
