@@ -166,9 +166,13 @@ common::Status SubscriptionStage::Deliver() {
     if (!written.ok()) return written.status();
   }
   SLUICE_RETURN_IF_ERROR(consumer_->Commit(pending_));
+  // Skipped is not error (#3958): a filtered or undecodable record was not
+  // delivered on purpose; only the target's refusals are errors. Both kinds
+  // still reach the error table above, as evidence.
+  const auto undecodable_count = static_cast<std::int64_t>(refused.size() - refused_by_target);
   counters_.delivered += static_cast<std::int64_t>(batch.size() - refused_by_target);
-  counters_.skipped += skipped;
-  counters_.errored += static_cast<std::int64_t>(refused.size());
+  counters_.skipped += skipped + undecodable_count;
+  counters_.errored += static_cast<std::int64_t>(refused_by_target);
   for (auto& r : refused) rejected_.push_back(std::move(r));
   pending_.clear();
   return common::Status::Ok();

@@ -165,6 +165,27 @@ TEST_F(WorkerMetricsPage, RowsLagErrorsAndHeartbeatAgeOfEachWorker) {
   EXPECT_GE(page["sluice_worker_heartbeat_age_seconds"], 0);
   EXPECT_TRUE(page.count(
       "sluice_worker_rows_per_second{direction=\"delivered\",subscription_id=\"" + sub + "\"}"));
+
+  // Skipped is not error: a record nobody can decode is skipped; a row the
+  // target refuses is an error. The two are counted apart.
+  const std::string skipped =
+      "sluice_worker_rows_total{direction=\"skipped\",subscription_id=\"" + sub + "\"}";
+  const std::string errored =
+      "sluice_worker_rows_total{direction=\"errored\",subscription_id=\"" + sub + "\"}";
+  auto garbage = dir_ / "garbage.txt";
+  std::ofstream(garbage) << "not-json|{{{ this is no envelope\n";
+  std::string kcat = "kcat -P -K '|' -b " + broker_.bootstrap() + " -t " + topic + " -l " +
+                     garbage.string() + " 2>&1";
+  ASSERT_EQ(std::system(kcat.c_str()), 0) << kcat;
+  EXPECT_TRUE(Reaches(target_port, skipped, 1));
+  {
+    pqxx::connection c(target_.url());
+    pqxx::nontransaction(c).exec(
+        "ALTER TABLE orders_copy ADD CONSTRAINT no_poison CHECK (name <> 'poison')");
+  }
+  Source("INSERT INTO orders (name) VALUES ('poison')");
+  EXPECT_TRUE(Reaches(target_port, errored, 1));
+  EXPECT_EQ(Scrape(target_port)[skipped], 1);
 }
 
 }  // namespace
