@@ -9,6 +9,15 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build-ui.sh
 jobs=$(nproc)
+# ccache (when installed) keeps its objects outside the checkout, so a
+# repeated run on the same machine, or a sibling checkout, reuses them.
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/sluice-ccache}" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+build_start=$SECONDS
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR=ON -DSLUICE_ONLY= >/dev/null
 cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300 "$@"
+build_seconds=$((SECONDS - build_start))
+test_start=$SECONDS
+status=0
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300 "$@" || status=$?
+echo "test.sh: build ${build_seconds} s, tests $((SECONDS - test_start)) s"
+exit "$status"
