@@ -9,10 +9,6 @@
 
 namespace sluice::events {
 
-namespace {
-constexpr int kSchemaLockClass = 0x534C5510;
-}
-
 nlohmann::json OutboxRecord::ToJson() const {
   nlohmann::json j = event.ToJson();
   j["event_id"] = event.id.ToString();
@@ -23,23 +19,11 @@ nlohmann::json OutboxRecord::ToJson() const {
   return j;
 }
 
-void OutboxPublisher::EnsureSchema(pqxx::work& tx) {
-  // Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog.
-  tx.exec_params("SELECT pg_advisory_xact_lock($1, 0)", kSchemaLockClass);
-  tx.exec(
-      "CREATE TABLE IF NOT EXISTS events_outbox_cursor ("
-      " name VARCHAR(64) PRIMARY KEY,"
-      " last_seq BIGINT NOT NULL,"
-      " created_at TIMESTAMP,"
-      " updated_at TIMESTAMP)");
-}
-
 common::Result<std::int64_t> OutboxPublisher::Cursor() {
   try {
     return db_.Transact([&](pqxx::work& tx) -> std::int64_t {
-      EnsureSchema(tx);
       auto r =
-          tx.exec_params("SELECT last_seq FROM events_outbox_cursor WHERE name = $1", opts_.name);
+          tx.exec_params("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1", opts_.name);
       return r.empty() ? 0 : r[0][0].as<std::int64_t>();
     });
   } catch (const std::exception& e) {
@@ -63,19 +47,15 @@ common::Result<PublishReport> OutboxPublisher::PublishOnce() {
 
 common::Result<PublishReport> OutboxPublisher::PublishBatch() {
   try {
-    if (!schema_ready_) {
-      db_.Transact([](pqxx::work& tx) { EnsureSchema(tx); });
-      schema_ready_ = true;
-    }
     return db_.Transact([&](pqxx::work& tx) {
       const std::int64_t db_now = internal::EpochMicros(common::Clock::now());
       tx.exec_params(
-          "INSERT INTO events_outbox_cursor (name, last_seq, created_at, updated_at)"
+          "INSERT INTO sluice_state.events_outbox_cursor (name, last_seq, created_at, updated_at)"
           " VALUES ($1, 0, " SLUICE_EV_TS("$2") ", " SLUICE_EV_TS("$2") ") ON CONFLICT DO NOTHING",
           opts_.name, db_now);
       // The row lock makes concurrent publishers of one outbox take turns.
       std::int64_t cursor =
-          tx.exec_params("SELECT last_seq FROM events_outbox_cursor WHERE name = $1 FOR UPDATE",
+          tx.exec_params("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1 FOR UPDATE",
                          opts_.name)[0][0]
               .as<std::int64_t>();
       auto rows =
@@ -119,7 +99,7 @@ common::Result<PublishReport> OutboxPublisher::PublishBatch() {
         cursor = seq;
         ++report.published;
       }
-      tx.exec_params("UPDATE events_outbox_cursor SET last_seq = $2, updated_at = " SLUICE_EV_TS(
+      tx.exec_params("UPDATE sluice_state.events_outbox_cursor SET last_seq = $2, updated_at = " SLUICE_EV_TS(
                          "$3") " WHERE name = $1",
                      opts_.name, cursor, db_now);
       report.cursor = cursor;

@@ -10,9 +10,8 @@
 // the reader waits until the row after the gap is older than `gap_timeout`
 // (a gap that old is a rolled-back insert, not a slow commit).
 //
-// The cursor lives in events_outbox_cursor (name PK, last_seq), a table this
-// class creates itself with CREATE TABLE IF NOT EXISTS: the data-plane
-// schema has none for it.
+// The cursor lives in sluice_state.events_outbox_cursor (name PK, last_seq),
+// created by migration 0002: the spec's tables have no column for it.
 #pragma once
 
 #include <chrono>
@@ -66,9 +65,6 @@ class OutboxPublisher {
   OutboxPublisher(store::Database& db, PublishFn publish, OutboxOptions opts = {})
       : db_(db), publish_(std::move(publish)), opts_(std::move(opts)) {}
 
-  // Creates events_outbox_cursor if missing (idempotent, concurrency-safe).
-  static void EnsureSchema(pqxx::work& tx);
-
   // Publishes every settled record after the cursor, batch by batch, until
   // none is left, one is held back, or the callback refuses one.
   common::Result<PublishReport> PublishOnce();
@@ -84,7 +80,6 @@ class OutboxPublisher {
   store::Database& db_;
   PublishFn publish_;
   OutboxOptions opts_;
-  bool schema_ready_ = false;
 };
 
 }  // namespace sluice::events

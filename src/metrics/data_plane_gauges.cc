@@ -133,10 +133,10 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
                        "Occurrences not yet published to connector_events.",
                        MetricType::kGauge,
                        {}};
-  if (!tx.exec("SELECT to_regclass('events_outbox_cursor')")[0][0].is_null()) {
+  if (!tx.exec("SELECT to_regclass('sluice_state.events_outbox_cursor')")[0][0].is_null()) {
     for (const auto& r :
          tx.exec("SELECT c.name, (SELECT COUNT(*) FROM resource_event_occurrence o"
-                 " WHERE o.seq > c.last_seq) FROM events_outbox_cursor c ORDER BY c.name")) {
+                 " WHERE o.seq > c.last_seq) FROM sluice_state.events_outbox_cursor c ORDER BY c.name")) {
       backlog.samples.push_back(
           {{{"outbox", r[0].as<std::string>()}}, static_cast<double>(r[1].as<std::int64_t>())});
     }

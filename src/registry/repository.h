@@ -8,8 +8,8 @@
 // existing id.
 //
 // Confluent's API needs three things those tables lack, so the repository
-// keeps them in its own tables, OUTSIDE THE SPEC'S 30, created by idempotent
-// DDL in EnsureTables():
+// keeps them in its own tables, OUTSIDE THE SPEC'S 30, in schema sluice_state,
+// created by migration 0002 (EnsureTables() only gives int ids to schemas that have none):
 //   registry_schema_id       integer id (the wire format's) <-> schema.id
 //   registry_deleted_version soft-deleted schema_version rows
 //   registry_config          compatibility level per subject ('' = global)

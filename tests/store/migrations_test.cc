@@ -109,5 +109,31 @@ TEST(Migrate, NewerSchemaVersionIsRefusedAndNothingChanges) {
   EXPECT_EQ(CountTables(db.url()), 1);  // only the bookkeeping table it already had
 }
 
+TEST(Migrate, StateOutsideTheSpecLivesInItsOwnSchemaAndOldTablesMoveThereWithTheirRows) {
+  EmptyDatabase db;
+  {
+    // What an older sluice created lazily, in public, beside the spec's tables.
+    pqxx::connection c(db.url());
+    pqxx::nontransaction tx(c);
+    tx.exec(
+        "CREATE TABLE events_outbox_cursor (name VARCHAR(64) PRIMARY KEY, last_seq BIGINT NOT "
+        "NULL, created_at TIMESTAMP, updated_at TIMESTAMP)");
+    tx.exec("INSERT INTO events_outbox_cursor (name, last_seq) VALUES ('connector_events', 42)");
+  }
+  auto run = RunMigrate(db.url());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(CountTables(db.url()), 31);  // public: the spec's 30 + bookkeeping, nothing else
+  pqxx::connection c(db.url());
+  pqxx::nontransaction tx(c);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                     "'sluice_state'")[0]
+                .as<int>(),
+            4);
+  EXPECT_EQ(tx.exec1("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = "
+                     "'connector_events'")[0]
+                .as<int>(),
+            42);
+}
+
 }  // namespace
 }  // namespace sluice::testing
