@@ -137,8 +137,10 @@ Response SubscriptionSummary(ApiContext& ctx, Request& req) {
     body["id"] = s.id.ToString();
     body["name"] = s.name;
     body["topic"] = s.topic ? Json(*s.topic) : Json(nullptr);
-    body["consumption"] =
-        ConsumptionJson(ValueOrThrow(metrics::SummarizeConsumption(tx, {s.id}, range, now)));
+    // The per-subscription detail path reads raw rows plus live lag, as the
+    // spec says; only the pipeline dashboard and day series use the rollups.
+    body["consumption"] = ConsumptionJson(ValueOrThrow(
+        metrics::SummarizeConsumption(tx, {s.id}, range, now, metrics::ReadPath::kRawOnly)));
     lag = PendingLag{s, metrics::LastReportedLag(tx, s.id, range)};
     return body;
   });

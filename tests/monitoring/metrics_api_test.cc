@@ -145,6 +145,32 @@ TEST_F(MetricsApi, DaySeriesReadsTheRollupsOnceRawRowsArePruned) {
   EXPECT_EQ(pts[1]["produced"], 0);
 }
 
+// The spec: the per-subscription detail path reads raw rows (plus live
+// lag); the consumption rollups serve only the pipeline dashboard and the
+// day series (a documented deviation: raw rows are pruned by retention).
+TEST_F(MetricsApi, TheSubscriptionDetailReadsRawRowsOnlyWhileThePipelineSummaryUsesRollups) {
+  auto today = std::chrono::floor<std::chrono::days>(common::Clock::now());
+  auto two_days_ago = today - std::chrono::days(2);
+  {
+    pqxx::connection c(tdb_->url());
+    pqxx::work tx(c);
+    // A rollup row with no raw rows behind it (as after retention pruned them).
+    tx.exec_params(
+        "INSERT INTO consumption_metric_daily (id, subscription_id, topic, day, consumed_count, "
+        "delivered_count, skipped_count, error_count, span_ms, min_from, max_to, row_count) "
+        "VALUES (gen_random_uuid(), $1, $2, $3::date, 70, 70, 0, 0, 1000, 0, 1000, 1)",
+        subscription_, topic_, common::FormatIso8601(two_days_ago).substr(0, 10));
+    tx.commit();
+  }
+  const std::string range = Range(two_days_ago, today + 1h);
+  auto sub = Get("/api/v1/subscriptions/" + subscription_ + "/metrics/summary" + range);
+  ASSERT_EQ(sub.status, 200) << sub.body.dump();
+  EXPECT_EQ(sub.body["consumption"]["delivered"], 0) << sub.body.dump();
+  auto pipe = Get("/api/v1/pipelines/" + pipeline_ + "/metrics/summary" + range);
+  ASSERT_EQ(pipe.status, 200) << pipe.body.dump();
+  EXPECT_EQ(pipe.body["consumption"]["delivered"], 70) << pipe.body.dump();
+}
+
 TEST_F(MetricsApi, BadRangesAndStepsAre422) {
   std::string base = "/api/v1/pipelines/" + pipeline_ + "/metrics/";
   for (const std::string& q :
