@@ -19,6 +19,7 @@
 #include "api/bootstrap.h"
 #include "api/config_keys.h"
 #include "api/idempotency.h"
+#include "api/registry_gate.h"
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
@@ -136,7 +137,9 @@ int Up(const UpFlags& f) {
   if (auto st = api.Start(api_host, api_port); !st.ok()) return Fail(st.message());
   std::printf("api listening on http://%s:%d\n", api_host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
-  sluice::registry::RegistryServer registry(db);
+  // The registry takes the API's tokens, and writes need the subject's connector.
+  sluice::api::ApiRegistryGate registry_gate(api.context());
+  sluice::registry::RegistryServer registry(db, &registry_gate);
   if (auto st = registry.Start(reg_host, reg_port); !st.ok()) return Fail(st.message());
   std::printf("registry listening on %s\n", f.registry_listen.c_str());
 #endif
