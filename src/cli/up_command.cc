@@ -51,6 +51,7 @@ struct UpFlags {
   std::string broker_listen = "127.0.0.1:9092";
   std::string ui_dir;  // the built web UI; empty: found next to the binary
   bool demo = false;
+  std::string demo_format = "json";  // the demo source's change events: json | avro
   int backfill_source_cap = 2;       // running backfill items per source connector
   int backfill_destination_cap = 2;  // ... and per destination connector
 };
@@ -190,7 +191,7 @@ int Up(const UpFlags& f) {
     auto* cluster = (*provisioned)->cluster();
     if (!cluster) return Fail("--demo needs the embedded PostgreSQL (unset SLUICE_DATABASE_URL)");
     EnsureDemoLogin(db, f.data_dir);
-    auto demo = sluice::cli::SeedDemo(db, *cluster, f.broker_listen);
+    auto demo = sluice::cli::SeedDemo(db, *cluster, f.broker_listen, f.demo_format);
     if (!demo.ok()) return Fail(demo.status().message());
     writer = sluice::cli::StartDemoWriter(demo->source_url, stop);
     std::printf("demo pipeline %s: %s -> %s (table orders)\n", demo->pipeline_id.c_str(),
@@ -228,6 +229,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Built web UI (ui/dist); default: $SLUICE_UI_DIR or next to the binary")
       ->envname("SLUICE_UI_DIR");
   cmd->add_flag("--demo", f->demo, "Create a demo pipeline with writes going on");
+  cmd->add_option("--demo-format", f->demo_format,
+                  "The demo source's change events: json, or avro through the schema registry")
+      ->check(CLI::IsMember({"json", "avro"}))
+      ->capture_default_str();
   cmd->add_option("--backfill-source-cap", f->backfill_source_cap,
                   "Backfill items loading at once per source connector")
       ->check(CLI::PositiveNumber)
