@@ -1,4 +1,5 @@
 // Sessions: password login, refresh, logout, and the caller's own profile.
+#include <chrono>
 #include <ctime>
 
 #include "api/access.h"
@@ -33,6 +34,8 @@ Json IssueSession(const ApiContext& ctx, const UserRow& user) {
 }
 
 const ApiError kBadLogin(401, "unauthenticated", "invalid email or password");
+// How long a login waits for one of the limited Argon2 slots.
+constexpr std::chrono::milliseconds kVerificationWait{10'000};
 
 Response Login(ApiContext& ctx, Request& req) {
   Json body = req.Body();
@@ -41,22 +44,27 @@ Response Login(ApiContext& ctx, Request& req) {
   std::string password = f.RequiredString("password", 1024);
   f.Finish();
   std::string email = NormalizeEmail(email_raw);
-  if (!ctx.login_limiter.Allowed(email)) {
+  // The attempt is taken from the (email, address) budget before anything
+  // is checked: parallel guesses cannot all slip through one check.
+  const std::string& address = req.raw.remote_addr;
+  if (!ctx.login_limiter.Reserve(email, address)) {
     throw ApiError(429, "rate_limited", "too many failed login attempts; try again later");
   }
   auto user = ctx.db.Transact([&](pqxx::work& tx) { return FindUserByEmail(tx, email); });
   // Same work whether the email exists or not, so timing reveals nothing.
   bool ok = false;
-  if (user && user->hashed_password) {
-    ok = auth::VerifyPassword(*user->hashed_password, password);
-  } else {
-    auth::VerifyAgainstDummy(password);
+  {
+    auth::VerificationSlot slot(ctx.login_limiter, kVerificationWait);
+    if (!slot.held())
+      throw ApiError(503, "unavailable", "too many logins at once; try again shortly");
+    if (user && user->hashed_password) {
+      ok = auth::VerifyPassword(*user->hashed_password, password);
+    } else {
+      auth::VerifyAgainstDummy(password);
+    }
   }
-  if (!ok || !user->is_active) {
-    ctx.login_limiter.RecordFailure(email);
-    throw kBadLogin;
-  }
-  ctx.login_limiter.RecordSuccess(email);
+  if (!ok || !user->is_active) throw kBadLogin;
+  ctx.login_limiter.Succeeded(email, address);
   ctx.db.Transact([&](pqxx::work& tx) {
     AppendUserLog(tx, {"user", "login", user->id, user->email, std::nullopt});
   });
@@ -119,9 +127,12 @@ Response PatchMe(ApiContext& ctx, Request& req) {
       u->active_env_id = env_id;
     }
     if (new_hash) {
-      if (u->hashed_password &&
-          (!current || !auth::VerifyPassword(*u->hashed_password, *current))) {
-        throw ApiError(403, "permission_denied", "current_password is wrong");
+      if (u->hashed_password) {
+        auth::VerificationSlot slot(ctx.login_limiter, kVerificationWait);
+        if (!slot.held())
+          throw ApiError(503, "unavailable", "too many password checks at once; try again");
+        if (!current || !auth::VerifyPassword(*u->hashed_password, *current))
+          throw ApiError(403, "permission_denied", "current_password is wrong");
       }
       u->hashed_password = new_hash;
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 
 #include "auth/login_limiter.h"
 #include "auth/token.h"
@@ -13,8 +14,11 @@ struct ApiOptions {
   std::chrono::seconds access_token_ttl{15 * 60};
   std::chrono::seconds refresh_token_ttl{30 * 24 * 3600};
   std::chrono::seconds service_token_ttl{365 * 24 * 3600};  // default; callers may ask less
-  int login_max_failures = 5;  // per email, within login_failure_window
+  // Login attempts per (email, client address) within login_failure_window.
+  int login_max_failures = 5;
   std::chrono::seconds login_failure_window{60};
+  std::size_t login_max_tracked = 10'000;      // (email, address) pairs remembered
+  int login_max_concurrent_verifications = 4;  // Argon2 checks at once (64 MiB each)
   // How long after the last license verdict new starts are still accepted.
   std::chrono::seconds license_grace{72 * 3600};
   // Static bearer token a Prometheus scraper presents at GET /metrics; empty:

@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <utility>
+
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
@@ -17,7 +19,8 @@ ApiServer::ApiServer(store::Database& db, auth::SecretKey key, ApiOptions option
     : db_(db),
       options_(options),
       signer_(std::move(key)),
-      limiter_(options_.login_max_failures, options_.login_failure_window),
+      limiter_({options_.login_max_failures, options_.login_failure_window,
+                options_.login_max_tracked, options_.login_max_concurrent_verifications}),
       ctx_{db_, signer_, limiter_, options_} {
   RegisterBuiltinRoutes(router_, ctx_);
 }
@@ -37,15 +40,68 @@ void RenderError(httplib::Response& res, int status, const std::string& code,
   Render(res, status, ErrorBody(code, message));
 }
 
+// Every answer is JSON (or a UI file with its own type): no browser may
+// guess another type from the bytes.
+void SetNoSniff(httplib::Response& res) {
+  if (!res.has_header("X-Content-Type-Options"))
+    res.set_header("X-Content-Type-Options", "nosniff");
+}
+
+// The UI is the bundle it was built as: scripts, styles and calls from this
+// origin only, and never inside another site's frame (clickjacking).
+// 'unsafe-inline' styles: React's style props and the "not built" page.
+constexpr const char* kUiContentSecurityPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
+
+// The code and message of a 4xx/5xx cpp-httplib answers by itself, before
+// any handler ran (a request it could not read, a body over the limit).
+std::pair<const char*, const char*> HttpLibError(int status) {
+  switch (status) {
+    case 400:
+      return {"bad_request", "the request could not be read as HTTP"};
+    case 404:
+      return {"not_found", "no such endpoint"};
+    case 405:
+      return {"method_not_allowed", "method not allowed"};
+    case 413:
+      return {"payload_too_large", "request body exceeds the limit of 4 MiB"};
+    case 414:
+      return {"uri_too_long", "request line is too long"};
+    case 416:
+      return {"range_not_satisfiable", "range not satisfiable"};
+    case 431:
+      return {"headers_too_large", "request headers are too large"};
+    default:
+      return {status < 500 ? "bad_request" : "internal",
+              status < 500 ? "bad request" : "internal error"};
+  }
+}
+
+// A POST, PUT, PATCH or DELETE with neither Content-Length nor chunked
+// encoding has no body (RFC 9112 6.3); cpp-httplib would instead read
+// until the client closes, so `curl -X POST` waited and got an empty 400.
+bool HasNoBody(const httplib::Request& req) {
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" &&
+      req.method != "DELETE")
+    return false;
+  return !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding");
+}
+
 }  // namespace
 
 void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
+  SetNoSniff(res);
   auto match = router_.Find(raw.method, raw.path);
   if (!match.route) {
     if (serve_ui_ && (raw.method == "GET" || raw.method == "HEAD") && raw.path != "/api" &&
         raw.path.rfind("/api/", 0) != 0) {
       UiAnswer ui = AnswerUiPath(ui_dir_, raw.path);
       res.status = ui.status;
+      res.set_header("Content-Security-Policy", kUiContentSecurityPolicy);
+      res.set_header("X-Frame-Options", "DENY");
+      res.set_header("Referrer-Policy", "no-referrer");
       res.set_header("Cache-Control",
                      ui.immutable ? "public, max-age=31536000, immutable" : "no-cache");
       res.set_content(std::move(ui.body), ui.content_type);
@@ -116,6 +172,23 @@ common::Status ApiServer::Start(const std::string& host, int port) {
   auto dispatch = [this](const httplib::Request& req, httplib::Response& res) {
     Dispatch(req, res);
   };
+  // Runs before cpp-httplib reads a body: a request that has none is
+  // answered at once.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!HasNoBody(req)) return httplib::Server::HandlerResponse::Unhandled;
+    Dispatch(req, res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Every 4xx and 5xx passes here, ours (already with a JSON body) and the
+  // ones cpp-httplib gives itself, which get the same JSON error shape.
+  http_->set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        SetNoSniff(res);
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        auto [code, message] = HttpLibError(res.status);
+        RenderError(res, res.status, code, message);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http_->Get(".*", dispatch);
   http_->Post(".*", dispatch);
   http_->Put(".*", dispatch);

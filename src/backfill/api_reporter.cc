@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backfill/repository.h"
+#include "common/bounded_json.h"
 #include "common/http_client.h"
 
 namespace sluice::backfill {
@@ -13,9 +14,9 @@ namespace sluice::backfill {
 namespace {
 
 std::string ErrorText(const common::HttpReply& reply) {
-  auto j = nlohmann::json::parse(reply.body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object())
-    return j["error"].value("message", std::string());
+  auto j = common::ParseBoundedJson(reply.body, common::kReplyJsonLimits);
+  if (j.ok() && j->is_object() && j->contains("error") && (*j)["error"].is_object())
+    return (*j)["error"].value("message", std::string());
   return {};
 }
 
@@ -68,10 +69,10 @@ common::Result<LoaderConfig> FetchLoaderConfig(const std::string& api_url, const
   auto reply = Call("GET", api_url + LoaderItemPath(item_id) + "/launch", token, "");
   if (!reply.ok()) return reply.status();
   SLUICE_RETURN_IF_ERROR(Judge(*reply, "launch", item_id));
-  auto j = nlohmann::json::parse(reply->body, nullptr, false);
-  if (!j.is_object() || !j.contains("config"))
+  auto j = common::ParseBoundedJson(reply->body, common::kReplyJsonLimits);
+  if (!j.ok() || !j->is_object() || !j->contains("config"))
     return common::Unavailable("the back end sent a launch without a config");
-  return LoaderConfig::FromJson(j["config"]);
+  return LoaderConfig::FromJson((*j)["config"]);
 }
 
 ApiItemReporter::ApiItemReporter(std::string api_url, std::string token, std::string item_id)

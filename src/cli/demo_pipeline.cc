@@ -27,7 +27,8 @@ void EnsureDatabase(const store::EmbeddedCluster& cluster, const std::string& na
 }  // namespace
 
 common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::EmbeddedCluster& cluster,
-                                      const std::string& broker_bootstrap) {
+                                      const std::string& broker_bootstrap,
+                                      const std::string& format) {
   try {
     EnsureDatabase(cluster, "sluice_demo_source");
     EnsureDatabase(cluster, "sluice_demo_target");
@@ -72,6 +73,7 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::Embedded
                                  {"database", database},
                                  {"user", "postgres"},
                                  {"password", ""}};
+        if (way == "source") config["format"] = format;
         tx.exec_params(
             fmt::format("INSERT INTO connector (id, name, connector_type, "
                         "json_configuration, way, team_id, env_id, created_at, updated_at) "

@@ -20,8 +20,10 @@ struct DemoPipeline {
 };
 
 // Creates (or finds, on a second run) the demo databases, rows and workers.
+// `format`: the source's change events, json or avro (through the registry).
 common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::EmbeddedCluster& cluster,
-                                      const std::string& broker_bootstrap);
+                                      const std::string& broker_bootstrap,
+                                      const std::string& format = "json");
 
 // Inserts, updates and deletes rows in the demo source until `stop`.
 std::thread StartDemoWriter(std::string source_url, const std::atomic<bool>& stop);

@@ -3,6 +3,7 @@
 // over the database named by SLUICE_DATABASE_URL (or --database-url).
 // Stops cleanly on SIGINT/SIGTERM.
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,9 @@ int RunRegistry(const RegistryFlags& f) {
   // Machine-readable line: callers passing port 0 read the bound port here.
   std::printf("registry listening on %s:%d\n", host.c_str(), server.port());
   std::fflush(stdout);
+  // No secret key here, so no tokens to check: `sluice serve` and `sluice up`
+  // run the registry behind the API's credentials (api/registry_gate.h).
+  spdlog::warn("this registry checks no credentials; keep it on a trusted network");
   int sig = 0;
   sigwait(&set, &sig);
   server.Stop();

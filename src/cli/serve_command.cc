@@ -13,6 +13,7 @@
 #include "api/bootstrap.h"
 #include "api/config_keys.h"
 #include "api/idempotency.h"
+#include "api/registry_gate.h"
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
@@ -108,7 +109,9 @@ int Serve(const ServeFlags& f) {
   // Machine-readable line: tests and scripts that pass port 0 read it.
   std::printf("api listening on http://%s:%d\n", host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
-  sluice::registry::RegistryServer registry(db);
+  // The registry takes the API's tokens, and writes need the subject's connector.
+  sluice::api::ApiRegistryGate registry_gate(api.context());
+  sluice::registry::RegistryServer registry(db, &registry_gate);
   if (auto st = registry.Start(reg_host, reg_port); !st.ok()) {
     std::fprintf(stderr, "sluice serve: schema registry: %s\n", st.ToString().c_str());
     api.Stop();

@@ -19,6 +19,7 @@
 #include "api/bootstrap.h"
 #include "api/config_keys.h"
 #include "api/idempotency.h"
+#include "api/registry_gate.h"
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
@@ -50,6 +51,7 @@ struct UpFlags {
   std::string broker_listen = "127.0.0.1:9092";
   std::string ui_dir;  // the built web UI; empty: found next to the binary
   bool demo = false;
+  std::string demo_format = "json";  // the demo source's change events: json | avro
   int backfill_source_cap = 2;       // running backfill items per source connector
   int backfill_destination_cap = 2;  // ... and per destination connector
 };
@@ -136,7 +138,9 @@ int Up(const UpFlags& f) {
   if (auto st = api.Start(api_host, api_port); !st.ok()) return Fail(st.message());
   std::printf("api listening on http://%s:%d\n", api_host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
-  sluice::registry::RegistryServer registry(db);
+  // The registry takes the API's tokens, and writes need the subject's connector.
+  sluice::api::ApiRegistryGate registry_gate(api.context());
+  sluice::registry::RegistryServer registry(db, &registry_gate);
   if (auto st = registry.Start(reg_host, reg_port); !st.ok()) return Fail(st.message());
   std::printf("registry listening on %s\n", f.registry_listen.c_str());
 #endif
@@ -187,7 +191,7 @@ int Up(const UpFlags& f) {
     auto* cluster = (*provisioned)->cluster();
     if (!cluster) return Fail("--demo needs the embedded PostgreSQL (unset SLUICE_DATABASE_URL)");
     EnsureDemoLogin(db, f.data_dir);
-    auto demo = sluice::cli::SeedDemo(db, *cluster, f.broker_listen);
+    auto demo = sluice::cli::SeedDemo(db, *cluster, f.broker_listen, f.demo_format);
     if (!demo.ok()) return Fail(demo.status().message());
     writer = sluice::cli::StartDemoWriter(demo->source_url, stop);
     std::printf("demo pipeline %s: %s -> %s (table orders)\n", demo->pipeline_id.c_str(),
@@ -225,6 +229,10 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Built web UI (ui/dist); default: $SLUICE_UI_DIR or next to the binary")
       ->envname("SLUICE_UI_DIR");
   cmd->add_flag("--demo", f->demo, "Create a demo pipeline with writes going on");
+  cmd->add_option("--demo-format", f->demo_format,
+                  "The demo source's change events: json, or avro through the schema registry")
+      ->check(CLI::IsMember({"json", "avro"}))
+      ->capture_default_str();
   cmd->add_option("--backfill-source-cap", f->backfill_source_cap,
                   "Backfill items loading at once per source connector")
       ->check(CLI::PositiveNumber)

@@ -88,6 +88,9 @@ int RunWorkerCommand(const WorkerFlags& flags) {
     auto registry = json.value("registry", nlohmann::json());
     json = *fetched;
     if (registry.is_object() && !json.contains("registry")) json["registry"] = registry;
+    // The registry takes the same token as the back end (api/registry_gate.h).
+    if (json.contains("registry") && json["registry"].is_object())
+      json["registry"]["token"] = backend->second;
   }
   std::string metrics_listen = flags.metrics_listen;
   if (metrics_listen.empty() && json.is_object() && json.contains("metrics_listen") &&

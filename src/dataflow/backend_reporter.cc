@@ -4,6 +4,7 @@
 // as "replaced or told to stop" exactly as with the database transport.
 #include <fmt/format.h>
 
+#include "common/bounded_json.h"
 #include "common/http_client.h"
 #include "dataflow/pod_reports.h"
 #include "dataflow/worker_reporter.h"
@@ -33,10 +34,10 @@ common::Result<HttpReply> Call(const std::string& method, const std::string& url
 // The back end's error body {"error":{"code","message"}} as a Status.
 common::Status StatusOf(const HttpReply& reply) {
   if (reply.status >= 200 && reply.status < 300) return {};
-  auto body = json::parse(reply.body, nullptr, false);
+  auto body = common::ParseBoundedJson(reply.body, common::kReplyJsonLimits);
   std::string message = fmt::format("back end answered HTTP {}", reply.status);
-  if (body.is_object() && body.contains("error") && body["error"].is_object())
-    message = body["error"].value("message", message);
+  if (body.ok() && body->is_object() && body->contains("error") && (*body)["error"].is_object())
+    message = (*body)["error"].value("message", message);
   if (reply.status == 409) return common::Conflict(message);
   if (reply.status == 404) return common::NotFound(message);
   if (reply.status == 401 || reply.status == 403) return common::Unauthenticated(message);
@@ -102,10 +103,12 @@ common::Result<nlohmann::json> FetchLaunchFromBackend(const std::string& api_url
   auto reply = Call("GET", api_url + "/api/v1/worker/launch", token, nullptr);
   if (!reply.ok()) return reply.status();
   SLUICE_RETURN_IF_ERROR(StatusOf(*reply));
-  auto launch = json::parse(reply->body, nullptr, false);
-  if (!launch.is_object())
-    return common::Unavailable("the back end sent a launch that is not JSON");
-  return launch;
+  auto launch = common::ParseBoundedJson(reply->body, common::kReplyJsonLimits);
+  if (!launch.ok())
+    return common::Unavailable("the back end sent a launch: " + launch.status().message());
+  if (!launch->is_object())
+    return common::Unavailable("the back end sent a launch that is not a JSON object");
+  return std::move(launch).value();
 }
 
 }  // namespace sluice::dataflow

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
+
 namespace sluice::dataflow {
 
 using nlohmann::json;
@@ -30,8 +32,8 @@ common::Status StatusOf(const httplib::Result& r, const std::string& what) {
         fmt::format("schema registry unreachable ({}): {}", what, httplib::to_string(r.error())));
   }
   if (r->status >= 200 && r->status < 300) return common::Status::Ok();
-  auto body = json::parse(r->body, nullptr, false);
-  std::string message = body.is_object() ? body.value("message", r->body) : r->body;
+  auto body = common::ParseBoundedJson(r->body, common::kReplyJsonLimits);
+  std::string message = body.ok() && body->is_object() ? body->value("message", r->body) : r->body;
   message = fmt::format("schema registry answered {} to {}: {}", r->status, what, message);
   if (r->status == 404) return common::NotFound(message);
   if (r->status >= 500) return common::Unavailable(message);
@@ -45,14 +47,16 @@ common::Result<int> RegistryClient::Register(const std::string& subject,
   httplib::Client http(url_);
   http.set_connection_timeout(5);
   http.set_read_timeout(15);
+  if (!token_.empty()) http.set_bearer_token_auth(token_.c_str());
   std::string what = "register " + subject;
   auto r = http.Post(("/subjects/" + PathEscape(subject) + "/versions").c_str(),
                      json{{"schema", schema_text}}.dump(), kContentType);
   SLUICE_RETURN_IF_ERROR(StatusOf(r, what));
-  auto body = json::parse(r->body, nullptr, false);
-  if (!body.is_object() || !body.contains("id") || !body["id"].is_number_integer())
-    return common::Unavailable("schema registry: no id in " + r->body);
-  int id = body["id"].get<int>();
+  auto body = common::ParseBoundedJson(r->body, common::kReplyJsonLimits);
+  if (!body.ok() || !body->is_object() || !body->contains("id") ||
+      !(*body)["id"].is_number_integer())
+    return common::Unavailable("schema registry: no id in " + r->body.substr(0, 200));
+  int id = (*body)["id"].get<int>();
   std::lock_guard lock(mu_);
   by_id_[id] = schema_text;
   return id;
@@ -66,12 +70,14 @@ common::Result<std::string> RegistryClient::SchemaText(int id) {
   httplib::Client http(url_);
   http.set_connection_timeout(5);
   http.set_read_timeout(15);
+  if (!token_.empty()) http.set_bearer_token_auth(token_.c_str());
   auto r = http.Get(fmt::format("/schemas/ids/{}", id).c_str());
   SLUICE_RETURN_IF_ERROR(StatusOf(r, fmt::format("schema {}", id)));
-  auto body = json::parse(r->body, nullptr, false);
-  if (!body.is_object() || !body.contains("schema") || !body["schema"].is_string())
-    return common::Unavailable("schema registry: no schema in " + r->body);
-  std::string text = body["schema"].get<std::string>();
+  auto body = common::ParseBoundedJson(r->body, common::kReplyJsonLimits);
+  if (!body.ok() || !body->is_object() || !body->contains("schema") ||
+      !(*body)["schema"].is_string())
+    return common::Unavailable("schema registry: no schema in " + r->body.substr(0, 200));
+  std::string text = (*body)["schema"].get<std::string>();
   std::lock_guard lock(mu_);
   by_id_[id] = text;
   return text;

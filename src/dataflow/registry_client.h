@@ -14,8 +14,10 @@ namespace sluice::dataflow {
 
 class RegistryClient {
  public:
-  // `url`: http://host:port of the registry.
-  explicit RegistryClient(std::string url) : url_(std::move(url)) {}
+  // `url`: http://host:port of the registry; `token`, when not empty, is
+  // sent as a bearer token (the worker's own, see api/registry_gate.h).
+  explicit RegistryClient(std::string url, std::string token = "")
+      : url_(std::move(url)), token_(std::move(token)) {}
 
   // Registers an Avro schema under `subject`; its id (the same id when the
   // content is already registered). Unavailable when the registry cannot be
@@ -28,6 +30,7 @@ class RegistryClient {
 
  private:
   std::string url_;
+  std::string token_;
   std::mutex mu_;
   std::map<int, std::string> by_id_;
 };

@@ -54,6 +54,9 @@ struct WorkerLaunch {
   // The schema registry (Confluent REST, serve's --registry-listen): where
   // Avro sources register and Avro messages' schemas are fetched.
   std::optional<std::string> registry_url;
+  // The worker's own token, which the registry accepts (api/registry_gate.h);
+  // empty for a registry without a gate.
+  std::string registry_token;
   SourceLaunch source;
   // Where the source keeps its snapshot progress between restarts (the
   // launcher's run dir); empty keeps none, so a restart re-reads the tables.

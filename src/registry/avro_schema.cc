@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/bounded_json.h"
 #include "common/hex.h"
 
 namespace sluice::registry::avro {
@@ -507,6 +508,9 @@ class FormWriter {
 }  // namespace
 
 Result<SchemaPtr> Schema::Parse(std::string_view text) {
+  // Bounded like every JSON from outside: the parser below recurses per level.
+  if (auto violation = common::JsonShapeViolation(text, {}))
+    return InvalidArgument("Invalid schema: " + *violation);
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     // Avro treats a bare name ("string") as JSON too; anything else is not JSON.

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "common/bounded_json.h"
 #include "common/hex.h"
 
 namespace sluice::registry::jsonschema {
@@ -166,8 +167,10 @@ void Compare(const json& reader, const json& writer, const std::string& path,
 }  // namespace
 
 common::Result<SchemaPtr> Schema::Parse(std::string_view text) {
-  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgument("Invalid JSON Schema: not valid JSON");
+  // Bounded like every JSON from outside: Check and the comparisons recurse per level.
+  auto parsed = common::ParseBoundedJson(text);
+  if (!parsed.ok()) return InvalidArgument("Invalid JSON Schema: " + parsed.status().message());
+  json doc = std::move(parsed).value();
   Status st = Check(doc, "#");
   if (!st.ok()) return InvalidArgument("Invalid JSON Schema: " + st.message());
   auto s = std::make_shared<Schema>();

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.h"
+
 namespace sluice::registry {
 
 using nlohmann::json;
@@ -28,14 +30,38 @@ bool Flag(const httplib::Request& req, const char* name) {
   return req.has_param(name) && req.get_param_value(name) == "true";
 }
 
-// The request body as a JSON object, or a 400 like Confluent's for bad JSON.
+// The request body as a JSON object, or a 400 like Confluent's for bad JSON
+// (and for JSON past the depth or size limits, named in the message).
 bool Body(const httplib::Request& req, httplib::Response& res, json& out) {
-  out = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded() || !out.is_object()) {
+  auto parsed = common::ParseBoundedJson(req.body);
+  if (!parsed.ok()) {
+    Fail(res, {400, "Unrecognized request body: " + parsed.status().message()});
+    return false;
+  }
+  if (!parsed->is_object()) {
     Fail(res, {400, "Unrecognized request body: expected a JSON object"});
     return false;
   }
+  out = std::move(parsed).value();
   return true;
+}
+
+// Whether the gate lets this request through; the refusal is answered here,
+// as Confluent's 401/403 bodies (its clients show the message).
+bool Admitted(RegistryGate* gate, const httplib::Request& req, httplib::Response& res, bool write,
+              const std::optional<std::string>& subject) {
+  if (!gate) return true;
+  std::string authorization = req.get_header_value("Authorization");
+  common::Status st = gate->MayRead(authorization);
+  if (st.ok() && write) st = gate->MayWrite(authorization, subject);
+  if (st.ok()) return true;
+  if (st.code() == common::Code::kUnauthenticated) {
+    res.set_header("WWW-Authenticate", "Basic realm=\"sluice schema registry\"");
+    Fail(res, {40101, st.message()});
+  } else {
+    Fail(res, {40301, st.message()});
+  }
+  return false;
 }
 
 // {"schema": "...", "schemaType": "AVRO"|"JSON"} from a request body.
@@ -82,13 +108,15 @@ const char* kInvalidLevel =
 
 }  // namespace
 
-RegistryServer::RegistryServer(store::Database& db) : repo_(db) {}
+RegistryServer::RegistryServer(store::Database& db, RegistryGate* gate) : repo_(db), gate_(gate) {}
 
 RegistryServer::~RegistryServer() { Stop(); }
 
 common::Status RegistryServer::Start(const std::string& host, int port) {
   SLUICE_RETURN_IF_ERROR(repo_.EnsureTables());
   http_ = std::make_unique<httplib::Server>();
+  // Schemas are small; a client sending more is refused before it is read.
+  http_->set_payload_max_length(kMaxBodyBytes);
   Route();
   if (port == 0) {
     port_ = http_->bind_to_any_port(host);
@@ -114,6 +142,15 @@ void RegistryServer::Stop() {
 void RegistryServer::Route() {
   httplib::Server& s = *http_;
   SchemaRepository& repo = repo_;
+  RegistryGate* gate = gate_;
+  // Reads need a caller the gate knows; writes one who may write the subject.
+  auto read = [gate](const httplib::Request& req, httplib::Response& res) {
+    return Admitted(gate, req, res, false, std::nullopt);
+  };
+  auto write = [gate](const httplib::Request& req, httplib::Response& res,
+                      std::optional<std::string> subject) {
+    return Admitted(gate, req, res, true, subject);
+  };
 
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
@@ -140,7 +177,8 @@ void RegistryServer::Route() {
   });
 
   s.Post(R"(/subjects/([^/]+)/versions)",
-         [&repo](const httplib::Request& req, httplib::Response& res) {
+         [&repo, write](const httplib::Request& req, httplib::Response& res) {
+           if (!write(req, res, std::string(req.matches[1]))) return;
            SchemaType type;
            std::string text;
            if (!SchemaFromBody(req, res, type, text)) return;
@@ -149,37 +187,43 @@ void RegistryServer::Route() {
            Reply(res, 200, json{{"id", *id}});
          });
 
-  s.Post(R"(/subjects/([^/]+))", [&repo](const httplib::Request& req, httplib::Response& res) {
-    SchemaType type;
-    std::string text;
-    if (!SchemaFromBody(req, res, type, text)) return;
-    auto v = repo.Lookup(req.matches[1], type, text, Flag(req, "deleted"));
-    if (!v.ok()) return Fail(res, v.error());
-    Reply(res, 200, VersionJson(*v));
-  });
+  s.Post(R"(/subjects/([^/]+))",
+         [&repo, read](const httplib::Request& req, httplib::Response& res) {
+           if (!read(req, res)) return;
+           SchemaType type;
+           std::string text;
+           if (!SchemaFromBody(req, res, type, text)) return;
+           auto v = repo.Lookup(req.matches[1], type, text, Flag(req, "deleted"));
+           if (!v.ok()) return Fail(res, v.error());
+           Reply(res, 200, VersionJson(*v));
+         });
 
-  s.Get("/subjects", [&repo](const httplib::Request& req, httplib::Response& res) {
+  s.Get("/subjects", [&repo, read](const httplib::Request& req, httplib::Response& res) {
+    if (!read(req, res)) return;
     auto subjects = repo.Subjects(Flag(req, "deleted"));
     if (!subjects.ok()) return Fail(res, subjects.error());
     Reply(res, 200, *subjects);
   });
 
   s.Get(R"(/subjects/([^/]+)/versions)",
-        [&repo](const httplib::Request& req, httplib::Response& res) {
+        [&repo, read](const httplib::Request& req, httplib::Response& res) {
+          if (!read(req, res)) return;
           auto versions = repo.Versions(req.matches[1], Flag(req, "deleted"));
           if (!versions.ok()) return Fail(res, versions.error());
           Reply(res, 200, *versions);
         });
 
   s.Get(R"(/subjects/([^/]+)/versions/([^/]+))",
-        [&repo](const httplib::Request& req, httplib::Response& res) {
+        [&repo, read](const httplib::Request& req, httplib::Response& res) {
+          if (!read(req, res)) return;
           auto v = repo.GetVersion(req.matches[1], req.matches[2], Flag(req, "deleted"));
           if (!v.ok()) return Fail(res, v.error());
           Reply(res, 200, VersionJson(*v));
         });
 
   s.Get(R"(/subjects/([^/]+)/versions/([^/]+)/schema)",
-        [&repo](const httplib::Request& req, httplib::Response& res) {
+        [&repo, read](const httplib::Request& req, httplib::Response& res) {
+          if (!read(req, res)) return;
           auto v = repo.GetVersion(req.matches[1], req.matches[2], Flag(req, "deleted"));
           if (!v.ok()) return Fail(res, v.error());
           res.status = 200;
@@ -187,13 +231,15 @@ void RegistryServer::Route() {
         });
 
   s.Get(R"(/subjects/([^/]+)/versions/([^/]+)/referencedby)",
-        [&repo](const httplib::Request& req, httplib::Response& res) {
+        [&repo, read](const httplib::Request& req, httplib::Response& res) {
+          if (!read(req, res)) return;
           auto v = repo.GetVersion(req.matches[1], req.matches[2], false);
           if (!v.ok()) return Fail(res, v.error());
           Reply(res, 200, json::array());  // references are not supported
         });
 
-  auto get_schema = [&repo](const httplib::Request& req, httplib::Response& res, bool raw) {
+  auto get_schema = [&repo, read](const httplib::Request& req, httplib::Response& res, bool raw) {
+    if (!read(req, res)) return;
     int id = 0;
     if (!ParseId(req.matches[1], id)) {
       return Fail(res, {error_code::kSchemaNotFound,
@@ -219,27 +265,32 @@ void RegistryServer::Route() {
           get_schema(req, res, true);
         });
 
-  s.Delete(R"(/subjects/([^/]+))", [&repo](const httplib::Request& req, httplib::Response& res) {
-    auto versions = repo.DeleteSubject(req.matches[1], Flag(req, "permanent"));
-    if (!versions.ok()) return Fail(res, versions.error());
-    Reply(res, 200, *versions);
-  });
+  s.Delete(R"(/subjects/([^/]+))",
+           [&repo, write](const httplib::Request& req, httplib::Response& res) {
+             if (!write(req, res, std::string(req.matches[1]))) return;
+             auto versions = repo.DeleteSubject(req.matches[1], Flag(req, "permanent"));
+             if (!versions.ok()) return Fail(res, versions.error());
+             Reply(res, 200, *versions);
+           });
 
-  s.Delete(R"(/subjects/([^/]+)/versions/([^/]+))", [&repo](const httplib::Request& req,
-                                                            httplib::Response& res) {
+  s.Delete(R"(/subjects/([^/]+)/versions/([^/]+))", [&repo, write](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    if (!write(req, res, std::string(req.matches[1]))) return;
     auto version = repo.DeleteVersion(req.matches[1], req.matches[2], Flag(req, "permanent"));
     if (!version.ok()) return Fail(res, version.error());
     Reply(res, 200, *version);
   });
 
-  auto get_config = [&repo](const httplib::Request& req, httplib::Response& res,
-                            std::optional<std::string> subject) {
+  auto get_config = [&repo, read](const httplib::Request& req, httplib::Response& res,
+                                  std::optional<std::string> subject) {
+    if (!read(req, res)) return;
     auto level = repo.GetCompatibility(subject, Flag(req, "defaultToGlobal"));
     if (!level.ok()) return Fail(res, level.error());
     Reply(res, 200, json{{"compatibilityLevel", CompatibilityName(*level)}});
   };
-  auto put_config = [&repo](const httplib::Request& req, httplib::Response& res,
-                            std::optional<std::string> subject) {
+  auto put_config = [&repo, write](const httplib::Request& req, httplib::Response& res,
+                                   std::optional<std::string> subject) {
+    if (!write(req, res, subject)) return;
     json body;
     if (!Body(req, res, body)) return;
     auto c = body.find("compatibility");
@@ -250,8 +301,9 @@ void RegistryServer::Route() {
     if (!set.ok()) return Fail(res, set.error());
     Reply(res, 200, json{{"compatibility", CompatibilityName(*set)}});
   };
-  auto delete_config = [&repo](const httplib::Request&, httplib::Response& res,
-                               std::optional<std::string> subject) {
+  auto delete_config = [&repo, write](const httplib::Request& req, httplib::Response& res,
+                                      std::optional<std::string> subject) {
+    if (!write(req, res, subject)) return;
     auto old = repo.DeleteCompatibility(subject);
     if (!old.ok()) return Fail(res, old.error());
     Reply(res, 200, json{{"compatibilityLevel", CompatibilityName(*old)}});
@@ -277,7 +329,8 @@ void RegistryServer::Route() {
            });
 
   s.Post(R"(/compatibility/subjects/([^/]+)/versions/([^/]+))",
-         [&repo](const httplib::Request& req, httplib::Response& res) {
+         [&repo, read](const httplib::Request& req, httplib::Response& res) {
+           if (!read(req, res)) return;
            SchemaType type;
            std::string text;
            if (!SchemaFromBody(req, res, type, text)) return;

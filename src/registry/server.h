@@ -9,13 +9,19 @@
 //   DELETE /subjects/{s}[/versions/{v}]        soft; ?permanent=true hard
 //   GET/PUT/DELETE /config[/{s}]
 //   POST   /compatibility/subjects/{s}/versions/{v|latest}
+//
+// With a gate, every route but / and /schemas/types needs credentials
+// (Bearer, or HTTP Basic with a token as the password); registering,
+// deleting and configuring need write access to the subject (gate.h).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "common/status.h"
+#include "registry/gate.h"
 #include "registry/repository.h"
 #include "store/database.h"
 
@@ -27,7 +33,11 @@ namespace sluice::registry {
 
 class RegistryServer {
  public:
-  explicit RegistryServer(store::Database& db);
+  // Without a gate every caller may do everything (a registry run alone);
+  // `sluice serve` and `sluice up` pass the API's (api/registry_gate.h).
+  explicit RegistryServer(store::Database& db, RegistryGate* gate = nullptr);
+  // Request bodies past this are refused with 413 before they are read.
+  static constexpr std::size_t kMaxBodyBytes = 4 << 20;
   ~RegistryServer();
   RegistryServer(const RegistryServer&) = delete;
   RegistryServer& operator=(const RegistryServer&) = delete;
@@ -43,6 +53,7 @@ class RegistryServer {
   void Route();
 
   SchemaRepository repo_;
+  RegistryGate* gate_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

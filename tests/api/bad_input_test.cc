@@ -20,7 +20,8 @@ TEST(BadInput, MalformedJsonIs400AndCreatesNothing) {
   ExpectError(h.CallRaw("POST", "/api/v1/envs", "{\"name\": ", h.root().token), 400,
               "invalid_json");
   ExpectError(h.CallRaw("POST", "/api/v1/envs", "[1,2]", h.root().token), 400, "invalid_json");
-  ExpectError(h.CallRaw("POST", "/api/v1/envs", "", h.root().token), 400, "invalid_json");
+  // No body at all is an empty object: here, a create missing its name.
+  ExpectError(h.CallRaw("POST", "/api/v1/envs", "", h.root().token), 422, "invalid_field");
   EXPECT_EQ(h.Count("SELECT count(*) FROM env"), before);
 }
 

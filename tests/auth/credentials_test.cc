@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "auth/login_limiter.h"
 #include "auth/password.h"
@@ -129,24 +132,61 @@ TEST(Token, TamperedOrForeignTokenIsRejected) {
   EXPECT_FALSE(signer.Verify(token.substr(0, token.size() - 2), 2000).ok());
 }
 
-TEST(LoginLimiter, BlocksAfterMaxFailuresUntilTheWindowPasses) {
+TEST(LoginLimiter, BudgetPerEmailAndAddressUntilTheWindowPasses) {
   LoginLimiter limiter(3, std::chrono::seconds(60));
   auto t0 = LoginLimiter::Clock::now();
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(limiter.Allowed("a@x.io", t0));
-    limiter.RecordFailure("a@x.io", t0);
-  }
-  EXPECT_FALSE(limiter.Allowed("a@x.io", t0 + std::chrono::seconds(59)));
-  EXPECT_TRUE(limiter.Allowed("b@x.io", t0));  // per key
-  EXPECT_TRUE(limiter.Allowed("a@x.io", t0 + std::chrono::seconds(60)));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.Reserve("a@x.io", "10.0.0.1", t0));
+  EXPECT_FALSE(limiter.Reserve("a@x.io", "10.0.0.1", t0 + std::chrono::seconds(59)));
+  EXPECT_TRUE(limiter.Reserve("b@x.io", "10.0.0.1", t0));  // another email
+  EXPECT_TRUE(limiter.Reserve("a@x.io", "10.0.0.2", t0));  // the owner elsewhere
+  EXPECT_TRUE(limiter.Reserve("a@x.io", "10.0.0.1", t0 + std::chrono::seconds(60)));
 }
 
-TEST(LoginLimiter, SuccessClearsTheFailures) {
+TEST(LoginLimiter, SuccessClearsTheAttempts) {
   LoginLimiter limiter(2, std::chrono::seconds(60));
-  limiter.RecordFailure("a@x.io");
-  limiter.RecordSuccess("a@x.io");
-  limiter.RecordFailure("a@x.io");
-  EXPECT_TRUE(limiter.Allowed("a@x.io"));
+  EXPECT_TRUE(limiter.Reserve("a@x.io", "h"));
+  EXPECT_TRUE(limiter.Reserve("a@x.io", "h"));
+  limiter.Succeeded("a@x.io", "h");
+  EXPECT_TRUE(limiter.Reserve("a@x.io", "h"));
+}
+
+TEST(LoginLimiter, ParallelReservationsNeverExceedTheBudget) {
+  LoginLimiter limiter(5, std::chrono::seconds(60));
+  std::atomic<int> granted{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 64; ++i)
+    threads.emplace_back([&] {
+      if (limiter.Reserve("a@x.io", "h")) ++granted;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(granted.load(), 5);
+}
+
+TEST(LoginLimiter, TheTableStaysBoundedWhateverIsSent) {
+  LoginLimiter::Options o;
+  o.max_failures = 1;
+  o.max_keys = 100;
+  LoginLimiter limiter(o);
+  for (int i = 0; i < 10'000; ++i)
+    limiter.Reserve("user" + std::to_string(i) + "@x.io", "10.0.0." + std::to_string(i % 256));
+  EXPECT_EQ(limiter.tracked(), 100u);
+  // The newest are remembered, the oldest were let go.
+  EXPECT_FALSE(limiter.Reserve("user9999@x.io", "10.0.0." + std::to_string(9999 % 256)));
+  EXPECT_TRUE(limiter.Reserve("user0@x.io", "10.0.0.0"));
+}
+
+TEST(LoginLimiter, VerificationSlotsAreBounded) {
+  LoginLimiter::Options o;
+  o.max_concurrent_verifications = 2;
+  LoginLimiter limiter(o);
+  VerificationSlot a(limiter, std::chrono::milliseconds(0));
+  VerificationSlot b(limiter, std::chrono::milliseconds(0));
+  EXPECT_TRUE(a.held());
+  EXPECT_TRUE(b.held());
+  {
+    VerificationSlot c(limiter, std::chrono::milliseconds(0));
+    EXPECT_FALSE(c.held());
+  }
 }
 
 }  // namespace

@@ -107,6 +107,44 @@ TEST_F(ServerTest, UnparsableSchemaAnswers422WithParserError) {
   EXPECT_EQ(not_json.body["error_code"], 42201);
 }
 
+// Valid JSON that is only deep or only long, as a body or as the schema
+// text inside one: refused with the limit named, and the registry serves on.
+TEST_F(ServerTest, DeepOrHugeJsonIsRefusedWithTheLimitNamed) {
+  const std::string deep = std::string(900'000, '[') + std::string(900'000, ']');
+  auto body = From(client_->Post("/subjects/s/versions", deep, kCt));
+  EXPECT_EQ(body.status, 400) << body.raw.substr(0, 300);
+  EXPECT_NE(body.raw.find("depth limit"), std::string::npos) << body.raw.substr(0, 300);
+  std::string deep_field = R"({"schema":"\"long\"","x":)" + deep + "}";
+  body = From(client_->Post("/subjects/s/versions", deep_field, kCt));
+  EXPECT_EQ(body.status, 400) << body.raw.substr(0, 300);
+  // The schema text itself, Avro and JSON Schema alike.
+  std::string deep_avro;
+  for (int i = 0; i < 100'000; ++i) deep_avro += R"({"type":"array","items":)";
+  deep_avro += R"("long")" + std::string(100'000, '}');
+  Answer avro = Register("s", deep_avro);
+  EXPECT_EQ(avro.status, 422) << avro.raw.substr(0, 300);
+  EXPECT_EQ(avro.body["error_code"], 42201);
+  EXPECT_NE(avro.raw.find("depth limit"), std::string::npos) << avro.raw.substr(0, 300);
+  std::string deep_schema;
+  for (int i = 0; i < 100'000; ++i) deep_schema += R"({"properties":{"a":)";
+  deep_schema += "{}" + std::string(200'000, '}');
+  Answer js = Post("/subjects/j/versions", json{{"schema", deep_schema}, {"schemaType", "JSON"}});
+  EXPECT_EQ(js.status, 422) << js.raw.substr(0, 300);
+  EXPECT_NE(js.raw.find("depth limit"), std::string::npos) << js.raw.substr(0, 300);
+  std::string long_enum = R"({"type":"enum","name":"E","symbols":[)";
+  for (int i = 0; i < 150'000; ++i) long_enum += (i ? ",\"s" : "\"s") + std::to_string(i) + "\"";
+  long_enum += "]}";
+  Answer wide = Register("s", long_enum);
+  EXPECT_EQ(wide.status, 422) << wide.raw.substr(0, 300);
+  EXPECT_NE(wide.raw.find("size limit"), std::string::npos) << wide.raw.substr(0, 300);
+  // Past the body limit: 413 before the body is read, in Confluent's shape.
+  Answer huge = Register("s", std::string(RegistryServer::kMaxBodyBytes + 1, 'x'));
+  EXPECT_EQ(huge.status, 413);
+  EXPECT_TRUE(huge.body.is_object() && huge.body.contains("error_code")) << huge.raw;
+  // Still serving, and still registering.
+  EXPECT_EQ(Register("s", kV1).status, 200);
+}
+
 TEST_F(ServerTest, IncompatibleSchemaAnswers409) {
   ASSERT_EQ(Register("s", kV1).status, 200);
   Answer a = Register("s", kBreaking);

@@ -6,9 +6,12 @@
 // answering. A summary line is printed at the end.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <pqxx/pqxx>
+#include <string>
 
+#include "api/authenticate.h"
 #include "config_api/api_harness.h"
 #include "reliability/record.h"
 
@@ -46,11 +49,11 @@ class HttpBadInput : public ApiHarness {
 
   // One raw request: the exact bytes and content type given.
   httplib::Result Raw(const std::string& method, const std::string& path, const std::string& body,
-                      const std::string& content_type) {
+                      const std::string& content_type, const std::string& token = "") {
     httplib::Client cli("127.0.0.1", server_->port());
     cli.set_read_timeout(30, 0);
     cli.set_write_timeout(30, 0);
-    httplib::Headers h{{"Authorization", "Bearer " + root_token_}};
+    httplib::Headers h{{"Authorization", "Bearer " + (token.empty() ? root_token_ : token)}};
     if (method == "PATCH") return cli.Patch(path.c_str(), h, body, content_type.c_str());
     return cli.Post(path.c_str(), h, body, content_type.c_str());
   }
@@ -125,6 +128,96 @@ TEST_F(HttpBadInput, OversizedBodiesAreRefusedAndCreateNothing) {
   }
   EXPECT_EQ(Counts(), before);
   ExpectHealthy();
+}
+
+// Valid JSON that is only deep or only long: nlohmann parses it without
+// recursion, but whatever touches the value next (copies, dumps,
+// comparisons) recursed once per level and took the whole process down at
+// 900k levels. Refused before anything is built, with the limit named.
+TEST_F(HttpBadInput, ValidDeepOrHugeJsonOnEveryCreateRouteIsRefusedAndTheServerServes) {
+  const std::size_t kLevels = 900'000;
+  const std::string deep_arrays = std::string(kLevels, '[') + std::string(kLevels, ']');
+  std::string deep_objects;
+  for (std::size_t i = 0; i < 300'000; ++i) deep_objects += "{\"a\":";
+  deep_objects += "1" + std::string(300'000, '}');
+  std::string long_array = "[0";
+  for (int i = 0; i < 200'000; ++i) long_array += ",0";
+  long_array += "]";
+  ASSERT_LT(deep_arrays.size(), 4u << 20);
+  ASSERT_LT(deep_objects.size(), 4u << 20);
+  auto before = Counts();
+  int cases = 0, refused_here = 0;
+  auto expect_limit = [&](const httplib::Result& r, const std::string& limit,
+                          const std::string& what) {
+    ++cases;
+    ASSERT_TRUE(r) << what << ": no response (" << httplib::to_string(r.error()) << ")";
+    EXPECT_EQ(r->status, 400) << what << ": " << r->body.substr(0, 300);
+    auto j = Json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << what;
+    EXPECT_EQ(j["error"]["code"], "invalid_json") << what;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(limit), std::string::npos)
+        << what << ": " << j.dump();
+    if (r->status == 400) ++refused_here;
+    ExpectHealthy();
+  };
+  for (const auto& e : Creates()) {
+    expect_limit(Raw("POST", e.path, deep_arrays, "application/json"), "depth limit",
+                 e.path + " 900k nested arrays");
+    expect_limit(Raw("POST", e.path, deep_objects, "application/json"), "depth limit",
+                 e.path + " 300k nested objects");
+    // Deep inside an otherwise valid body, where a handler would copy it.
+    Json body = e.body;
+    std::string text = body.dump();
+    text.insert(text.size() - 1, ",\"deep\":" + deep_arrays);
+    expect_limit(Raw("POST", e.path, text, "application/json"), "depth limit",
+                 e.path + " deep field");
+    text = body.dump();
+    text.insert(text.size() - 1, ",\"long\":" + long_array);
+    expect_limit(Raw("POST", e.path, text, "application/json"), "size limit",
+                 e.path + " 200k elements");
+    // One level past the limit is refused; at the limit the JSON is read
+    // (and the handler judges the fields).
+    text = body.dump();
+    text.insert(text.size() - 1, ",\"deep\":" + std::string(64, '[') + std::string(64, ']'));
+    expect_limit(Raw("POST", e.path, text, "application/json"), "depth limit",
+                 e.path + " 65 levels");
+    text = body.dump();
+    text.insert(text.size() - 1, ",\"deep\":" + std::string(63, '[') + std::string(63, ']'));
+    auto at_limit = Raw("POST", e.path, text, "application/json");
+    ASSERT_TRUE(at_limit);
+    ++cases;
+    EXPECT_NE(Json::parse(at_limit->body, nullptr, false)["error"]["code"], "invalid_json")
+        << e.path << " 64 levels: " << at_limit->body.substr(0, 300);
+  }
+  EXPECT_EQ(Counts(), before);
+  // Every POST and PATCH route (actions, the worker and loader protocols,
+  // login): path parameters are fresh UUIDs, so a route may answer 401 or
+  // 404 first, or ignore its body (logout), but never 5xx, and never dies.
+  const auto any_id = common::Uuid::V4();
+  // The protocols' own tokens, so their handlers get as far as the body.
+  const auto& signer = server_->context().signer;
+  const std::string worker_token = api::IssueWorkerToken(
+      signer, common::Uuid::V4(), common::Uuid::V4(), common::Uuid::V4(), std::chrono::hours(1));
+  const std::string loader_token = api::IssueLoaderToken(signer, any_id, 1, std::chrono::hours(1));
+  for (const auto& route : server_->router().routes()) {
+    if (route.method != "POST" && route.method != "PATCH") continue;
+    std::string path;
+    for (const auto& seg : route.segments)
+      path += "/" + (seg.size() > 2 && seg.front() == '{' ? any_id.ToString() : seg);
+    std::string token = route.access == api::Access::kWorker   ? worker_token
+                        : route.access == api::Access::kLoader ? loader_token
+                                                               : "";
+    auto r = Raw(route.method, path, deep_arrays, "application/json", token);
+    ++cases;
+    ASSERT_TRUE(r) << route.method << " " << path << ": no response";
+    EXPECT_LT(r->status, 500) << route.method << " " << path << ": " << r->body.substr(0, 300);
+    if (r->status >= 400 && r->status < 500) ++refused_here;
+  }
+  ExpectHealthy();
+  refused_ += refused_here;
+  std::printf("bad input: %d deep or huge JSON cases, %d refused with 4xx, server still serving\n",
+              cases, refused_here);
+  RecordReliability("bad_input", {{"deep_json_cases", cases}, {"deep_json_refused", refused_here}});
 }
 
 TEST_F(HttpBadInput, BadUtf8Is400AndCreatesNothing) {

@@ -23,7 +23,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) {
+// `sluice up --demo [--demo-format F]`: rows reach the target, and SIGTERM
+// stops everything. With avro the workers register and fetch the schemas
+// with their own tokens through the registry's gate (api/registry_gate.h).
+void RunDemo(const std::string& format) {
   auto dir =
       std::filesystem::temp_directory_path() / ("sluice-up-" + common::Uuid::V4().ToString());
   std::filesystem::create_directories(dir);
@@ -37,7 +40,7 @@ TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) {
     dup2(fd, 2);
     execl(std::getenv("SLUICE_BIN"), "sluice", "up", "--demo", "--data-dir", dir.c_str(),
           "--listen", api.c_str(), "--registry-listen", registry.c_str(), "--broker-listen",
-          broker.c_str(), static_cast<char*>(nullptr));
+          broker.c_str(), "--demo-format", format.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   auto target_rows = [&]() -> long {
@@ -63,6 +66,21 @@ TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) {
   std::string output((std::istreambuf_iterator<char>(in)), {});
   // 100 seeded rows, then more as the demo writer keeps inserting.
   EXPECT_GT(rows, 100) << output;
+  if (format == "avro") {
+    // The source registered the table's schema (so the rows came as Avro).
+    long schemas = -1;
+    try {
+      std::ifstream port_file(dir / "postgres" / "port");
+      int pg = 0;
+      port_file >> pg;
+      pqxx::connection c("postgresql://postgres@127.0.0.1:" + std::to_string(pg) + "/sluice");
+      schemas =
+          pqxx::nontransaction(c).exec1("SELECT count(*) FROM registry_schema_id")[0].as<long>();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    EXPECT_GT(schemas, 0) << output;
+  }
 
   kill(pid, SIGTERM);
   int status = 0;
@@ -82,6 +100,10 @@ TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) {
   store::EmbeddedCluster::StopDir((dir / "postgres").string());
   std::filesystem::remove_all(dir);
 }
+
+TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) { RunDemo("json"); }
+
+TEST(UpDemo, AvroDemoRowsReachTheTargetThroughTheGatedRegistry) { RunDemo("avro"); }
 
 }  // namespace
 }  // namespace sluice

@@ -1,0 +1,104 @@
+// libFuzzer target for nested and huge JSON: the bytes through
+// ParseBoundedJson at small limits (so the mutator reaches them), with the
+// shape counted independently on what nlohmann::json builds. The rules
+// under test: a value is returned only when nlohmann accepts the text and
+// the value is within both limits (and is the same value); a refusal for a
+// limit only when the text really breaks it (or is not JSON); and never a
+// crash, whatever the nesting. A first byte of 0xFF instead builds the input
+// as a deep or long document (the mutator alone rarely nests thousands).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/bounded_json.h"
+
+namespace {
+
+using nlohmann::json;
+using sluice::common::JsonLimits;
+
+[[noreturn]] void Bug(const char* what, const std::string& text) {
+  std::fprintf(stderr, "bounded json fuzzer: %s on %.200s\n", what, text.c_str());
+  std::abort();
+}
+
+// Depth and entries of a built value, without recursion.
+std::pair<int, std::size_t> Shape(const json& root) {
+  int depth = 0;
+  std::size_t entries = 0;
+  std::vector<std::pair<const json*, int>> todo{{&root, 0}};
+  while (!todo.empty()) {
+    auto [v, level] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    depth = std::max(depth, level + 1);
+    entries += v->size();
+    for (const auto& child : *v) todo.emplace_back(&child, level + 1);
+  }
+  return {depth, entries};
+}
+
+// 0xFF, then: shape bits (1 array/object, 2 long, 4 closed), count (2
+// bytes, big-endian), then filler appended as is.
+std::string Build(const std::uint8_t* data, std::size_t size) {
+  if (size < 4) return {};
+  const char open = data[1] & 1 ? '[' : '{';
+  const std::size_t count = std::size_t(data[2]) << 8 | data[3];  // up to 65535
+  std::string out;
+  if (data[1] & 2) {  // long: [0,0,0,...]
+    out = "[";
+    for (std::size_t i = 0; i < count; ++i) out += i ? ",0" : "0";
+    out += "]";
+  } else if (open == '[') {
+    out.assign(count, '[');
+    if (data[1] & 4) out.append(count, ']');  // valid, or left unclosed
+  } else {
+    for (std::size_t i = 0; i < count; ++i) out += "{\"a\":";
+    out += "1";
+    if (data[1] & 4) out.append(count, '}');
+  }
+  out.append(reinterpret_cast<const char*>(data) + 4, size - 4);
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string text = size > 0 && data[0] == 0xFF
+                         ? Build(data, size)
+                         : std::string(reinterpret_cast<const char*>(data), size);
+  const JsonLimits limits{8, 64};
+  auto bounded = sluice::common::ParseBoundedJson(text, limits);
+  auto violation = sluice::common::JsonShapeViolation(text, limits);
+  // nlohmann builds even very deep values without recursion; only the
+  // shape walk below looks at them, iteratively. (Destroying is iterative
+  // in nlohmann >= 3.10.)
+  json plain = json::parse(text, nullptr, false);
+  if (bounded.ok()) {
+    if (violation) Bug("parsed although the shape check refused", text);
+    if (plain.is_discarded()) Bug("parsed what nlohmann refuses", text);
+    auto [depth, entries] = Shape(*bounded);
+    if (depth > limits.max_depth) Bug("returned a value past the depth limit", text);
+    if (entries > limits.max_entries) Bug("returned a value past the entries limit", text);
+    if (*bounded != plain) Bug("returned another value than nlohmann", text);
+    (void)bounded->dump();  // what handlers do next; recursion is bounded now
+    return 0;
+  }
+  if (violation) {
+    // A refusal for a limit: the text, if JSON, really breaks one. Duplicate
+    // keys make the built object smaller than the text, so entries are
+    // checked one way only.
+    if (!plain.is_discarded()) {
+      auto [depth, entries] = Shape(plain);
+      if (depth <= limits.max_depth && entries <= limits.max_entries &&
+          violation->find("depth") != std::string::npos)
+        Bug("refused for depth a value within it", text);
+    }
+    return 0;
+  }
+  if (!plain.is_discarded()) Bug("refused valid JSON within the limits", text);
+  return 0;
+}
