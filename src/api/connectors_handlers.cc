@@ -7,6 +7,7 @@
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/topic_ownership.h"
 #include "catalog/config_validation.h"
 
 namespace sluice::api {
@@ -67,6 +68,7 @@ Response Create(ApiContext& ctx, Request& req) {
     TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     c.team_id = team_id;
     c.env_id = team.env_id;
+    CheckConnectorTopics(tx, c, nullptr);
     InsertConnector(tx, c);
     return Response::Created(ConnectorJson(*FindConnector(tx, c.id)));
   });
@@ -91,6 +93,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   if (name && name->empty()) InvalidField("name", "must not be empty");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     ConnectorRow c = RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    const ConnectorRow before = c;
     const catalog::ConnectorType* type = c.type();
     if (type_id && (!type || *type_id != type->id)) {
       InvalidField("type", "cannot change; create a new connector instead");
@@ -101,6 +104,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       // The configuration is replaced whole; echoed "********" keeps a secret.
       c.configuration = ValidatedConfiguration(
           *type, catalog::KeepUnchangedSecrets(*type, *config, c.configuration));
+      CheckConnectorTopics(tx, c, &before);
     }
     UpdateConnector(tx, c);
     return ConnectorJson(*FindConnector(tx, id));

@@ -1,7 +1,9 @@
 #include "api/datamodels_repository.h"
 
 #include "api/sql_util.h"
+#include "api/topic_ownership.h"
 #include "catalog/config_validation.h"
+#include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
 namespace {
@@ -97,7 +99,27 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
                                  d.source_schema.value_or("public"), *d.source_table);
     }
   }
-  if (!d.target_topic) d.target_topic = d.source_topic;
+  if (!d.target_topic) {
+    // A Kafka source republishes what it reads; the name carries the
+    // connector, so two teams reading one existing topic never collide.
+    // (Rows from before keep target_topic = source_topic: "<topic>.sluice".)
+    d.target_topic = source.connector_type == "kafka" && d.source_topic && !d.source_topic->empty()
+                         ? *d.source_topic + "." + DefaultTopicPrefix(source.id)
+                         : d.source_topic;
+  }
+  // Topics and groups named here belong to someone: the source's team may
+  // read what it produces or was shared, write only what is its own, and
+  // consume with a group no one else in the env uses.
+  if (source.env_id && source.team_id) {
+    const auto& env = *source.env_id;
+    const auto& team = *source.team_id;
+    if (d.source_topic && !d.source_topic->empty())
+      RequireReadableTopic(tx, env, team, *d.source_topic, "source_topic");
+    auto republished = orchestrator::RepublishedTopic(source.connector_type,
+                                                      d.source_topic.value_or(""), d.target_topic);
+    if (republished) RequireWritableTopic(tx, env, team, *republished, "target_topic");
+    if (d.consumer_id) RequireOwnGroup(tx, env, *d.consumer_id, d.id, "consumer_id");
+  }
   if (d.error_table_enabled && !d.error_table_name) {
     InvalidField("error_table_name", "is required when error_table_enabled");
   }

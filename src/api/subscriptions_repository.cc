@@ -4,6 +4,7 @@
 #include "api/datamodels_repository.h"
 #include "api/pipelines_repository.h"
 #include "api/sql_util.h"
+#include "api/topic_ownership.h"
 
 namespace sluice::api {
 namespace {
@@ -238,6 +239,8 @@ void CheckSubscriptionReferences(pqxx::work& tx, const common::Uuid& team,
     if (!p || p->team_id != team)
       throw ApiError(404, "not_found", "pipeline_id: pipeline not found");
   }
+  if (auto env = TeamEnv(tx, team))
+    RequireOwnGroup(tx, *env, s.consumer_id.value_or(s.id.ToString()), s.id, "consumer_id");
 }
 
 }  // namespace sluice::api
