@@ -359,6 +359,7 @@ std::vector<Row> Rows() {
       {"PATCH", "/api/v1/envs/{env_id}", R::kEnvManage, Empty},
       {"DELETE", "/api/v1/envs/{env_id}", R::kSuperuser, nullptr},
       {"GET", "/api/v1/envs/{env_id}/members", R::kEnvRead, nullptr},
+      {"GET", "/api/v1/envs/{env_id}/broker-acls", R::kEnvManage, nullptr},
       {"POST", "/api/v1/envs/{env_id}/members", R::kEnvManage,
        [](const World& w, int) {
          return Json{{"user_id", w.newcomer}, {"role", "reader"}};
