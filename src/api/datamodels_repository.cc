@@ -89,7 +89,8 @@ void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create) {
   if (auto b = f.OptionalBool("enabled")) d.enabled = *b;
 }
 
-void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d) {
+void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d,
+                       const DatamodelRow* before) {
   if (!d.source_topic) {
     if (source.connector_type == "kafka") {
       d.source_topic = source.configuration.value("topic", std::string());
@@ -113,12 +114,17 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
   if (source.env_id && source.team_id) {
     const auto& env = *source.env_id;
     const auto& team = *source.team_id;
-    if (d.source_topic && !d.source_topic->empty())
+    const bool source_changed = !before || before->source_topic != d.source_topic;
+    const bool target_changed = !before || before->target_topic != d.target_topic;
+    const bool group_changed = !before || before->consumer_id != d.consumer_id;
+    if (d.source_topic && !d.source_topic->empty() && source_changed)
       RequireReadableTopic(tx, env, team, *d.source_topic, "source_topic");
     auto republished = orchestrator::RepublishedTopic(source.connector_type,
                                                       d.source_topic.value_or(""), d.target_topic);
-    if (republished) RequireWritableTopic(tx, env, team, *republished, "target_topic");
-    if (d.consumer_id) RequireOwnGroup(tx, env, *d.consumer_id, d.id, "consumer_id");
+    if (republished && (source_changed || target_changed))
+      RequireWritableTopic(tx, env, team, *republished, "target_topic");
+    if (d.consumer_id && group_changed)
+      RequireOwnGroup(tx, env, *d.consumer_id, d.id, "consumer_id");
   }
   if (d.error_table_enabled && !d.error_table_name) {
     InvalidField("error_table_name", "is required when error_table_enabled");

@@ -119,8 +119,11 @@ Response Create(ApiContext& ctx, Request& req) {
   ReadSubscriptionFields(f, s, true);
   f.Finish();
   return IdempotentCreate(ctx, req, "subscriptions:create", body, [&](pqxx::work& tx) {
-    RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     CheckSubscriptionReferences(tx, team_id, s);
+    if (team.env_id)
+      RequireOwnGroup(tx, *team.env_id, s.consumer_id.value_or(s.id.ToString()), s.id,
+                      "consumer_id");
     InsertSubscription(tx, s);
     return Response::Created(SubscriptionJson(*FindSubscription(tx, s.id)));
   });
@@ -139,11 +142,17 @@ Response Patch(ApiContext& ctx, Request& req) {
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     SubscriptionRow s = RequireSubscription(tx, req.caller(), id, Action::kTeamResourceWrite);
     bool was_backfill = s.backfill;
+    const auto group_before = s.consumer_id;
     auto team = SubscriptionTeam(tx, s);
     FieldReader f(body);
     ReadSubscriptionFields(f, s, false);
     f.Finish();
     if (team) CheckSubscriptionReferences(tx, *team, s);
+    // A group shared from before groups had owners still takes other changes.
+    if (team && s.consumer_id != group_before) {
+      if (auto env = TeamEnv(tx, *team))
+        RequireOwnGroup(tx, *env, s.consumer_id.value_or(s.id.ToString()), s.id, "consumer_id");
+    }
     UpdateSubscription(tx, s);
     Json out = SubscriptionJson(*FindSubscription(tx, id));
     if (s.backfill && !was_backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);

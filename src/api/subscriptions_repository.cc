@@ -239,8 +239,6 @@ void CheckSubscriptionReferences(pqxx::work& tx, const common::Uuid& team,
     if (!p || p->team_id != team)
       throw ApiError(404, "not_found", "pipeline_id: pipeline not found");
   }
-  if (auto env = TeamEnv(tx, team))
-    RequireOwnGroup(tx, *env, s.consumer_id.value_or(s.id.ToString()), s.id, "consumer_id");
 }
 
 }  // namespace sluice::api

@@ -771,6 +771,19 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
     }
   });
 
+  // A group two rows share from before groups had owners is not reset: that
+  // would rewind A's delivery.
+  h_.db().Transact([&](pqxx::work& tx) {
+    tx.exec_params("UPDATE subscription SET consumer_id = $1 WHERE id = $2", a_subscription_group,
+                   b_subscription);
+  });
+  Json legacy = allowed("backfill on a shared legacy group", "PATCH",
+                        "/api/v1/subscriptions/" + b_subscription, {{"backfill", true}},
+                        200)["backfill_reset"];
+  ++tried;
+  if (legacy["status"] == "refused") ++refused;
+  EXPECT_EQ(legacy["status"], "refused") << legacy;
+
   // Shared explicitly, A's topic becomes readable to B, never writable.
   Json config = a_source["configuration"];
   config["share_topics_with"] = b;
