@@ -8,6 +8,7 @@
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/topic_ownership.h"
 #include "api/user_log_repository.h"
 #include "catalog/config_validation.h"
 
@@ -69,6 +70,7 @@ Response Create(ApiContext& ctx, Request& req) {
     TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     c.team_id = team_id;
     c.env_id = team.env_id;
+    CheckConnectorTopics(tx, c, nullptr);
     InsertConnector(tx, c);
     LogAction(tx, req.caller(), "connector.create");
     return Response::Created(ConnectorJson(*FindConnector(tx, c.id)));
@@ -94,6 +96,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   if (name && name->empty()) InvalidField("name", "must not be empty");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     ConnectorRow c = RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    const ConnectorRow before = c;
     const catalog::ConnectorType* type = c.type();
     if (type_id && (!type || *type_id != type->id)) {
       InvalidField("type", "cannot change; create a new connector instead");
@@ -104,6 +107,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       // The configuration is replaced whole; echoed "********" keeps a secret.
       c.configuration = ValidatedConfiguration(
           *type, catalog::KeepUnchangedSecrets(*type, *config, c.configuration));
+      CheckConnectorTopics(tx, c, &before);
     }
     UpdateConnector(tx, c);
     LogAction(tx, req.caller(), "connector.update");

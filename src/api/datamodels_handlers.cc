@@ -58,12 +58,13 @@ Response Patch(ApiContext& ctx, Request& req) {
   Json body = req.Body();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     DatamodelRow d = RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceWrite);
+    const DatamodelRow before = d;
     FieldReader f(body);
     ReadDatamodelFields(f, d, false);
     f.Finish();
     if (d.source_connector_id) {
       if (auto source = FindConnector(tx, *d.source_connector_id))
-        CompleteDatamodel(tx, *source, d);
+        CompleteDatamodel(tx, *source, d, &before);
     }
     UpdateDatamodel(tx, d);
     if (d.source_connector_id) {

@@ -1,7 +1,9 @@
 #include "api/datamodels_repository.h"
 
 #include "api/sql_util.h"
+#include "api/topic_ownership.h"
 #include "catalog/config_validation.h"
+#include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
 namespace {
@@ -87,7 +89,8 @@ void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create) {
   if (auto b = f.OptionalBool("enabled")) d.enabled = *b;
 }
 
-void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d) {
+void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d,
+                       const DatamodelRow* before) {
   if (!d.source_topic) {
     if (source.connector_type == "kafka") {
       d.source_topic = source.configuration.value("topic", std::string());
@@ -97,7 +100,32 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
                                  d.source_schema.value_or("public"), *d.source_table);
     }
   }
-  if (!d.target_topic) d.target_topic = d.source_topic;
+  if (!d.target_topic) {
+    // A Kafka source republishes what it reads; the name carries the
+    // connector, so two teams reading one existing topic never collide.
+    // (Rows from before keep target_topic = source_topic: "<topic>.sluice".)
+    d.target_topic = source.connector_type == "kafka" && d.source_topic && !d.source_topic->empty()
+                         ? *d.source_topic + "." + DefaultTopicPrefix(source.id)
+                         : d.source_topic;
+  }
+  // Topics and groups named here belong to someone: the source's team may
+  // read what it produces or was shared, write only what is its own, and
+  // consume with a group no one else in the env uses.
+  if (source.env_id && source.team_id) {
+    const auto& env = *source.env_id;
+    const auto& team = *source.team_id;
+    const bool source_changed = !before || before->source_topic != d.source_topic;
+    const bool target_changed = !before || before->target_topic != d.target_topic;
+    const bool group_changed = !before || before->consumer_id != d.consumer_id;
+    if (d.source_topic && !d.source_topic->empty() && source_changed)
+      RequireReadableTopic(tx, env, team, *d.source_topic, "source_topic");
+    auto republished = orchestrator::RepublishedTopic(source.connector_type,
+                                                      d.source_topic.value_or(""), d.target_topic);
+    if (republished && (source_changed || target_changed))
+      RequireWritableTopic(tx, env, team, *republished, "target_topic");
+    if (d.consumer_id && group_changed)
+      RequireOwnGroup(tx, env, *d.consumer_id, d.id, "consumer_id");
+  }
   if (d.error_table_enabled && !d.error_table_name) {
     InvalidField("error_table_name", "is required when error_table_enabled");
   }

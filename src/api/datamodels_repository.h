@@ -35,7 +35,11 @@ Json DatamodelJson(const DatamodelRow& d);
 void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create);
 // Fills source_topic/target_topic the way the source publishes when the
 // caller named none, and checks the error-table target is the team's.
-void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d);
+// The topics and group it names must be the team's to use (api/topic_ownership.h);
+// on an update (`before`: the stored row) only those it changes are checked,
+// so a row from before owners existed still takes unrelated changes.
+void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d,
+                       const DatamodelRow* before = nullptr);
 
 std::optional<DatamodelRow> FindDatamodel(pqxx::work& tx, const common::Uuid& id);
 std::vector<DatamodelRow> ListDatamodels(pqxx::work& tx, const common::Uuid& source_connector,

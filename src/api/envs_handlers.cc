@@ -1,11 +1,16 @@
 // Environments and their members.
 #include "api/access.h"
+#include "api/config_keys.h"
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/sql_util.h"
 #include "api/user_log_repository.h"
 #include "api/users_repository.h"
 #include "common/hex.h"
+#include "orchestrator/broker_grants.h"
+#include "orchestrator/launch_builder.h"
+#include "runtime/worker_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -161,6 +166,47 @@ Response RemoveMember(ApiContext& ctx, Request& req) {
   return Response::NoContent();
 }
 
+// What each worker of the env may do on the broker, for an operator running
+// their own Kafka: the grants `sluice up` gives its embedded broker, as
+// kafka-acls commands (literal topics and groups, one principal per worker).
+Response BrokerAcls(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("env_id");
+  return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
+    EnvRow e = RequireEnv(tx, req.caller(), id, Action::kEnvManage);
+    std::string bootstrap = "<bootstrap>";
+    if (auto it = e.retention_configuration.find("bootstrap_servers");
+        it != e.retention_configuration.end() && it->is_string())
+      bootstrap = it->get<std::string>();
+    Json workers = Json::array();
+    Json commands = Json::array();
+    for (const auto& r : tx.exec_params(
+             "SELECT id FROM connector WHERE env_id = $1 ORDER BY name, id", id.ToString())) {
+      auto connector = sql::GetUuid(r[0]);
+      for (const auto& w : runtime::WorkerRepository::ForConnector(tx, connector)) {
+        auto launch = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+        Json entry = {{"worker_id", w.id.ToString()},
+                      {"connector_id", connector.ToString()},
+                      {"shard_index", w.shard_index},
+                      {"principal", orchestrator::WorkerPrincipal(w)}};
+        if (!launch.ok()) {
+          entry["error"] = launch.status().message();
+          workers.push_back(std::move(entry));
+          continue;
+        }
+        auto grant = orchestrator::GrantForLaunch(*launch);
+        entry["produce"] = grant.produce;
+        entry["consume"] = grant.consume;
+        entry["groups"] = grant.groups;
+        for (auto& c :
+             orchestrator::KafkaAclsCommands(bootstrap, orchestrator::WorkerPrincipal(w), grant))
+          commands.push_back(std::move(c));
+        workers.push_back(std::move(entry));
+      }
+    }
+    return Json{{"env_id", id.ToString()}, {"workers", workers}, {"kafka_acls", commands}};
+  }));
+}
+
 }  // namespace
 
 void RegisterEnvsRoutes(Router& r, ApiContext& ctx) {
@@ -173,6 +219,9 @@ void RegisterEnvsRoutes(Router& r, ApiContext& ctx) {
           [&ctx](Request& q) { return Patch(ctx, q); });
   g.Delete("/envs/{env_id}", "Delete an env and its teams (superuser)",
            [&ctx](Request& q) { return Delete(ctx, q); });
+  g.Get("/envs/{env_id}/broker-acls",
+        "What each worker may do on the broker, as kafka-acls commands (env admin)",
+        [&ctx](Request& q) { return BrokerAcls(ctx, q); });
   g.Get("/envs/{env_id}/members", "List env members",
         [&ctx](Request& q) { return ListMembers(ctx, q); });
   g.Post("/envs/{env_id}/members", "Grant an env role (env admin); 409 if already a member",

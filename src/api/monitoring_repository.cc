@@ -8,6 +8,7 @@
 #include "api/pipelines_repository.h"
 #include "api/sql_util.h"
 #include "api/subscriptions_repository.h"
+#include "api/topic_ownership.h"
 
 namespace sluice::api {
 
@@ -39,6 +40,16 @@ void AddUnique(std::vector<T>& v, const std::optional<T>& x) {
   if (x && std::find(v.begin(), v.end(), *x) == v.end()) v.push_back(*x);
 }
 
+// A topic's production counts are the producing team's; a topic nobody in
+// Sluice produces (read by a Kafka source) is shown to the teams reading it.
+bool TopicReadableForMetrics(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
+                             const std::string& topic) {
+  auto producers = TopicProducers(tx, env, topic);
+  if (producers.empty()) return true;
+  return std::any_of(producers.begin(), producers.end(),
+                     [&](const TopicProducer& p) { return p.team_id == team; });
+}
+
 }  // namespace
 
 MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const Principal& caller,
@@ -60,7 +71,10 @@ MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const Principal& call
   }
   for (const auto& d : m.datamodels) {
     auto row = FindDatamodel(tx, d);
-    if (row) AddUnique(m.topics, row->source_topic);
+    // Production is read only through the team producing the topic.
+    if (row && row->source_topic &&
+        (!p->env_id || TopicReadableForMetrics(tx, *p->env_id, p->team_id, *row->source_topic)))
+      AddUnique(m.topics, row->source_topic);
   }
   return m;
 }
@@ -79,12 +93,21 @@ MonitoredSubscription RequireMonitoredSubscription(pqxx::work& tx, const Princip
 MonitoredDatamodel RequireMonitoredDatamodel(pqxx::work& tx, const Principal& caller,
                                              const common::Uuid& id) {
   DatamodelRow d = RequireDatamodel(tx, caller, id, Action::kTeamResourceRead);
-  return {d.id, d.name, d.source_connector_id, d.source_topic};
+  std::optional<std::string> topic = d.source_topic;
+  if (topic && d.source_connector_id) {
+    auto source = FindConnector(tx, *d.source_connector_id);
+    if (source && source->env_id && source->team_id &&
+        !TopicReadableForMetrics(tx, *source->env_id, *source->team_id, *topic))
+      topic.reset();  // a shared topic: its production is the owner's to read
+  }
+  return {d.id, d.name, d.source_connector_id, topic};
 }
 
 void RequireTeamTopic(pqxx::work& tx, const Principal& caller, const common::Uuid& team,
                       const std::string& topic) {
-  RequireTeam(tx, caller, team, Action::kTeamResourceRead);
+  TeamRow t = RequireTeam(tx, caller, team, Action::kTeamResourceRead);
+  if (t.env_id && !TopicReadableForMetrics(tx, *t.env_id, team, topic))
+    throw ApiError(404, "not_found", "topic not found");
   auto rows = tx.exec_params(
       "SELECT 1 FROM datamodel d JOIN connector c ON c.id = d.source_connector_id"
       " WHERE c.team_id = $1 AND d.source_topic = $2 LIMIT 1",

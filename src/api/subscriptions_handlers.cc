@@ -12,7 +12,9 @@
 #include "api/pipelines_repository.h"
 #include "api/routes.h"
 #include "api/subscriptions_repository.h"
+#include "api/topic_ownership.h"
 #include "api/user_log_repository.h"
+#include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
 namespace {
@@ -27,25 +29,50 @@ SubscriptionRow RequireSubscription(pqxx::work& tx, const Principal& caller, con
   return *s;
 }
 
-// Resets the group the runtime consumes the datamodel's topic with.
+// Resets the subscription's own group, on the topic its worker really reads:
+// the datamodel's republished topic when there is one (launch_builder's
+// RepublishedTopic), else its source topic. A group another subscription or
+// datamodel of the env also consumes with (rows from before groups had
+// owners) is not reset: that would rewind someone else's delivery.
 Json ResetForBackfill(pqxx::work& tx, const Principal& caller, const SubscriptionRow& s) {
   std::string group = s.consumer_id.value_or(s.id.ToString());
   std::optional<std::string> topic;
   if (s.datamodel_id) {
-    if (auto d = FindDatamodel(tx, *s.datamodel_id)) topic = d->source_topic;
+    if (auto d = FindDatamodel(tx, *s.datamodel_id)) {
+      std::string source_type;
+      if (d->source_connector_id) {
+        if (auto c = FindConnector(tx, *d->source_connector_id)) source_type = c->connector_type;
+      }
+      topic = orchestrator::RepublishedTopic(source_type, d->source_topic.value_or(""),
+                                             d->target_topic);
+      if (!topic && d->source_topic && !d->source_topic->empty()) topic = d->source_topic;
+    }
   }
   Json broker = Json::object();
+  std::optional<common::Uuid> env;
   if (s.target_connector_id) {
     auto rows = tx.exec_params(
-        "SELECT e.retention_configuration::text FROM connector c JOIN env e ON e.id = c.env_id "
-        "WHERE c.id = $1",
+        "SELECT e.retention_configuration::text, e.id FROM connector c "
+        "JOIN env e ON e.id = c.env_id WHERE c.id = $1",
         s.target_connector_id->ToString());
-    if (!rows.empty()) broker = Json::parse(rows[0][0].as<std::string>(), nullptr, false);
+    if (!rows.empty()) {
+      broker = Json::parse(rows[0][0].as<std::string>(), nullptr, false);
+      env = common::Uuid::Parse(rows[0][1].c_str());
+    }
+  }
+  std::optional<GroupUser> other;
+  if (env) {
+    for (const auto& u : GroupUsers(tx, *env, group))
+      if (u.id != s.id) other = u;
   }
   Json out = {{"consumer_group", group}, {"topic", topic ? Json(*topic) : Json(nullptr)}};
   if (!topic) {
     out["status"] = "skipped";
     out["message"] = "the subscription has no source topic";
+  } else if (other) {
+    out["status"] = "refused";
+    out["message"] = "consumer group " + group + " is also used by " + other->kind + " " +
+                     other->id.ToString() + "; give this subscription a consumer_id of its own";
   } else {
     common::Status st = ResetConsumerGroup(broker, group, *topic);
     out["status"] =
@@ -93,8 +120,11 @@ Response Create(ApiContext& ctx, Request& req) {
   ReadSubscriptionFields(f, s, true);
   f.Finish();
   return IdempotentCreate(ctx, req, "subscriptions:create", body, [&](pqxx::work& tx) {
-    RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     CheckSubscriptionReferences(tx, team_id, s);
+    if (team.env_id)
+      RequireOwnGroup(tx, *team.env_id, s.consumer_id.value_or(s.id.ToString()), s.id,
+                      "consumer_id");
     InsertSubscription(tx, s);
     return Response::Created(SubscriptionJson(*FindSubscription(tx, s.id)));
   });
@@ -113,11 +143,17 @@ Response Patch(ApiContext& ctx, Request& req) {
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     SubscriptionRow s = RequireSubscription(tx, req.caller(), id, Action::kTeamResourceWrite);
     bool was_backfill = s.backfill;
+    const auto group_before = s.consumer_id;
     auto team = SubscriptionTeam(tx, s);
     FieldReader f(body);
     ReadSubscriptionFields(f, s, false);
     f.Finish();
     if (team) CheckSubscriptionReferences(tx, *team, s);
+    // A group shared from before groups had owners still takes other changes.
+    if (team && s.consumer_id != group_before) {
+      if (auto env = TeamEnv(tx, *team))
+        RequireOwnGroup(tx, *env, s.consumer_id.value_or(s.id.ToString()), s.id, "consumer_id");
+    }
     UpdateSubscription(tx, s);
     Json out = SubscriptionJson(*FindSubscription(tx, id));
     if (s.backfill && !was_backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);

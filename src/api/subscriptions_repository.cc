@@ -4,6 +4,7 @@
 #include "api/datamodels_repository.h"
 #include "api/pipelines_repository.h"
 #include "api/sql_util.h"
+#include "api/topic_ownership.h"
 
 namespace sluice::api {
 namespace {

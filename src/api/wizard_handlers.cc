@@ -9,6 +9,7 @@
 #include "api/pipelines_repository.h"
 #include "api/routes.h"
 #include "api/subscriptions_repository.h"
+#include "api/topic_ownership.h"
 
 namespace sluice::api {
 namespace {
@@ -52,6 +53,7 @@ ConnectorRow Materialise(pqxx::work& tx, const common::Uuid& team,
     return RequireTeamConnector(tx, team, *spec.existing, role + "_connector_id", way);
   spec.fresh.team_id = team;
   spec.fresh.env_id = env;
+  CheckConnectorTopics(tx, spec.fresh, nullptr);
   InsertConnector(tx, spec.fresh);
   return *FindConnector(tx, spec.fresh.id);
 }

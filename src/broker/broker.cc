@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "broker/sasl_plain.h"
 #include "common/time.h"
 #include "common/uuid.h"
 
@@ -51,6 +52,11 @@ common::Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
       std::make_unique<groups::GroupCoordinator>(b->offsets_.get(), groups::CoordinatorOptions{});
   // Producer ids must not repeat across restarts; the clock is a cheap source.
   b->producers_ = std::make_unique<ProducerStateTable>(common::NowEpochMillis() * 1000);
+  if (!o.acl_file.empty()) {
+    b->acl_ = std::make_unique<AclFile>(o.acl_file);
+    if (!b->acl_->Current(true))
+      return common::InvalidArgument("ACL file " + o.acl_file.string() + " is not readable");
+  }
   return b;
 }
 
@@ -59,6 +65,20 @@ Broker::~Broker() { Shutdown(); }
 void Broker::Shutdown() {
   if (groups_) groups_->Shutdown();
   if (logs_) logs_->Shutdown();
+}
+
+common::Result<std::string> Broker::Authenticate(std::string_view plain_token) {
+  auto user = CheckPlainToken(plain_token, options_.sasl_users);
+  if (user.ok() || !acl_) return user;
+  user = CheckPlainToken(plain_token, acl_->Current()->passwords());
+  if (user.ok()) return user;
+  // A worker launched a moment ago: its entry may be newer than our copy.
+  return CheckPlainToken(plain_token, acl_->Current(true)->passwords());
+}
+
+std::shared_ptr<const Grant> Broker::GrantFor(const std::string& principal) {
+  if (!acl_ || options_.sasl_users.count(principal)) return nullptr;
+  return acl_->Current()->GrantOf(principal);
 }
 
 bool Broker::EnsureTopic(const std::string& topic, bool allow_auto_create) {

@@ -7,7 +7,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "broker/acl.h"
 #include "broker/groups/group_coordinator.h"
 #include "broker/groups/offset_store.h"
 #include "broker/producer_state.h"
@@ -34,8 +36,11 @@ struct BrokerOptions {
   std::int64_t retention_check_interval_ms = 5000;
   std::int64_t max_request_bytes = 100 << 20;  // socket.request.max.bytes
   std::int64_t max_message_bytes = 1048588;    // message.max.bytes
-  // SASL/PLAIN users; empty means no authentication required.
+  // SASL/PLAIN users; empty means no authentication required. They may do
+  // anything, unlike the principals of the ACL file.
   std::map<std::string, std::string> sasl_users;
+  // Principals with their grants (broker/acl.h); set, it turns SASL/PLAIN on.
+  std::filesystem::path acl_file;
 };
 
 class Broker {
@@ -57,6 +62,14 @@ class Broker {
   // the topic exists afterwards.
   bool EnsureTopic(const std::string& topic, bool allow_auto_create);
 
+  // Whether a connection must authenticate before anything but ApiVersions.
+  bool requires_authentication() const { return !options_.sasl_users.empty() || acl_; }
+  // A SASL/PLAIN token checked against --sasl-user and the ACL file; the user.
+  common::Result<std::string> Authenticate(std::string_view plain_token);
+  // What `principal` may do: nullptr for no limit (no ACL file, or a
+  // --sasl-user), else its grant as the ACL file says now.
+  std::shared_ptr<const Grant> GrantFor(const std::string& principal);
+
   void Shutdown();
 
  private:
@@ -68,6 +81,7 @@ class Broker {
   std::unique_ptr<groups::OffsetStore> offsets_;
   std::unique_ptr<groups::GroupCoordinator> groups_;
   std::unique_ptr<ProducerStateTable> producers_;
+  std::unique_ptr<AclFile> acl_;
 };
 
 }  // namespace sluice::broker

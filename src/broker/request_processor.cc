@@ -4,7 +4,6 @@
 
 #include "broker/protocol/api.h"
 #include "broker/protocol/wire.h"
-#include "broker/sasl_plain.h"
 
 namespace sluice::broker {
 
@@ -71,7 +70,7 @@ bool AllowedBeforeAuth(std::int16_t key) {
 
 RequestProcessor::RequestProcessor(Broker* broker, std::string peer)
     : broker_(broker), peer_(std::move(peer)) {
-  session_.authenticated = broker_->options().sasl_users.empty();
+  session_.authenticated = !broker_->requires_authentication();
 }
 
 RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame,
@@ -80,12 +79,13 @@ RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame,
   *response = {};
   if (raw_sasl_next_) {
     raw_sasl_next_ = false;
-    auto user = CheckPlainToken(frame, b.options().sasl_users);
+    auto user = b.Authenticate(frame);
     if (!user.ok()) {
       spdlog::warn("{}: SASL/PLAIN authentication failed", peer_);
       return Outcome::kClose;
     }
     session_.authenticated = true;
+    session_.principal = *user;
     response->bytes.assign(4, '\0');  // an empty token frame says "accepted"
     return Outcome::kRespond;
   }
@@ -108,6 +108,7 @@ RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame,
       spdlog::warn("{}: API {} before SASL authentication; closing", peer_, ctx.api_key);
       return Outcome::kClose;
     }
+    if (!session_.principal.empty()) ctx.grant = b.GrantFor(session_.principal);
     out.Int32(0);  // size, patched below
     out.Int32(ctx.correlation_id);
     bool in_range = ctx.api_version >= api->min_version && ctx.api_version <= api->max_version;

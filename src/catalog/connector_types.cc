@@ -54,7 +54,12 @@ std::vector<ConnectorType> Build() {
         OneOf("sslmode", sslmodes, "libpq sslmode"),
         Str("slot_name", false, "Replication slot (default: derived from the connector id)"),
         Str("publication_name", false, "Publication (default: the slot name)"),
-        Str("topic_prefix", false, "Prefix of the per-table topics", "sluice"),
+        Str("topic_prefix", false,
+            "Prefix of the per-table topics (default: sluice.<12 hex digits of the connector "
+            "id>, so two connectors capturing one table never share a topic)"),
+        Str("share_topics_with", false,
+            "Comma-separated ids of the teams allowed to read the topics this connector "
+            "produces (default: none; the topics are its team's)"),
         OneOf("format", {"json", "avro"},
               "Encoding of the change events: JSON, or Avro in Confluent's wire format "
               "with the schema in the registry",
@@ -74,6 +79,9 @@ std::vector<ConnectorType> Build() {
                    Way::kSource,
                    "Kafka topic (on the env's broker)",
                    {Str("topic", true, "Existing topic to read"),
+                    Str("share_topics_with", false,
+                        "Comma-separated ids of the teams allowed to read the topics this "
+                        "connector republishes (default: none)"),
                     OneOf("format", {"json", "avro"}, "Encoding of the messages", "json")}});
   FieldDef headers;
   headers.name = "headers";

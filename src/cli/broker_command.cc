@@ -26,6 +26,7 @@ struct BrokerFlags {
   std::int64_t max_request_bytes = 100 << 20;
   std::int64_t max_message_bytes = 1048588;
   std::vector<std::string> sasl_users;
+  std::string acl_file;
 };
 
 bool SplitHostPort(const std::string& s, std::string* host, int* port) {
@@ -75,6 +76,8 @@ int RunBroker(const BrokerFlags& f) {
     }
     o.sasl_users[u.substr(0, colon)] = u.substr(colon + 1);
   }
+
+  o.acl_file = f.acl_file;
 
   // Block the stop signals before any thread starts so only sigwait sees them.
   sigset_t set;
@@ -134,6 +137,9 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--sasl-user", f->sasl_users,
                   "USER:PASSWORD; any given turns SASL/PLAIN on (repeatable)");
+  cmd->add_option("--acl-file", f->acl_file,
+                  "JSON of SASL/PLAIN principals and the topics and groups each may use, "
+                  "re-read when it changes (turns SASL/PLAIN on; see broker/acl.h)");
   cmd->callback([f] { sluice::cli::ExitCode() = RunBroker(*f); });
 });
 

@@ -23,6 +23,7 @@
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
+#include "cli/broker_access.h"
 #include "cli/command_registry.h"
 #include "cli/demo_pipeline.h"
 #include "common/net.h"
@@ -111,12 +112,24 @@ int Up(const UpFlags& f) {
   const auto& url = (*provisioned)->url();
   sluice::store::Database db(url, 8);
 
-  // The broker is its own process, supervised like a worker.
+  // The broker is its own process, supervised like a worker. It admits only
+  // the principals of its ACL file: the back end, and each worker launched
+  // against it with a grant of its connector's own topics and groups.
   sluice::runtime::ProcessSupervisor services;
   std::filesystem::create_directories(std::filesystem::path(f.data_dir) / "broker");
+  auto broker_access = sluice::cli::EmbeddedBrokerAccess::Create(
+      std::filesystem::path(f.data_dir) / "broker-acl.json", f.broker_listen);
+  if (!broker_access.ok()) return Fail(broker_access.status().message());
+  sluice::kafka::SetOwnBrokerIdentity((*broker_access)->BackendClient());
+  sluice::orchestrator::SetBrokerIdentityIssuer(
+      [access = broker_access->get()](const sluice::runtime::Worker& w, const nlohmann::json& b,
+                                      const sluice::orchestrator::BrokerGrant& g) {
+        return access->IssueWorkerIdentity(w, b, g);
+      });
   services.Ensure("broker",
                   {{sluice::common::SelfExecutablePath(), "broker", "--listen", f.broker_listen,
-                    "--data-dir", (std::filesystem::path(f.data_dir) / "broker").string()},
+                    "--data-dir", (std::filesystem::path(f.data_dir) / "broker").string(),
+                    "--acl-file", (*broker_access)->acl_file().string()},
                    {},
                    (std::filesystem::path(f.data_dir) / "broker.log").string()});
   if (!WaitForPort(broker_host, broker_port, std::chrono::seconds(20)))
@@ -178,8 +191,7 @@ int Up(const UpFlags& f) {
 #endif
   sluice::orchestrator::BackgroundOptions background;
   background.warehouse_keys = &sluice::api::ConfigKeyRing();
-  background.events_broker = sluice::kafka::ClientConfig{};
-  background.events_broker->bootstrap_servers = f.broker_listen;
+  background.events_broker = (*broker_access)->BackendClient();
   sluice::orchestrator::BackgroundTasks tasks(db, background);
   // Idempotency records stop replaying after 24 h; delete them within the hour.
   sluice::metrics::PeriodicTask idempotency_cleanup(

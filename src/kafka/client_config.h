@@ -38,4 +38,11 @@ struct ClientConfig {
       const std::map<std::string, std::string>& overrides) const;
 };
 
+// Process-wide: the identity this process has on a broker it runs itself
+// (`sluice up`'s back end is that broker's admin). FromJson gives it to
+// settings naming that broker (same bootstrap) without SASL of their own.
+void SetOwnBrokerIdentity(ClientConfig identity);
+// "localhost:9092", "0.0.0.0:9092" and "127.0.0.1:9092" are one address.
+std::string NormalizedBootstrap(std::string bootstrap);
+
 }  // namespace sluice::kafka

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "connectors/topic_naming.h"
+#include "orchestrator/broker_grants.h"
 #include "runtime/shard_planner.h"
 #include "secrets/configuration_cipher.h"
 
@@ -224,6 +225,12 @@ common::Result<json> BuildLaunch(pqxx::transaction_base& tx, const runtime::Work
   if (context.report_database_url)
     full["report"] = {{"database_url", *context.report_database_url}};
   if (context.registry_url) full["registry"] = {{"url", *context.registry_url}};
+  // The worker's own broker identity, limited to its connector's topics and groups.
+  if (const auto& issue = GetBrokerIdentityIssuer()) {
+    auto broker = issue(worker, full.value("broker", json::object()), GrantForLaunch(full));
+    if (!broker.ok()) return broker.status();
+    full["broker"] = std::move(broker).value();
+  }
   return full;
 }
 

@@ -1,5 +1,6 @@
 // Connectors over real HTTP and PostgreSQL: validation, way, encryption at
 // rest (checked by reading the raw table), redaction, names, deletes.
+#include <algorithm>
 #include <pqxx/pqxx>
 #include <set>
 
@@ -36,7 +37,10 @@ TEST_F(ConnectorsApi, ConfigurationIsEncryptedAtRestAndRedactedOnRead) {
   Json plain = *secrets::DecryptConfiguration(raw, api::ConfigKeyRing());
   EXPECT_EQ(plain["password"], "s3cret-pw");
   EXPECT_EQ(plain["port"], 5432);  // defaults are stored for the runtime
-  EXPECT_EQ(plain["topic_prefix"], "sluice");
+  // The topics' owner-unique part: the connector's id (12 hex digits).
+  std::string id = r.body["id"];
+  id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
+  EXPECT_EQ(plain["topic_prefix"], "sluice." + id.substr(0, 12));
   auto got = Get("/api/v1/connectors/" + r.body["id"].get<std::string>());
   EXPECT_EQ(got.body["configuration"]["password"], "********");
   auto list = Get(Path());

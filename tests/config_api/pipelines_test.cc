@@ -38,8 +38,10 @@ class PipelinesApi : public ApiHarness {
 
 TEST_F(PipelinesApi, DatamodelTopicDefaultsToTheSourcesSpelling) {
   auto d = Get("/api/v1/datamodels/" + datamodel_);
-  EXPECT_EQ(d.body["source_topic"], "sluice.public.orders");
-  EXPECT_EQ(d.body["target_topic"], "sluice.public.orders");
+  std::string prefix = Get("/api/v1/connectors/" + source_).body["configuration"]["topic_prefix"];
+  EXPECT_EQ(prefix.rfind("sluice.", 0), 0u) << prefix;
+  EXPECT_EQ(d.body["source_topic"], prefix + ".public.orders");
+  EXPECT_EQ(d.body["target_topic"], prefix + ".public.orders");
   auto on_target = Post("/api/v1/connectors/" + target_ + "/datamodels", {{"name", "x"}});
   EXPECT_EQ(on_target.status, 422);
 }
@@ -108,7 +110,8 @@ TEST_F(PipelinesApi, SwitchingBackfillOnResetsTheConsumerGroup) {
   ASSERT_EQ(on.status, 200) << on.body.dump();
   EXPECT_EQ(on.body["backfill_reset"]["status"], "reset");
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0], "127.0.0.1:1|" + s.body["id"].get<std::string>() + "|sluice.public.orders");
+  std::string topic = Get("/api/v1/datamodels/" + datamodel_).body["source_topic"];
+  EXPECT_EQ(calls[0], "127.0.0.1:1|" + s.body["id"].get<std::string>() + "|" + topic);
   Patch(path, {{"name", "renamed"}});  // still on: no second reset
   EXPECT_EQ(calls.size(), 1u);
   api::SetGroupResetter(nullptr);

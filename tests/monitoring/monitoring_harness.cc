@@ -9,14 +9,16 @@ void MonitoringHarness::SetUp() {
   ApiHarness::SetUp();
   source_ = NewConnector(team_id_, "src", "postgresql-source");
   target_ = NewConnector(team_id_, "dst", "jsonl-target");
-  auto datamodel = [&](const std::string& table) {
+  // The topics are the source's: "<its topic_prefix>.public.<table>".
+  auto datamodel = [&](const std::string& table, std::string* topic) {
     auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
                   {{"name", table}, {"source_schema", "public"}, {"source_table", table}});
     EXPECT_EQ(d.status, 201) << d.body.dump();
+    *topic = d.body.value("source_topic", "");
     return d.body.value("id", "");
   };
-  datamodel_ = datamodel("orders");
-  other_datamodel_ = datamodel("items");
+  datamodel_ = datamodel("orders", &topic_);
+  other_datamodel_ = datamodel("items", &other_topic_);
   auto pipeline = [&](const std::string& name, const std::string& dm) {
     auto p = Post("/api/v1/teams/" + team_id_ + "/pipelines", {{"name", name},
                                                                {"source_connector_id", source_},

@@ -35,8 +35,7 @@ class MonitoringHarness : public ApiHarness {
 
   std::string source_, target_, datamodel_, pipeline_, subscription_;
   std::string other_datamodel_, other_pipeline_, other_subscription_;
-  std::string topic_ = "sluice.public.orders";
-  std::string other_topic_ = "sluice.public.items";
+  std::string topic_, other_topic_;  // the datamodels' source topics
 };
 
 // Epoch ms of a time point.

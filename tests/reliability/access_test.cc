@@ -19,6 +19,7 @@
 #include "api/api_harness.h"
 #include "api/authenticate.h"
 #include "api/config_keys.h"
+#include "orchestrator/launch_builder.h"
 #include "reliability/record.h"
 #include "runtime/worker_repository.h"
 #include "secrets/key_ring.h"
@@ -358,6 +359,7 @@ std::vector<Row> Rows() {
       {"PATCH", "/api/v1/envs/{env_id}", R::kEnvManage, Empty},
       {"DELETE", "/api/v1/envs/{env_id}", R::kSuperuser, nullptr},
       {"GET", "/api/v1/envs/{env_id}/members", R::kEnvRead, nullptr},
+      {"GET", "/api/v1/envs/{env_id}/broker-acls", R::kEnvManage, nullptr},
       {"POST", "/api/v1/envs/{env_id}/members", R::kEnvManage,
        [](const World& w, int) {
          return Json{{"user_id", w.newcomer}, {"role", "reader"}};
@@ -601,6 +603,213 @@ TEST_F(AccessMatrixAll, EveryRoleAgainstEveryRoute) {
                                {"decisions_asserted", static_cast<double>(decisions)},
                                {"leaks", static_cast<double>(leaks)},
                                {"wrong_decisions", static_cast<double>(wrong - leaks)}});
+}
+
+// Cross-team names: team B ("side", whose admin is the "other team" role)
+// names what team A ("core") produces or consumes with, in every field that
+// takes a free-text topic or group. Each is refused; what B may still do
+// (its own capture of the same table, a topic nobody produces, a topic A
+// shared) is allowed; and no launch config of B's workers names A's topics
+// or groups, which is what would carry A's bytes to B's target.
+TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
+  World w = Build();
+  ASSERT_FALSE(HasFailure());
+  const std::string b_token =
+      w.tokens[std::find(kRoles.begin(), kRoles.end(), "other team") - kRoles.begin()];
+  const std::string b = w.other_team;
+  long tried = 0, refused = 0, leaks = 0;
+  // One named attempt by team B: `refuse` is the status it must get.
+  auto attempt = [&](const std::string& what, const std::string& method, const std::string& path,
+                     const Json& body, int refuse) {
+    auto r = h_.Call(method, path, body, b_token);
+    ++tried;
+    if (r.status == refuse) {
+      ++refused;
+    } else {
+      if (r.status >= 200 && r.status < 300) ++leaks;
+      ADD_FAILURE() << what << ": expected " << refuse << ", got " << r.status << " " << r.raw;
+    }
+    return r;
+  };
+  auto allowed = [&](const std::string& what, const std::string& method, const std::string& path,
+                     const Json& body, int status) {
+    auto r = h_.Call(method, path, body, b_token);
+    EXPECT_EQ(r.status, status) << what << ": " << r.raw;
+    return r.body;
+  };
+
+  // A's names: its raw topic (w.topic), its prefix, its groups.
+  Json a_source = Must("GET", "/api/v1/connectors/" + w.source, nullptr, 200);
+  std::string a_prefix = a_source["configuration"]["topic_prefix"];
+  std::string a_datamodel_group = "datamodel-" + w.datamodel;
+  std::string a_subscription_group =
+      Must("GET", "/api/v1/subscriptions/" + w.subscription, nullptr, 200)["consumer_id"];
+
+  // Two teams capturing public.orders get two topics.
+  std::string b_source = allowed(
+      "B's own capture", "POST", "/api/v1/teams/" + b + "/connectors",
+      {{"name", "b-src"}, {"type", "postgresql-source"}, {"configuration", PgSource()}}, 201)["id"];
+  Json b_model =
+      allowed("B's own datamodel", "POST", "/api/v1/connectors/" + b_source + "/datamodels",
+              {{"name", "b-orders"}, {"source_schema", "public"}, {"source_table", "orders"}}, 201);
+  EXPECT_NE(b_model["source_topic"], w.topic);
+  EXPECT_NE(a_prefix.find(w.source.substr(0, 8)), std::string::npos) << a_prefix;
+  std::string b_target = allowed("B's own target", "POST", "/api/v1/teams/" + b + "/connectors",
+                                 {{"name", "b-dst"},
+                                  {"type", "jsonl-target"},
+                                  {"configuration", {{"directory", "/tmp/sluice-access-b"}}}},
+                                 201)["id"];
+  std::string b_subscription =
+      allowed("B's own subscription", "POST", "/api/v1/teams/" + b + "/subscriptions",
+              {{"name", "b-s"},
+               {"datamodel_id", b_model["id"]},
+               {"target_connector_id", b_target},
+               {"target_table_name", "orders"}},
+              201)["id"];
+
+  // A topic: in a kafka-source, a datamodel's source_topic and target_topic.
+  attempt("kafka-source naming A's topic", "POST", "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-kafka"}, {"type", "kafka-source"}, {"configuration", {{"topic", w.topic}}}},
+          403);
+  attempt("postgresql-source under A's prefix", "POST", "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-src2"},
+           {"type", "postgresql-source"},
+           {"configuration",
+            [&] {
+              Json c = PgSource();
+              c["topic_prefix"] = a_prefix;
+              return c;
+            }()}},
+          403);
+  attempt("datamodel source_topic = A's topic", "POST",
+          "/api/v1/connectors/" + b_source + "/datamodels",
+          {{"name", "b-steal"}, {"source_topic", w.topic}}, 403);
+  attempt("datamodel target_topic = A's topic", "POST",
+          "/api/v1/connectors/" + b_source + "/datamodels",
+          {{"name", "b-poison"},
+           {"source_schema", "public"},
+           {"source_table", "items"},
+           {"target_topic", w.topic}},
+          403);
+  attempt("datamodel PATCH source_topic = A's topic", "PATCH",
+          "/api/v1/datamodels/" + b_model["id"].get<std::string>(), {{"source_topic", w.topic}},
+          403);
+  // A consumer group: a datamodel's or a subscription's consumer_id.
+  attempt("datamodel consumer_id = A's datamodel group", "POST",
+          "/api/v1/connectors/" + b_source + "/datamodels",
+          {{"name", "b-group"},
+           {"source_schema", "public"},
+           {"source_table", "lines"},
+           {"consumer_id", a_datamodel_group}},
+          422);
+  attempt("subscription consumer_id = A's subscription group", "POST",
+          "/api/v1/teams/" + b + "/subscriptions",
+          {{"name", "b-s2"},
+           {"datamodel_id", b_model["id"]},
+           {"target_connector_id", b_target},
+           {"target_table_name", "orders2"},
+           {"consumer_id", a_subscription_group}},
+          422);
+  attempt("subscription PATCH consumer_id = A's group", "PATCH",
+          "/api/v1/subscriptions/" + b_subscription, {{"consumer_id", a_subscription_group}}, 422);
+  // Production metrics of A's topic, asked through B.
+  attempt("B reads A's topic production", "GET",
+          "/api/v1/teams/" + b + "/topics/" + w.topic + "/metrics/summary", nullptr, 404);
+  // Within A, a group is still the one subscription's.
+  auto dup = h_.Call("POST", "/api/v1/teams/" + w.team + "/subscriptions",
+                     {{"name", "s-dup"},
+                      {"datamodel_id", w.datamodel},
+                      {"target_connector_id", w.target},
+                      {"target_table_name", "orders-dup"},
+                      {"requires_unique_destination", false},
+                      {"consumer_id", a_subscription_group}},
+                     Root());
+  ++tried;
+  if (dup.status == 422) ++refused;
+  EXPECT_EQ(dup.status, 422) << dup.raw;
+
+  // A topic nobody in Sluice produces stays readable by name.
+  std::string b_kafka =
+      allowed("kafka-source on an outside topic", "POST", "/api/v1/teams/" + b + "/connectors",
+              {{"name", "b-kafka-ext"},
+               {"type", "kafka-source"},
+               {"configuration", {{"topic", "outside.clicks"}}}},
+              201)["id"];
+  Json b_kafka_model =
+      allowed("its datamodel", "POST", "/api/v1/connectors/" + b_kafka + "/datamodels",
+              {{"name", "clicks"}}, 201);
+  // Republished under a name of B's own, so A reading outside.clicks too
+  // would not collide with it.
+  EXPECT_NE(b_kafka_model["target_topic"], "outside.clicks.sluice");
+  // A backfill reset names the topic the worker reads (the republished one)
+  // and the subscription's own group.
+  std::string b_kafka_sub =
+      allowed("subscription on it", "POST", "/api/v1/teams/" + b + "/subscriptions",
+              {{"name", "b-clicks"},
+               {"datamodel_id", b_kafka_model["id"]},
+               {"target_connector_id", b_target},
+               {"target_table_name", "clicks"}},
+              201)["id"];
+  Json reset = allowed("backfill", "PATCH", "/api/v1/subscriptions/" + b_kafka_sub,
+                       {{"backfill", true}}, 200)["backfill_reset"];
+  EXPECT_EQ(reset["topic"], b_kafka_model["target_topic"]) << reset;
+  EXPECT_EQ(reset["consumer_group"], b_kafka_sub) << reset;
+
+  // Nothing of A's in what B's workers would be launched with.
+  h_.db().Transact([&](pqxx::work& tx) {
+    for (const auto& r : tx.exec_params("SELECT id FROM connector WHERE team_id = $1", b)) {
+      auto id = *common::Uuid::Parse(r[0].c_str());
+      for (const auto& worker : runtime::WorkerRepository::EnsureShards(tx, id, 1)) {
+        auto launch = orchestrator::BuildLaunchConfig(tx, worker, &api::ConfigKeyRing());
+        ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+        std::string text = launch->dump();
+        for (const auto& a_name : {w.topic, a_datamodel_group, a_subscription_group}) {
+          if (text.find(a_name) != std::string::npos) ++leaks;
+          EXPECT_EQ(text.find(a_name), std::string::npos) << a_name << " in " << text;
+        }
+      }
+    }
+  });
+
+  // A group two rows share from before groups had owners is not reset: that
+  // would rewind A's delivery.
+  h_.db().Transact([&](pqxx::work& tx) {
+    tx.exec_params("UPDATE subscription SET consumer_id = $1 WHERE id = $2", a_subscription_group,
+                   b_subscription);
+  });
+  Json legacy = allowed("backfill on a shared legacy group", "PATCH",
+                        "/api/v1/subscriptions/" + b_subscription, {{"backfill", true}},
+                        200)["backfill_reset"];
+  ++tried;
+  if (legacy["status"] == "refused") ++refused;
+  EXPECT_EQ(legacy["status"], "refused") << legacy;
+
+  // Shared explicitly, A's topic becomes readable to B, never writable.
+  Json config = a_source["configuration"];
+  config["share_topics_with"] = b;
+  Must("PATCH", "/api/v1/connectors/" + w.source, {{"configuration", config}}, 200);
+  allowed("kafka-source on a shared topic", "POST", "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-kafka-shared"},
+           {"type", "kafka-source"},
+           {"configuration", {{"topic", w.topic}}}},
+          201);
+  attempt("datamodel target_topic = A's shared topic", "POST",
+          "/api/v1/connectors/" + b_source + "/datamodels",
+          {{"name", "b-poison2"},
+           {"source_schema", "public"},
+           {"source_table", "items"},
+           {"target_topic", w.topic}},
+          403);
+  // A's topic keeps its name through the configuration change.
+  EXPECT_EQ(
+      Must("GET", "/api/v1/connectors/" + w.source, nullptr, 200)["configuration"]["topic_prefix"],
+      a_prefix);
+
+  std::printf("access (cross-team names): %ld tried, %ld refused, %ld leaks\n", tried, refused,
+              leaks);
+  RecordReliability("access", {{"cross_team_cases_tried", static_cast<double>(tried)},
+                               {"cross_team_cases_refused", static_cast<double>(refused)},
+                               {"cross_team_leaks", static_cast<double>(leaks)}});
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "broker/broker_harness.h"
 #include "common/net.h"
 #include "common/uuid.h"
 #include "store/embedded_cluster.h"
@@ -81,6 +84,36 @@ void RunDemo(const std::string& format) {
     }
     EXPECT_GT(schemas, 0) << output;
   }
+
+  // The broker admits each worker as its own principal (rows flowing above
+  // prove the grants suffice) and refuses it the other connector's topic
+  // and group.
+  std::ifstream acl_in(dir / "broker-acl.json");
+  auto acl = nlohmann::json::parse(acl_in, nullptr, false);
+  ASSERT_FALSE(acl.is_discarded());
+  EXPECT_EQ(
+      std::filesystem::status(dir / "broker-acl.json").permissions() & std::filesystem::perms::all,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::string source, target;
+  for (const auto& [name, entry] : acl["principals"].items()) {
+    if (name.rfind("sluice-worker-", 0) != 0) continue;
+    (entry["produce"].empty() ? target : source) = name;
+  }
+  ASSERT_FALSE(source.empty() || target.empty()) << acl.dump();
+  auto principal = acl["principals"];
+  auto probe = [&](const std::string& user, const std::string& op, const std::string& topic,
+                   const std::string& group) {
+    auto r = testing::RunPython("acl_probe.py", broker + " " + user + " " +
+                                                    principal[user]["password"].get<std::string>() +
+                                                    " " + op + " " + topic + " " + group);
+    return nlohmann::json::parse(r.out, nullptr, false).value("result", nlohmann::json(r.out));
+  };
+  std::string raw_topic = *principal[source]["produce"].begin();
+  std::string target_group = *principal[target]["groups"].begin();
+  EXPECT_EQ(probe(target, "produce", raw_topic, "-"), "TOPIC_AUTHORIZATION_FAILED");
+  EXPECT_EQ(probe(source, "committed", raw_topic, target_group), "GROUP_AUTHORIZATION_FAILED");
+  EXPECT_EQ(probe(target, "create", "made.by.a.worker", "-"), "TOPIC_AUTHORIZATION_FAILED");
+  EXPECT_EQ(probe(target, "delete", raw_topic, "-"), "TOPIC_AUTHORIZATION_FAILED");
 
   kill(pid, SIGTERM);
   int status = 0;

@@ -63,7 +63,10 @@ Reply CreateTopics(Broker& b, const RequestContext& ctx, Reader& in, Writer& out
     std::optional<std::string> message;
     if (r.assignments > 0) r.partitions = r.assignments;
     if (r.partitions == -1) r.partitions = b.options().default_partitions;
-    if (r.replication != 1 && r.replication != -1) {
+    if (!ctx.MayAdminister()) {
+      code = err::kTopicAuthorizationFailed;
+      message = "only the back end creates topics";
+    } else if (r.replication != 1 && r.replication != -1) {
       code = err::kInvalidReplicationFactor;
       message = "this broker is a single node: replication factor must be 1";
     } else if (!storage::IsValidTopicName(r.name)) {
@@ -101,12 +104,13 @@ Reply DeleteTopics(Broker& b, const RequestContext& ctx, Reader& in, Writer& out
   out.ArrayLength(names.size());
   for (const auto& n : names) {
     out.String(n);
-    out.Int16(ErrorFor(b.logs().DeleteTopic(n), err::kInvalidTopic));
+    out.Int16(ctx.MayAdminister() ? ErrorFor(b.logs().DeleteTopic(n), err::kInvalidTopic)
+                                  : err::kTopicAuthorizationFailed);
   }
   return Reply::kSend;
 }
 
-Reply CreatePartitions(Broker& b, const RequestContext&, Reader& in, Writer& out) {
+Reply CreatePartitions(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   std::vector<std::pair<std::string, std::int32_t>> reqs;
   std::int32_t nt = in.ArrayLength();
   for (std::int32_t t = 0; t < nt; ++t) {
@@ -122,6 +126,12 @@ Reply CreatePartitions(Broker& b, const RequestContext&, Reader& in, Writer& out
   out.ArrayLength(reqs.size());
   for (const auto& [name, count] : reqs) {
     common::Status st;
+    if (!ctx.MayAdminister()) {
+      out.String(name);
+      out.Int16(err::kTopicAuthorizationFailed);
+      out.NullableString("only the back end grows topics");
+      continue;
+    }
     if (validate_only) {
       auto cur = b.logs().PartitionCount(name);
       if (!cur) {

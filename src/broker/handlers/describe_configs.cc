@@ -52,7 +52,10 @@ Reply DescribeConfigs(Broker& b, const RequestContext& ctx, Reader& in, Writer& 
     std::map<std::string, std::string> values;
     if (r.type == kTopicResource) {
       auto cfg = b.logs().Config(r.name);
-      if (!cfg) {
+      if (!ctx.MayDescribe(r.name)) {
+        code = err::kTopicAuthorizationFailed;
+        message = "not authorized for this topic";
+      } else if (!cfg) {
         code = err::kUnknownTopicOrPartition;
         message = "no such topic";
       } else {

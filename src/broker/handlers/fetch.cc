@@ -28,16 +28,20 @@ using Responses = std::vector<std::pair<std::string, std::vector<PartitionRespon
 
 // Reads every requested partition once; returns bytes gathered and whether an
 // error must be reported without waiting.
-std::int64_t ReadAll(Broker& b, const Topics& topics, std::int64_t max_bytes, Responses* out,
-                     bool* errored) {
+std::int64_t ReadAll(Broker& b, const RequestContext& ctx, const Topics& topics,
+                     std::int64_t max_bytes, Responses* out, bool* errored) {
   out->clear();
   std::int64_t total = 0;
   for (const auto& [name, parts] : topics) {
     auto& tr = out->emplace_back(name, std::vector<PartitionResponse>{}).second;
     for (const auto& p : parts) {
       PartitionResponse r{p.index};
-      storage::PartitionLog* log = b.logs().Partition(name, p.index);
-      if (!log) {
+      storage::PartitionLog* log =
+          ctx.MayConsume(name) ? b.logs().Partition(name, p.index) : nullptr;
+      if (!ctx.MayConsume(name)) {
+        r.error = err::kTopicAuthorizationFailed;
+        *errored = true;
+      } else if (!log) {
         r.error = err::kUnknownTopicOrPartition;
         *errored = true;
       } else {
@@ -113,7 +117,7 @@ Reply Fetch(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   while (true) {
     std::uint64_t seq = b.logs().append_seq();
     bool errored = false;
-    std::int64_t total = ReadAll(b, topics, max_bytes, &responses, &errored);
+    std::int64_t total = ReadAll(b, ctx, topics, max_bytes, &responses, &errored);
     if (errored || total >= min_bytes || (total > 0 && min_bytes <= 1) ||
         std::chrono::steady_clock::now() >= deadline) {
       break;

@@ -10,9 +10,17 @@ namespace err = protocol::error;
 
 Reply FindCoordinator(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   const int v = ctx.api_version;
-  in.String();  // key: group or transactional id; this node coordinates everything
+  std::string key = in.String();  // group or transactional id; this node coordinates all
   std::int8_t key_type = v >= 1 ? in.Int8() : 0;
   if (v >= 1) out.Int32(0);
+  if (key_type == 0 && !ctx.MayUseGroup(key)) {
+    out.Int16(err::kGroupAuthorizationFailed);
+    if (v >= 1) out.NullableString("not authorized for this group");
+    out.Int32(-1);
+    out.String("");
+    out.Int32(-1);
+    return Reply::kSend;
+  }
   if (key_type != 0) {
     out.Int16(err::kCoordinatorNotAvailable);
     if (v >= 1) out.NullableString("transactions are not supported");
@@ -47,7 +55,14 @@ Reply JoinGroup(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   }
   req.client_id = ctx.client_id;
   req.client_host = ctx.client_host;
-  auto r = b.groups().Join(req);
+  groups::JoinResult r;
+  if (ctx.MayUseGroup(req.group_id)) {
+    r = b.groups().Join(req);
+  } else {
+    r.error = err::kGroupAuthorizationFailed;
+    r.generation = -1;
+    r.member_id = req.member_id;
+  }
   if (v >= 2) out.Int32(0);
   out.Int16(r.error);
   out.Int32(r.generation);
@@ -75,7 +90,12 @@ Reply SyncGroup(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
     std::string id = in.String();
     assignments.emplace_back(id, std::string(in.Bytes()));
   }
-  auto r = b.groups().Sync(group, generation, member, assignments);
+  groups::SyncResult r;
+  if (ctx.MayUseGroup(group)) {
+    r = b.groups().Sync(group, generation, member, assignments);
+  } else {
+    r.error = err::kGroupAuthorizationFailed;
+  }
   if (v >= 1) out.Int32(0);
   out.Int16(r.error);
   out.Bytes(r.assignment);
@@ -88,7 +108,8 @@ Reply Heartbeat(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   std::string member = in.String();
   if (ctx.api_version >= 3) in.NullableString();
   if (ctx.api_version >= 1) out.Int32(0);
-  out.Int16(b.groups().Heartbeat(group, generation, member));
+  out.Int16(ctx.MayUseGroup(group) ? b.groups().Heartbeat(group, generation, member)
+                                   : err::kGroupAuthorizationFailed);
   return Reply::kSend;
 }
 
@@ -106,7 +127,9 @@ Reply LeaveGroup(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) 
     members.push_back(in.String());
   }
   std::vector<std::int16_t> errors;
-  for (const auto& m : members) errors.push_back(b.groups().Leave(group, m));
+  for (const auto& m : members)
+    errors.push_back(ctx.MayUseGroup(group) ? b.groups().Leave(group, m)
+                                            : err::kGroupAuthorizationFailed);
   if (v >= 1) out.Int32(0);
   if (v >= 3) {
     out.Int16(err::kNone);
@@ -129,8 +152,9 @@ Reply DescribeGroups(Broker& b, const RequestContext& ctx, Reader& in, Writer& o
   if (v >= 1) out.Int32(0);
   out.ArrayLength(ids.size());
   for (const auto& id : ids) {
-    auto d = b.groups().Describe(id);
-    out.Int16(err::kNone);
+    auto d = ctx.MayUseGroup(id) ? b.groups().Describe(id) : groups::GroupDescription{};
+    if (!ctx.MayUseGroup(id)) d.group_id = id;
+    out.Int16(ctx.MayUseGroup(id) ? err::kNone : err::kGroupAuthorizationFailed);
     out.String(d.group_id);
     out.String(groups::GroupStateName(d.state));
     out.String(d.protocol_type);
@@ -153,6 +177,7 @@ Reply ListGroups(Broker& b, const RequestContext& ctx, Reader&, Writer& out) {
   if (ctx.api_version >= 1) out.Int32(0);
   out.Int16(err::kNone);
   auto groups = b.groups().List();
+  std::erase_if(groups, [&](const auto& g) { return !ctx.MayUseGroup(g.first); });
   out.ArrayLength(groups.size());
   for (const auto& [id, type] : groups) {
     out.String(id);

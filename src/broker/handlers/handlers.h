@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "broker/acl.h"
 #include "broker/broker.h"
 #include "broker/protocol/wire.h"
 
@@ -16,6 +18,15 @@ struct RequestContext {
   std::int32_t correlation_id = 0;
   std::string client_id;
   std::string client_host;
+  // What the authenticated principal may do; nullptr: anything.
+  std::shared_ptr<const Grant> grant;
+
+  bool MayProduce(const std::string& topic) const { return !grant || grant->MayProduce(topic); }
+  bool MayConsume(const std::string& topic) const { return !grant || grant->MayConsume(topic); }
+  bool MayDescribe(const std::string& topic) const { return !grant || grant->MayDescribe(topic); }
+  bool MayUseGroup(const std::string& group) const { return !grant || grant->MayUseGroup(group); }
+  // Creating, deleting and growing topics.
+  bool MayAdminister() const { return !grant || grant->admin; }
 };
 
 // Per-connection SASL progress.

@@ -30,7 +30,9 @@ Reply ListOffsets(Broker& b, const RequestContext& ctx, Reader& in, Writer& out)
       if (v >= 4) in.Int32();  // current_leader_epoch
       std::int64_t ts = in.Int64();
       storage::PartitionLog* log = b.logs().Partition(name, index);
-      if (!log) {
+      if (!ctx.MayDescribe(name)) {
+        rows.push_back({index, err::kTopicAuthorizationFailed, -1, -1});
+      } else if (!log) {
         rows.push_back({index, err::kUnknownTopicOrPartition, -1, -1});
       } else if (ts == kLatest) {
         rows.push_back({index, err::kNone, -1, log->log_end_offset()});

@@ -35,13 +35,18 @@ Reply Metadata(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   if (v >= 1) out.Int32(b.options().node_id);  // controller
 
   std::vector<std::string> names = wanted ? *wanted : b.logs().TopicNames();
+  // Listing every topic lists those the principal may know of.
+  if (!wanted)
+    std::erase_if(names, [&](const std::string& topic) { return !ctx.MayDescribe(topic); });
   out.ArrayLength(names.size());
   for (const auto& name : names) {
     std::int16_t topic_error = err::kNone;
     std::int32_t partitions = 0;
     if (!storage::IsValidTopicName(name)) {
       topic_error = err::kInvalidTopic;
-    } else if (!b.EnsureTopic(name, wanted.has_value() && allow_auto)) {
+    } else if (!ctx.MayDescribe(name)) {
+      topic_error = err::kTopicAuthorizationFailed;
+    } else if (!b.EnsureTopic(name, wanted.has_value() && allow_auto && ctx.MayProduce(name))) {
       topic_error = err::kUnknownTopicOrPartition;
     } else {
       partitions = b.logs().PartitionCount(name).value_or(0);

@@ -28,7 +28,11 @@ Reply OffsetCommit(Broker& b, const RequestContext& ctx, Reader& in, Writer& out
       if (v == 1) in.Int64();  // commit_timestamp
       auto meta = in.NullableString();
       parts.push_back(index);
-      if (!b.logs().Partition(name, index)) {
+      if (!ctx.MayUseGroup(group)) {
+        per_partition.push_back(err::kGroupAuthorizationFailed);
+      } else if (!ctx.MayConsume(name)) {
+        per_partition.push_back(err::kTopicAuthorizationFailed);
+      } else if (!b.logs().Partition(name, index)) {
         per_partition.push_back(err::kUnknownTopicOrPartition);
       } else if (meta && meta->size() > 4096) {
         per_partition.push_back(err::kOffsetMetadataTooLarge);
@@ -38,7 +42,9 @@ Reply OffsetCommit(Broker& b, const RequestContext& ctx, Reader& in, Writer& out
       }
     }
   }
-  std::int16_t group_error = b.groups().CommitOffsets(group, generation, member, entries);
+  std::int16_t group_error = ctx.MayUseGroup(group)
+                                 ? b.groups().CommitOffsets(group, generation, member, entries)
+                                 : err::kGroupAuthorizationFailed;
   if (v >= 3) out.Int32(0);
   out.ArrayLength(shape.size());
   std::size_t i = 0;
@@ -59,7 +65,8 @@ Reply OffsetFetch(Broker& b, const RequestContext& ctx, Reader& in, Writer& out)
   std::string group = in.String();
   std::vector<std::pair<std::string, std::vector<std::int32_t>>> wanted;
   std::int32_t nt = in.ArrayLength();
-  if (nt < 0) {  // null (v2+): every partition the group committed
+  const bool group_ok = ctx.MayUseGroup(group);
+  if (nt < 0 && group_ok) {  // null (v2+): every partition the group committed
     std::map<std::string, std::vector<std::int32_t>> all;
     for (const auto& [k, o] : b.offsets().All(group)) all[k.topic].push_back(k.partition);
     wanted.assign(all.begin(), all.end());
@@ -73,17 +80,20 @@ Reply OffsetFetch(Broker& b, const RequestContext& ctx, Reader& in, Writer& out)
   for (const auto& [name, parts] : wanted) {
     out.String(name);
     out.ArrayLength(parts.size());
+    std::int16_t error = !group_ok                ? err::kGroupAuthorizationFailed
+                         : !ctx.MayDescribe(name) ? err::kTopicAuthorizationFailed
+                                                  : err::kNone;
     for (auto p : parts) {
-      auto c = b.offsets().Get(group, {name, p});
+      auto c = error == err::kNone ? b.offsets().Get(group, {name, p}) : std::nullopt;
       out.Int32(p);
       out.Int64(c ? c->offset : -1);
       if (v >= 5) out.Int32(-1);  // committed_leader_epoch
       out.NullableString(c ? std::optional<std::string>(c->metadata)
                            : std::optional<std::string>(""));
-      out.Int16(err::kNone);
+      out.Int16(error);
     }
   }
-  if (v >= 2) out.Int16(err::kNone);
+  if (v >= 2) out.Int16(group_ok ? err::kNone : err::kGroupAuthorizationFailed);
   return Reply::kSend;
 }
 

@@ -87,7 +87,8 @@ Reply Produce(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   std::int32_t topics = in.ArrayLength();
   for (std::int32_t t = 0; t < topics; ++t) {
     std::string name = in.String();
-    bool exists = !bad_acks && b.EnsureTopic(name, true);
+    bool authorized = ctx.MayProduce(name);
+    bool exists = !bad_acks && authorized && b.EnsureTopic(name, true);
     auto& tr = results.emplace_back(name, std::vector<PartitionResult>{}).second;
     std::int32_t parts = in.ArrayLength();
     for (std::int32_t p = 0; p < parts; ++p) {
@@ -95,6 +96,8 @@ Reply Produce(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
       auto records = in.NullableBytes();
       if (bad_acks) {
         tr.push_back({index, err::kInvalidRequiredAcks});
+      } else if (!authorized) {
+        tr.push_back({index, err::kTopicAuthorizationFailed});
       } else if (!exists) {
         tr.push_back({index, err::kUnknownTopicOrPartition});
       } else {

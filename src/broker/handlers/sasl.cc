@@ -3,7 +3,6 @@
 
 #include "broker/handlers/handlers.h"
 #include "broker/protocol/api.h"
-#include "broker/sasl_plain.h"
 
 namespace sluice::broker::handlers {
 
@@ -27,7 +26,7 @@ Reply SaslAuthenticate(Broker& b, const RequestContext& ctx, Session& s, Reader&
     code = err::kIllegalSaslState;
     message = "SaslHandshake first";
   } else {
-    auto user = CheckPlainToken(token, b.options().sasl_users);
+    auto user = b.Authenticate(token);
     if (!user.ok()) {
       code = err::kSaslAuthenticationFailed;
       message = user.status().message();
