@@ -515,9 +515,18 @@ class Loader {
         json value = nullptr;
         const auto& f = row[static_cast<int>(i)];
         if (!f.is_null()) {
-          auto mapped = connectors::postgres::TextToJson(col.type_oid, f.c_str());
-          if (!mapped.ok()) return mapped.status();
-          value = std::move(mapped).value();
+          // As the source carries it: its exact text when it has no exact
+          // JSON form (connectors/postgres/type_mapping.h).
+          std::string_view text(f.c_str(), f.size());
+          auto mapped = connectors::postgres::CarriedAsText(col.type_oid, text)
+                            ? common::Result<json>(common::FailedPrecondition("as text"))
+                            : connectors::postgres::TextToJson(col.type_oid, text);
+          if (mapped.ok()) {
+            value = std::move(mapped).value();
+          } else {
+            value = std::string(text);
+            ch.as_text.push_back(col.name);
+          }
         }
         if (col.key) ch.key[col.name] = value;
         ch.after[col.name] = std::move(value);

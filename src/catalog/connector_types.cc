@@ -63,7 +63,13 @@ std::vector<ConnectorType> Build() {
         OneOf("format", {"json", "avro"},
               "Encoding of the change events: JSON, or Avro in Confluent's wire format "
               "with the schema in the registry",
-              "json")}});
+              "json"),
+        OneOf("tables_without_key", {"full", "refuse"},
+              "Tables without a primary key: full replicates those with REPLICA IDENTITY FULL "
+              "(or USING INDEX), the target keyed by all their columns; refuse refuses to start "
+              "with any. A table whose updates and deletes cannot be replicated (no key, "
+              "identity DEFAULT or NOTHING) is always refused, naming the ALTER TABLE to run",
+              "full")}});
   types.push_back(
       {"postgresql-target",
        "postgresql",

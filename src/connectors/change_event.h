@@ -71,6 +71,11 @@ struct ChangeEvent {
   // Columns whose value did not change and was not sent (TOASTed values on
   // UPDATE). They are absent from `after`; a later stage keeps the old value.
   std::vector<std::string> unchanged_columns;
+  // Columns of the after image (the before image for a delete) whose value
+  // is the PostgreSQL text of the value as a JSON string rather than its
+  // usual JSON form (type_mapping.h, CarriedAsText): json, jsonb numbers
+  // beyond a double, values that have no JSON form. The envelope's `as_text`.
+  std::vector<std::string> text_columns;
   int schema_version = 1;
   // Where the change came from: 0 for snapshot reads.
   Lsn lsn = 0;         // the change's own WAL record

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "common/time.h"
+#include "dataflow/envelope.h"
 #include "registry/avro_codec.h"
 #include "registry/wire_format.h"
 
@@ -77,12 +78,17 @@ json FromDatum(Kind k, const json& v) {
   return v;
 }
 
-json Converted(const json& image, const connectors::TableSchema& schema) {
+// `as_text`: columns whose value is already their PostgreSQL text.
+json Converted(const json& image, const connectors::TableSchema& schema,
+               const std::vector<std::string>& as_text = {}) {
   if (!image.is_object()) return image;
   json out = json::object();
   for (const auto& c : schema.columns) {
     auto it = image.find(c.name);
-    if (it != image.end()) out[c.name] = ToDatum(KindOf(c.type_name), *it);
+    if (it == image.end()) continue;
+    bool text =
+        it->is_string() && std::find(as_text.begin(), as_text.end(), c.name) != as_text.end();
+    out[c.name] = text ? *it : ToDatum(KindOf(c.type_name), *it);
   }
   return out;
 }
@@ -107,8 +113,11 @@ registry::Change AvroChange(const connectors::ChangeEvent& event,
                             const connectors::TableSchema& schema) {
   registry::Change change;
   change.op = static_cast<registry::ChangeOp>(static_cast<char>(event.op));
-  if (event.before.is_object()) change.before = Converted(event.before, schema);
-  if (event.after.is_object()) change.after = Converted(event.after, schema);
+  const auto& text = event.text_columns;
+  bool deleted = event.op == connectors::Op::kDelete;
+  if (event.before.is_object())
+    change.before = Converted(event.before, schema, deleted ? text : std::vector<std::string>());
+  if (event.after.is_object()) change.after = Converted(event.after, schema, text);
   // A delete under REPLICA IDENTITY DEFAULT carries the key only.
   if (event.op == connectors::Op::kDelete && !change.before)
     change.before = Converted(event.key, schema);
@@ -196,7 +205,24 @@ common::Result<TargetChange> AvroEnvelopeDecoder::Decode(const std::string& key,
     auto it = after.find(c.field);
     change.after[c.column.name] =
         it == after.end() ? json(nullptr) : FromDatum(KindOf(c.column.source_type), *it);
+    // JSON text whose JSON form would not give the same text back (json
+    // always: the source carries it as its text) goes as the text.
+    const auto& type = c.column.source_type;
+    if ((type == "json" || type == "jsonb") && it != after.end() && it->is_string()) {
+      const auto& text = it->get_ref<const std::string&>();
+      auto reparsed = json::parse(text, nullptr, false);
+      if (type == "json" || reparsed.is_discarded() || reparsed.dump() != text) {
+        change.after[c.column.name] = text;
+        change.as_text.push_back(c.column.name);
+      }
+    }
   }
+  json before = json::object();
+  if (const json& b = (*datum)["before"]; b.is_object())
+    for (const auto& c : (*reader)->columns)
+      if (auto it = b.find(c.field); it != b.end())
+        before[c.column.name] = FromDatum(KindOf(c.column.source_type), *it);
+  if (change.op == 'u') change.old_key = OldKey(change, before);
   return change;
 }
 

@@ -37,6 +37,9 @@ std::pair<connectors::ChangeEvent, connectors::TableSchema> AsEvent(const Target
   e.table = schema.table;
   e.topic = topic;
   e.key = change.op == 't' ? json(nullptr) : change.key;
+  e.text_columns = change.as_text;
+  // The old key of a key change travels as the before image, as from the source.
+  if (change.op == 'u' && change.old_key.is_object()) e.before = change.old_key;
   if (change.op == 'd') {
     e.before = change.key;
   } else if (change.op != 't') {

@@ -45,6 +45,10 @@ std::string EnvelopeValue(const connectors::ChangeEvent& event, const std::strin
   value.reserve(256 + columns_json.size());
   value += "{\"after\":";
   value += event.after_json.empty() ? dump(event.after) : event.after_json;
+  if (!event.text_columns.empty()) {
+    value += ",\"as_text\":";
+    value += dump(event.text_columns);
+  }
   value += ",\"before\":";
   value += dump(event.before);
   value += ",\"op\":\"";
@@ -110,6 +114,21 @@ bool ParseSplit(const std::string& value, json& envelope,
 
 }  // namespace
 
+json OldKey(const connectors::targets::TargetChange& change, const json& before) {
+  // The before image holds the old key (pgoutput's 'K' or 'O' tuple) only
+  // when the update changed it, or under REPLICA IDENTITY FULL.
+  if (!before.is_object() || !change.key.is_object()) return nullptr;
+  json old = json::object();
+  for (const auto& c : change.columns) {
+    if (!c.key) continue;
+    auto it = before.find(c.name);
+    if (it == before.end()) return nullptr;
+    old[c.name] = *it;
+  }
+  if (old.empty() || old == change.key) return nullptr;
+  return old;
+}
+
 const std::vector<connectors::targets::TargetColumn>* ColumnsFromText(std::string_view text) {
   // A table's column list repeats on every message: parsed once per
   // distinct text.
@@ -146,8 +165,9 @@ std::optional<InsertView> ViewInsert(const std::string& value) {
       od::array columns;
       if (v.get_array().get(columns) || columns.raw_json().get(view.columns)) return std::nullopt;
       view.columns = padded.InText(view.columns);
-    } else if (name == "unchanged") {
-      return std::nullopt;  // never on an insert: not an envelope this reads
+    } else if (name == "unchanged" || name == "as_text") {
+      // Never on an insert / values that need the decoded path.
+      return std::nullopt;
     }
   }
   if (op.empty() || view.image.empty() || view.columns.empty()) return std::nullopt;
@@ -185,6 +205,10 @@ common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::stri
   if (!change.after.is_object()) {
     return common::InvalidArgument(fmt::format("op '{}' without an after image", op));
   }
+  if (auto it = envelope.find("as_text"); it != envelope.end() && it->is_array())
+    for (const auto& name : *it)
+      if (name.is_string()) change.as_text.push_back(name.get<std::string>());
+  if (change.op == 'u') change.old_key = OldKey(change, envelope.value("before", json()));
   return change;
 }
 

@@ -40,6 +40,11 @@ std::string EnvelopeKey(const connectors::ChangeEvent& event);
 common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::string& key,
                                                                  const std::string& value);
 
+// The key an update's row had before it, when the update changed it (read
+// from the before image by the columns' key flags); null otherwise.
+nlohmann::json OldKey(const connectors::targets::TargetChange& change,
+                      const nlohmann::json& before);
+
 // An insert (op c or r) as it sits in its message: the after image's and the
 // columns' JSON text, both views into the value. Nullopt for anything else
 // (other ops, a layout this does not know), which DecodeEnvelope reads.

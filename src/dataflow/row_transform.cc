@@ -181,6 +181,10 @@ void RowTransform::Apply(TargetChange& change) const {
   if (identity_) return;
   change.after = ShapeImage(change.after, false, change.key);
   change.key = ShapeImage(change.key, true, change.key);
+  if (change.old_key.is_object()) change.old_key = ShapeImage(change.old_key, true, change.old_key);
+  for (auto& name : change.as_text)
+    for (const auto& [from, to] : rename_)
+      if (name == from) name = to;
   std::vector<connectors::targets::TargetColumn> columns;
   for (auto c : change.columns) {
     bool selected = c.key || select_.empty() ||

@@ -48,6 +48,9 @@ common::Result<WorkerLaunch> Parse(const json& j) {
     w.source.publication = s.value("publication", std::string());
     w.source.topic_prefix = s.value("topic_prefix", std::string("sluice"));
     w.source.format = s.value("format", std::string("json"));
+    w.source.tables_without_key = s.value("tables_without_key", std::string("full"));
+    if (w.source.tables_without_key != "full" && w.source.tables_without_key != "refuse")
+      problems.push_back("source.tables_without_key: full or refuse");
     if (w.source.format != "json" && w.source.format != "avro")
       problems.push_back("source.format: json or avro");
     if (w.source.format == "avro" && !w.registry_url)

@@ -39,6 +39,8 @@ struct SourceLaunch {
   std::string topic_prefix = "sluice";
   std::vector<connectors::TableId> tables;
   std::string format = "json";  // json | avro (needs the registry)
+  // full | refuse: what the source does with a table without a primary key.
+  std::string tables_without_key = "full";
 };
 // type postgresql: the CDC source above; type kafka: an existing topic,
 // read by the launch's datamodel stages only.

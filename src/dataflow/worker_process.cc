@@ -124,6 +124,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   options.publication_name = launch.source.publication;
   options.tables = launch.source.tables;
   options.topic_prefix = launch.source.topic_prefix;
+  options.refuse_tables_without_key = launch.source.tables_without_key == "refuse";
   if (!launch.state_path.empty()) {
     // Progress is reported only after the chunk it covers is durable in the
     // broker, so what is saved here never runs ahead of what was delivered.

@@ -149,6 +149,8 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
                         {"slot", slot},           {"publication", publication},
                         {"topic_prefix", prefix}, {"format", format},
                         {"tables", captured}};
+    if (config.contains("tables_without_key"))
+      launch["source"]["tables_without_key"] = config["tables_without_key"];
     return launch;
   }
   json target;

@@ -217,7 +217,8 @@ TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersSt
        "NaN", "[]", "\\x", "{}", "infinity", "0", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", "null",
        ""},
       {"3", std::nullopt, std::nullopt, std::nullopt, "-1.5e+300", std::nullopt, std::nullopt,
-       std::nullopt, "2026-01-01 00:00:00", "-2147483648", std::nullopt, std::nullopt, std::nullopt}};
+       std::nullopt, "2026-01-01 00:00:00", "-2147483648", std::nullopt, std::nullopt,
+       std::nullopt}};
   auto feed = [&](ChangeAssembler& assembler) {
     PgOutputDecoder decoder;
     std::vector<std::string> messages = {MessageBuilder('B').U64(0x200).U64(0).U32(77).Build(),
@@ -265,6 +266,59 @@ TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersSt
   EXPECT_TRUE(text_sink.events[3].after_json.empty());
   EXPECT_EQ(text_sink.events[3].after, tree_sink.events[3].after);
   EXPECT_EQ(text_sink.events[3].key, tree_sink.events[3].key);
+}
+
+// Values with no exact JSON form are carried as their text, named in
+// text_columns, by both renderings; the stream never stops on one.
+TEST(AssemblerJsonText, ValuesWithoutAnExactJsonFormGoAsTheirText) {
+  MessageBuilder relation('R');
+  relation.U32(1).Str("public").Str("poison").U8('d').U16(5);
+  relation.U8(1).Str("id").U32(23).U32(0xffffffff);
+  relation.U8(0).Str("j").U32(114).U32(0xffffffff);     // json
+  relation.U8(0).Str("jb").U32(3802).U32(0xffffffff);   // jsonb
+  relation.U8(0).Str("flag").U32(16).U32(0xffffffff);   // bool
+  relation.U8(0).Str("arr").U32(1007).U32(0xffffffff);  // int4[]
+  using Row = std::vector<std::optional<std::string>>;
+  const Row poison = {"1", R"({"n": 1e400})", R"({"n": 1.50})", "maybe", "{1,oops}"};
+  const Row plain = {"2", R"({"a": 1})", R"({"a": 1})", "t", "{1,2}"};
+  for (bool text_inserts : {false, true}) {
+    MemorySink tree_sink;
+    TextSink text_sink;
+    MemorySink& sink = text_inserts ? static_cast<MemorySink&>(text_sink) : tree_sink;
+    SchemaCache schemas;
+    ChangeAssembler assembler(&sink, &schemas, "pfx");
+    PgOutputDecoder decoder;
+    for (const auto& bytes :
+         {MessageBuilder('B').U64(0x200).U64(0).U32(77).Build(), relation.Build(),
+          MessageBuilder('I').U32(1).U8('N').Tuple(poison).Build(),
+          MessageBuilder('I').U32(1).U8('N').Tuple(plain).Build(),
+          MessageBuilder('U').U32(1).U8('N').Tuple(poison).Build(),
+          MessageBuilder('C').U8(0).U64(0x200).U64(0x210).U64(0).Build()}) {
+      auto m = decoder.Decode(bytes);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      auto st = assembler.Apply(*m, 0x100);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+    ASSERT_EQ(sink.events.size(), 3u);
+    auto after = [&](std::size_t i) {
+      const auto& e = sink.events[i];
+      return e.after_json.empty() ? e.after : nlohmann::json::parse(e.after_json);
+    };
+    EXPECT_EQ(after(0)["j"], R"({"n": 1e400})");
+    EXPECT_EQ(after(0)["jb"], R"({"n": 1.50})");
+    EXPECT_EQ(after(0)["flag"], "maybe");
+    EXPECT_EQ(after(0)["arr"], "{1,oops}");
+    EXPECT_EQ(sink.events[0].text_columns, (std::vector<std::string>{"j", "jb", "flag", "arr"}));
+    // json is its text always; the rest keep their JSON form when exact.
+    EXPECT_EQ(after(1)["j"], R"({"a": 1})");
+    EXPECT_EQ(after(1)["jb"], nlohmann::json({{"a", 1}}));
+    EXPECT_EQ(after(1)["flag"], true);
+    EXPECT_EQ(after(1)["arr"], nlohmann::json({1, 2}));
+    EXPECT_EQ(sink.events[1].text_columns, std::vector<std::string>{"j"});
+    EXPECT_EQ(sink.events[2].op, Op::kUpdate);
+    EXPECT_EQ(sink.events[2].after["flag"], "maybe");
+    EXPECT_EQ(sink.events[2].text_columns.size(), 4u);
+  }
 }
 
 }  // namespace

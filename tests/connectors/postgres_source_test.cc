@@ -3,6 +3,7 @@
 // is a test double for the broker: it is what acknowledges (or withholds
 // acknowledgement of) emitted events.
 #include "connectors/postgres/postgres_source.h"
+#include "connectors/postgres/type_mapping.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -262,7 +263,7 @@ TEST_F(PostgresSourceTest, AllCommonTypesMapToJson) {
                    {"ts", "2024-01-02T03:04:05"},
                    {"d", "2024-01-02"},
                    {"tm", "03:04:05"},
-                   {"j", {{"a", 1}}},
+                   {"j", "{\"a\": 1}"},  // json is its text (as_text)
                    {"jb", {{"b", {1, 2}}}},
                    {"u", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
                    {"by", "AQI="},
@@ -274,6 +275,7 @@ TEST_F(PostgresSourceTest, AllCommonTypesMapToJson) {
     json after = e.after;
     after.erase("id");
     EXPECT_EQ(after, expected) << OpName(e.op) << ": " << after.dump();
+    EXPECT_EQ(e.text_columns, std::vector<std::string>{"j"});
   }
   EXPECT_EQ(sink.events[0].op, Op::kRead);
   EXPECT_EQ(sink.events[1].op, Op::kCreate);
@@ -595,6 +597,73 @@ TEST_F(PostgresSourceTest, TableWithoutReplicaIdentityIsRefused) {
   EXPECT_EQ(sink.events[1].key, json({{"v", 2}}));
   EXPECT_EQ(sink.events[0].key, json({{"v", 1}}));  // the snapshot read agrees
   EXPECT_EQ(sink.schemas.size(), 1u);
+}
+
+TEST_F(PostgresSourceTest, TablesWithoutAKeyFollowTheChosenModeAndThePreCheckSaysWhatToRun) {
+  Exec(
+      "CREATE TABLE hist (tid int, delta int, filler char(22)); "
+      "CREATE TABLE keyed (id int PRIMARY KEY); "
+      "CREATE TABLE by_index (a int NOT NULL, b text); "
+      "CREATE UNIQUE INDEX by_index_a ON by_index (a); "
+      "ALTER TABLE by_index REPLICA IDENTITY USING INDEX by_index_a");
+  auto& sink = NewSink();
+  const std::string alter = R"(`ALTER TABLE "public"."hist" REPLICA IDENTITY FULL`)";
+  auto start = [&](std::vector<TableId> tables, bool refuse) {
+    sources_.clear();
+    auto o = Options(std::move(tables));
+    o.refuse_tables_without_key = refuse;
+    return Source(o, &sink)->Start();
+  };
+  // Identity DEFAULT without a key: refused either way, naming the table
+  // and the statement to run (and only that table).
+  for (bool refuse : {false, true}) {
+    auto st = start({{"public", "keyed"}, {"public", "hist"}}, refuse);
+    EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
+    EXPECT_NE(st.message().find(alter), std::string::npos) << st.ToString();
+    EXPECT_NE(st.message().find("public.hist"), std::string::npos) << st.ToString();
+    EXPECT_EQ(st.message().find("keyed"), std::string::npos) << st.ToString();
+  }
+  Exec("ALTER TABLE hist REPLICA IDENTITY FULL");
+  // tables_without_key: refuse still refuses it, and says how not to.
+  auto st = start({{"public", "hist"}}, true);
+  EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("tables_without_key"), std::string::npos) << st.ToString();
+  EXPECT_EQ(Query1("SELECT count(*) FROM pg_publication"), "0");
+
+  // full: replicated with every column its key (NULLs included); USING
+  // INDEX: keyed by that index, in the snapshot and the stream alike.
+  Exec("INSERT INTO hist VALUES (1, 5, NULL); INSERT INTO by_index VALUES (1, 'x')");
+  ASSERT_TRUE(start({{"public", "hist"}, {"public", "by_index"}}, false).ok());
+  Exec("UPDATE hist SET delta = 6; UPDATE by_index SET b = 'y'; DELETE FROM hist");
+  PollUntil(sources_.back().get(), [&] { return sink.events.size() >= 5; });
+  ASSERT_EQ(sink.events.size(), 5u);
+  EXPECT_EQ(sink.events[0].key, json({{"tid", 1}, {"delta", 5}, {"filler", nullptr}}));
+  EXPECT_EQ(sink.events[1].key, json({{"a", 1}}));
+  EXPECT_EQ(sink.events[2].op, Op::kUpdate);
+  EXPECT_EQ(sink.events[2].before, json({{"tid", 1}, {"delta", 5}, {"filler", nullptr}}));
+  EXPECT_EQ(sink.events[2].key, json({{"tid", 1}, {"delta", 6}, {"filler", nullptr}}));
+  EXPECT_EQ(sink.events[3].key, json({{"a", 1}}));
+  EXPECT_EQ(sink.events[4].op, Op::kDelete);
+  EXPECT_EQ(sink.events[4].key, json({{"tid", 1}, {"delta", 6}, {"filler", nullptr}}));
+  ASSERT_EQ(sink.schemas.size(), 2u) << "the stream agrees with the snapshot on the key";
+  EXPECT_EQ(sink.schemas[1].KeyColumns(), std::vector<std::string>{"a"});
+}
+
+// The built-in type OIDs the stream names types by (pgoutput sends no Type
+// message for them) are the server's.
+TEST_F(PostgresSourceTest, BuiltinTypeNamesAgreeWithTheServersCatalog) {
+  pqxx::work tx(*conn_);
+  auto rows = tx.exec(
+      "SELECT oid, typname FROM pg_type WHERE typnamespace = 'pg_catalog'::regnamespace AND "
+      "oid < 10000");
+  int known = 0;
+  for (const auto& r : rows) {
+    auto name = BuiltinTypeName(r[0].as<std::uint32_t>());
+    if (name.empty()) continue;
+    ++known;
+    EXPECT_EQ(name, r[1].c_str()) << "oid " << r[0].c_str();
+  }
+  EXPECT_GE(known, 90);
 }
 
 TEST_F(PostgresSourceTest, ProductionMetricsCountPerTopic) {

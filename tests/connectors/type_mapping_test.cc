@@ -77,5 +77,34 @@ TEST(TypeMapping, BuiltinNamesAndArrayElements) {
   EXPECT_EQ(ArrayElementType(23), 0u);
 }
 
+TEST(TypeMapping, JsonIsCarriedAsTextAndJsonbWhenANumberWouldChange) {
+  EXPECT_TRUE(CarriedAsText(114, R"({"a": 1})"));  // json: its text is the value
+  EXPECT_TRUE(CarriedAsText(199, R"({"{\"a\": 1}"})"));
+  EXPECT_TRUE(CarriedAsText(3807, R"({"{}"})"));
+  EXPECT_FALSE(CarriedAsText(3802, R"({"a": 1, "b": [0.5, -2, 1.25, 0], "c": "1e400 \" 1.50"})"));
+  EXPECT_FALSE(CarriedAsText(3802, "18446744073709551615"));
+  EXPECT_TRUE(CarriedAsText(3802, R"({"n": 1e400})"));
+  EXPECT_TRUE(CarriedAsText(3802, R"({"n": 1.50})"));
+  EXPECT_TRUE(CarriedAsText(3802, R"({"n": 123456789012345678901234567890})"));
+  EXPECT_TRUE(CarriedAsText(3802, R"([-0])"));
+  EXPECT_FALSE(CarriedAsText(25, R"({"n": 1e400})"));
+  EXPECT_FALSE(CarriedAsText(1700, "NaN"));
+}
+
+TEST(TypeMapping, EdgeValuesKeepTheirText) {
+  EXPECT_EQ(Map(1700, "NaN"), json("NaN"));
+  EXPECT_EQ(Map(1700, "-Infinity"), json("-Infinity"));
+  EXPECT_EQ(Map(700, "Infinity"), json("Infinity"));
+  EXPECT_EQ(Map(1082, "infinity"), json("infinity"));
+  EXPECT_EQ(Map(1114, "-infinity"), json("-infinity"));
+  EXPECT_EQ(Map(790, "$12.34"), json("$12.34"));
+  EXPECT_EQ(Map(1042, "ab   "), json("ab   "));
+  EXPECT_EQ(Map(600, "(1,2)"), json("(1,2)"));
+  EXPECT_EQ(Map(1020, "{(1,1),(0,0);(2,2),(1,1)}"), json("{(1,1),(0,0);(2,2),(1,1)}"));
+  EXPECT_EQ(Map(3904, "[1,5)"), json("[1,5)"));
+  EXPECT_EQ(BuiltinTypeName(1560), "bit");
+  EXPECT_EQ(BuiltinTypeName(4451), "int4multirange");
+}
+
 }  // namespace
 }  // namespace sluice::connectors::postgres

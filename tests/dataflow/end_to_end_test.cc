@@ -9,6 +9,9 @@
 #include <signal.h>
 
 #include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -461,6 +464,200 @@ TEST_F(EndToEnd, KafkaSourceTurnsAnExistingJsonTopicIntoRows) {
                        "'events' AND column_name = 'meta'")[0]
                 .as<int>(),
             0);
+}
+
+// The tables users really have: every everyday type with its edge values,
+// key changes, tables without a primary key (pgbench's workload).
+class RealTables : public EndToEnd {
+ protected:
+  // `sql` on `url`, every value as its type's output text.
+  static std::string TextRows(const std::string& url, const std::string& sql) {
+    try {
+      pqxx::connection c(url);
+      auto result = pqxx::nontransaction(c).exec(sql);
+      json out = json::array();
+      for (const auto& row : result) {
+        json r = json::array();
+        for (const auto& f : row) r.push_back(f.is_null() ? json(nullptr) : json(f.c_str()));
+        out.push_back(std::move(r));
+      }
+      return out.dump();
+    } catch (const std::exception& e) {
+      return std::string("error: ") + e.what();
+    }
+  }
+  // Waits until `columns` of the target's `copy` equal those of the
+  // source's `table`, value by value as text, rows in `order`.
+  ::testing::AssertionResult Equal(const std::string& table, const std::string& copy,
+                                   const std::string& columns, const std::string& order,
+                                   std::chrono::seconds limit = 90s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    std::string want, got;
+    while (std::chrono::steady_clock::now() < deadline) {
+      want = TextRows(source_.url(), "SELECT " + columns + " FROM " + table + " ORDER BY " + order);
+      got = TextRows(target_.url(), "SELECT " + columns + " FROM " + copy + " ORDER BY " + order);
+      if (want == got) return ::testing::AssertionSuccess();
+      std::this_thread::sleep_for(250ms);
+    }
+    return ::testing::AssertionFailure()
+           << table << " did not converge\nsource: " << want.substr(0, 1500)
+           << "\ntarget: " << got.substr(0, 1500) << "\n"
+           << Logs();
+  }
+  // A source worker over `tables` and a target worker (`target`: its
+  // config) with one subscription per table into "<table>_copy".
+  void Start(const std::vector<std::string>& tables, const json& target,
+             const json& source_extra = json::object()) {
+    json list = json::array(), subscriptions = json::array();
+    for (const auto& t : tables) {
+      list.push_back({{"schema", "public"}, {"table", t}});
+      subscriptions.push_back({{"id", common::Uuid::V4().ToString()},
+                               {"topic", connectors::TopicForTable("e2e", {"public", t})},
+                               {"consumer_group", "e2e-" + t},
+                               {"target_table", t + "_copy"},
+                               {"error_table", t + "_errors"}});
+    }
+    json source = {{"type", "postgresql"}, {"url", source_.url()},  {"slot", slot_},
+                   {"publication", slot_}, {"topic_prefix", "e2e"}, {"tables", list}};
+    source.update(source_extra);
+    RunWorker("source", WorkerConfig("source", {{"source", source}}));
+    RunWorker("target",
+              WorkerConfig("target", {{"target", target}, {"subscriptions", subscriptions}}));
+  }
+  json PgTarget() { return {{"type", "postgresql"}, {"url", target_.url()}}; }
+};
+
+// Every column of the fidelity table but the key, compared as text.
+const char* kFidelityColumns =
+    "id, j, jb, m, n, f8, f4, d, ts, tstz, iv, ch, bt, vb, x, tv, tq, pt, ln, ls, bx, pa, pg, "
+    "ci, i4r, nr, tzr, dr, i4mr, arr_pt, arr_r, arr_m, arr_bx, arr_t, arr_j, mood, dom, comp, "
+    "big, ba, u, mac, ip";
+
+void CreateFidelityTable(const std::function<void(const std::string&)>& sql) {
+  sql("CREATE TYPE mood AS ENUM ('sad', 'happy'); "
+      "CREATE DOMAIN posint AS int CHECK (VALUE > 0); "
+      "CREATE TYPE pair AS (a int, b text); "
+      "CREATE TABLE fidelity (id int PRIMARY KEY, j json, jb jsonb, m money, n numeric, "
+      "f8 float8, f4 real, d date, ts timestamp, tstz timestamptz, iv interval, ch char(5), "
+      "bt bit(3), vb varbit, x xml, tv tsvector, tq tsquery, pt point, ln line, ls lseg, bx box, "
+      "pa path, pg polygon, ci circle, i4r int4range, nr numrange, tzr tstzrange, dr daterange, "
+      "i4mr int4multirange, arr_pt point[], arr_r int4range[], arr_m money[], arr_bx box[], "
+      "arr_t text[], arr_j jsonb[], mood mood, dom posint, comp pair, big text, ba bytea, "
+      "u uuid, mac macaddr, ip inet); "
+      "ALTER TABLE fidelity ALTER COLUMN big SET STORAGE EXTERNAL; "
+      "CREATE TABLE plain (id int PRIMARY KEY, v text)");
+}
+
+void InsertFidelityRows(const std::function<void(const std::string&)>& sql, int from) {
+  auto id = [&](int i) { return std::to_string(from + i); };
+  // Edge values: numbers beyond double in json/jsonb, NaN and infinities,
+  // infinite and BC dates, padding, every geometric and range type.
+  sql("INSERT INTO fidelity VALUES (" + id(0) +
+      R"(, '{"n": 1e400,  "n": 2}', '{"n": 1.50, "big": 123456789012345678901234567890}',
+      '$12.34', 'NaN', 'Infinity', '-Infinity', 'infinity', '-infinity', 'infinity',
+      '1 year 2 mons 3 days 04:05:06.789', 'ab', B'101', B'1', '<a>x &amp; y</a>',
+      'a fat cat', 'fat & rat', '(1,2)', '{1,2,3}', '[(0,0),(1,1)]', '(2,2),(0,0)',
+      '((0,0),(1,1),(2,0))', '((0,0),(1,1),(2,0))', '<(1,1),2>', '[1,5)', '(1.5,2.5]',
+      '[2026-01-01 00:00:00+00,infinity)', 'empty', '{[1,3),[5,7)}',
+      ARRAY['(1,2)'::point, '(3,4)'], ARRAY['[1,2)'::int4range], ARRAY['$1.00'::money],
+      ARRAY['(1,1),(0,0)'::box, '(2,2),(1,1)'], ARRAY['a', 'b c', NULL, '"q"'],
+      ARRAY['{"n": 1e400}'::jsonb, '[1.50]'], 'happy', 5, ROW(1, 'x y'), repeat('x', 20000),
+      '\x00ff', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '08:00:2b:01:02:03', '10.1.0.0/16'))");
+  // Ordinary values, and a row of NULLs.
+  sql("INSERT INTO fidelity VALUES (" + id(1) +
+      R"(, '{"a": [1, 2]}', '{"a": 1, "b": 0.5}', '0.5', 1.5, 0.1, 0.1, '2026-01-01',
+      '0044-03-15 12:00:00 BC', '2026-06-01 12:00:00.123456+05:30', '-1 day', 'abcde', B'000',
+      B'', '<b/>', '', '!x', '(0,0)', '{0,1,0}', '[(0,0),(0,0)]', '(0,0),(0,0)', '[(0,0)]',
+      '((0,0))', '<(0,0),0>', '(,)', 'empty', '(,)', '[2026-01-01,2026-02-01)', '{}', '{}', '{}',
+      '{}', '{}', '{}', '{}', 'sad', 1, ROW(NULL, NULL), 'short', '', NULL, NULL, '::1'))");
+  sql("INSERT INTO fidelity (id) VALUES (" + id(2) + ")");
+}
+
+TEST_F(RealTables, EdgeValuesOfEveryTypeReachThePostgresTargetAsEqualText) {
+  auto sql = [&](const std::string& s) { Source(s); };
+  CreateFidelityTable(sql);
+  InsertFidelityRows(sql, 1);  // 1-3 snapshotted
+  Start({"fidelity", "plain"}, PgTarget());
+  ASSERT_TRUE(Equal("fidelity", "fidelity_copy", kFidelityColumns, "id"));
+  InsertFidelityRows(sql, 11);  // 11-13 streamed
+  // The poison of old (a json number beyond double) does not stop the
+  // stream: rows and tables after it flow.
+  Source("INSERT INTO plain VALUES (1, 'after the poison')");
+  // An update that leaves the TOASTed column unchanged, a key change, a delete.
+  Source("UPDATE fidelity SET n = 2, m = '-$0.01' WHERE id IN (1, 11)");
+  Source("UPDATE fidelity SET id = 30 WHERE id = 12");
+  Source("UPDATE fidelity SET id = 31, n = 3 WHERE id = 11");
+  Source("DELETE FROM fidelity WHERE id IN (3, 13)");
+  EXPECT_TRUE(Equal("plain", "plain_copy", "id, v", "id"));
+  EXPECT_TRUE(Equal("fidelity", "fidelity_copy", kFidelityColumns, "id"));
+  pqxx::connection c(target_.url());
+  EXPECT_EQ(pqxx::nontransaction(c)
+                .exec1("SELECT count(*) FROM fidelity_copy WHERE id IN (11, 12)")[0]
+                .as<int>(),
+            0)
+      << "no ghost rows under the old keys";
+  EXPECT_EQ(pqxx::nontransaction(c)
+                .exec1("SELECT length(big) FROM fidelity_copy WHERE id = 31")[0]
+                .as<int>(),
+            20000);
+}
+
+TEST_F(RealTables, AKeyChangeLeavesNoGhostRowInAJsonlTarget) {
+  Source("CREATE TABLE plain (id int PRIMARY KEY, v text)");
+  Source("INSERT INTO plain VALUES (1, 'a'), (3, 'c')");
+  auto files = dir_ / "jsonl";
+  Start({"plain"}, {{"type", "jsonl"}, {"directory", files.string()}});
+  Source("UPDATE plain SET id = 30 WHERE id = 3");
+  Source("UPDATE plain SET v = 'b' WHERE id = 1");
+  // Replays the file the way a consumer would: upserts by key, deletes.
+  std::map<std::string, json> rows;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    rows.clear();
+    std::ifstream in(files / "plain_copy.jsonl");
+    for (std::string l; std::getline(in, l);) {
+      auto line = json::parse(l);
+      if (line["op"] == "d")
+        rows.erase(line["key"].dump());
+      else
+        rows[line["key"].dump()] = line["after"];
+    }
+    if (rows.size() == 2 && rows.count(R"({"id":30})") && rows.begin()->second["v"] == "b") break;
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_EQ(rows.size(), 2u) << Logs();
+  EXPECT_EQ(rows.count(R"({"id":3})"), 0u) << "ghost row under the old key";
+  EXPECT_EQ(rows.count(R"({"id":30})"), 1u);
+}
+
+// pgbench as the workload: three keyed tables and pgbench_history, which
+// has no primary key and follows tables_without_key: full.
+TEST_F(RealTables, PgbenchTablesAllReachTheTargetWithHistoryKeyedByItsWholeRow) {
+  const std::string pgbench = "/usr/lib/postgresql/15/bin/pgbench";
+  ASSERT_TRUE(std::filesystem::exists(pgbench));
+  auto run = [&](const std::string& args) {
+    std::string cmd = pgbench + " " + args + " '" + source_.url() + "' > " +
+                      (dir_ / "pgbench.log").string() + " 2>&1";
+    return std::system(cmd.c_str());
+  };
+  ASSERT_EQ(run("-i -s 1 -q"), 0);
+  Source("ALTER TABLE pgbench_history REPLICA IDENTITY FULL");
+  Source(
+      "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, 1, 1, 5, "
+      "'2026-01-01 00:00:00')");
+  const std::vector<std::string> tables = {"pgbench_accounts", "pgbench_branches",
+                                           "pgbench_tellers", "pgbench_history"};
+  Start(tables, PgTarget(), {{"tables_without_key", "full"}});
+  ASSERT_EQ(run("-T 5 -c 2 -n"), 0);
+  EXPECT_TRUE(Equal("pgbench_branches", "pgbench_branches_copy", "*", "bid"));
+  EXPECT_TRUE(Equal("pgbench_tellers", "pgbench_tellers_copy", "*", "tid"));
+  EXPECT_TRUE(Equal("pgbench_accounts", "pgbench_accounts_copy", "*", "aid", 180s));
+  const std::string history = "tid, bid, aid, delta, mtime, filler";
+  EXPECT_TRUE(Equal("pgbench_history", "pgbench_history_copy", history, history));
+  // A row of the keyless table changed and removed in the source follows.
+  Source("UPDATE pgbench_history SET delta = 6 WHERE mtime = '2026-01-01 00:00:00'");
+  Source("DELETE FROM pgbench_history WHERE aid = (SELECT min(aid) FROM pgbench_history)");
+  EXPECT_TRUE(Equal("pgbench_history", "pgbench_history_copy", history, history));
 }
 
 }  // namespace

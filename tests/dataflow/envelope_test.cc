@@ -100,5 +100,43 @@ TEST(Envelope, ColumnsAnywhereAndMarkerLookalikesDecodeTheSame) {
   EXPECT_EQ(odd->after["name"], "x");
 }
 
+TEST(Envelope, ValuesCarriedAsTextAreNamedAndKeepTheirText) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kCreate;
+  e.table = {"public", "orders"};
+  e.key = {{"id", 7}};
+  e.after = {{"id", 7}, {"name", R"({"n": 1e400})"}};
+  e.text_columns = {"name"};
+  auto encoded = EncodeEnvelope(e, Schema());
+  EXPECT_FALSE(ViewInsert(encoded.value).has_value());  // the decoded path reads as_text
+  auto decoded = DecodeEnvelope(encoded.key, encoded.value);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->after["name"], R"({"n": 1e400})");
+  EXPECT_EQ(decoded->as_text, std::vector<std::string>{"name"});
+  EXPECT_TRUE(decoded->old_key.is_null());
+}
+
+TEST(Envelope, AnUpdateThatChangedTheKeyCarriesTheOldKey) {
+  connectors::ChangeEvent e;
+  e.op = connectors::Op::kUpdate;
+  e.table = {"public", "orders"};
+  e.key = {{"id", 30}};
+  e.before = {{"id", 3}};  // pgoutput's old-key tuple
+  e.after = {{"id", 30}, {"name", "x"}};
+  auto encoded = EncodeEnvelope(e, Schema());
+  auto decoded = DecodeEnvelope(encoded.key, encoded.value);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->old_key, (json{{"id", 3}}));
+  // The same key before and after (REPLICA IDENTITY FULL sends the old row
+  // on every update) is no key change.
+  e.key = {{"id", 3}};
+  e.before = {{"id", 3}, {"name", "old"}};
+  e.after = {{"id", 3}, {"name", "new"}};
+  encoded = EncodeEnvelope(e, Schema());
+  decoded = DecodeEnvelope(encoded.key, encoded.value);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(decoded->old_key.is_null());
+}
+
 }  // namespace
 }  // namespace sluice::dataflow

@@ -66,6 +66,7 @@ TEST(CopyText, DeclinesRowsThatNeedMoreThanTheirText) {
   EXPECT_TRUE(declined(R"({"id":1,"raw":"AAE="})"));          // bytea arrives as base64
   EXPECT_TRUE(declined(R"({"id":1,"tags":["a",null]})"));     // an array literal
   EXPECT_TRUE(declined(R"({"id":1,"note":{"b":1,"a":2}})"));  // json keeps its text
+  EXPECT_TRUE(declined(R"({"id":1,"doc":"a"})"));             // into jsonb: quoted JSON
   EXPECT_TRUE(declined(R"({"name":"x"})"));                   // no key member
   EXPECT_TRUE(declined(R"({"id":"1","name":"x"})"));          // the key spelled otherwise
   EXPECT_TRUE(declined(R"({"id":2,"name":"x"})"));            // another key value
@@ -83,6 +84,15 @@ TEST(CopyText, DeclinesRowsThatNeedMoreThanTheirText) {
   EXPECT_FALSE(Render({{R"({"id":1})", R"({"id":1,"name":"a"})"},
                        {R"({"id":2})", R"({"id":2,"name":"b","paid":true})"}})
                    .has_value());
+}
+
+TEST(CopyText, AJsonStringIntoJsonIsQuotedAndAValueCarriedAsTextIsNot) {
+  std::string out;
+  AppendCopyValue(out, "jsonb", json("a\tb"));
+  EXPECT_EQ(out, "\"a\\\\tb\"");  // the JSON "a\tb", its backslash escaped for COPY
+  out.clear();
+  AppendCopyValue(out, "text", json(R"({"n": 1e400})"));  // how as_text values are passed
+  EXPECT_EQ(out, R"({"n": 1e400})");
 }
 
 }  // namespace

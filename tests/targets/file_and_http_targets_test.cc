@@ -37,6 +37,26 @@ TEST(JsonlTarget, AppendsOneLinePerChangeWithItsPosition) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(JsonlTarget, AKeyChangeIsADeleteOfTheOldKeyThenTheUpsert) {
+  auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
+  auto target = MakeTarget("jsonl", {{"directory", dir.string()}}, "public", "orders");
+  ASSERT_TRUE(target.ok());
+  TargetChange moved{'u', {{"id", 30}}, {{"id", 30}, {"name", "n"}}, {}, "t/0/9"};
+  moved.old_key = {{"id", 3}};
+  moved.as_text = {"name"};
+  ASSERT_TRUE((*target)->Apply({Change(3), moved}).ok());
+  std::ifstream in(dir / "orders.jsonl");
+  std::vector<json> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1]["op"], "d");
+  EXPECT_EQ(lines[1]["key"], (json{{"id", 3}}));
+  EXPECT_EQ(lines[2]["op"], "u");
+  EXPECT_EQ(lines[2]["key"], (json{{"id", 30}}));
+  EXPECT_EQ(lines[2]["as_text"], json::array({"name"}));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(JsonlTarget, RotatesPastTheSizeLimit) {
   auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
   JsonlTarget target({dir.string(), "orders", 10});

@@ -352,4 +352,98 @@ TEST_F(PostgresTargetTest, InsertsFromJsonTextThatDoNotFitOrAreRefusedAreLeftToA
   EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1000 + 1199);
 }
 
+TEST_F(PostgresTargetTest, AKeyChangeMovesTheRowAndLeavesNoGhost) {
+  Apply({Upsert(1, "a"), Upsert(3, "c")});
+  // The update sends only the new key and what changed (amount); name is
+  // an unchanged TOASTed value it did not send.
+  TargetChange moved{'u', {{"id", 30}}, {{"id", 30}, {"amount", "7"}}, kColumns};
+  moved.old_key = {{"id", 3}};
+  Apply({moved});
+  auto rows = Query("SELECT id, name, amount::text FROM orders ORDER BY id");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][0].as<int>(), 30);
+  EXPECT_STREQ(rows[1][1].c_str(), "c");  // kept from the moved row
+  EXPECT_STREQ(rows[1][2].c_str(), "7");
+  // A replay finds the old key gone and the new one in place.
+  Apply({moved});
+  EXPECT_STREQ(Query("SELECT string_agg(id::text, ',' ORDER BY id) FROM orders")[0][0].c_str(),
+               "1,30");
+  // Within one batch, changes before and after the move keep their order:
+  // 1 moves to 3, then a new 1 is inserted, and 30 is deleted.
+  TargetChange again{'u', {{"id", 3}}, {{"id", 3}, {"name", "from1"}}, kColumns};
+  again.old_key = {{"id", 1}};
+  Apply({Upsert(2, "b"), again, Upsert(1, "new1"), Delete(30)});
+  EXPECT_STREQ(
+      Query("SELECT string_agg(id || '=' || name, ',' ORDER BY id) FROM orders")[0][0].c_str(),
+      "1=new1,2=b,3=from1");
+}
+
+TEST_F(PostgresTargetTest, ValuesCarriedAsTextReachJsonAndOtherColumnsAsTheirText) {
+  const std::vector<TargetColumn> columns = {
+      {"id", "int4", true}, {"j", "json", false},  {"jb", "jsonb", false},   {"m", "money", false},
+      {"b", "bit", false},  {"p", "point", false}, {"r", "int4range", false}};
+  auto row = [&](int id, char op) {
+    TargetChange c{op,
+                   {{"id", id}},
+                   {{"id", id},
+                    {"j", R"({"n": 1e400,  "n": 2})"},
+                    {"jb", R"({"n": 1.50})"},
+                    {"m", "$12.34"},
+                    {"b", "101"},
+                    {"p", "(1,2)"},
+                    {"r", "[1,5)"}},
+                   columns};
+    c.as_text = {"j", "jb"};
+    return c;
+  };
+  Apply({row(1, 'c')});
+  std::vector<TargetChange> bulk;
+  for (int i = 2; i < 1500; ++i) bulk.push_back(row(i, 'r'));  // the COPY path
+  Apply(bulk);
+  EXPECT_EQ(target_.copied_batches(), 1);
+  Apply({row(1, 'u')});
+  auto types = Query(
+      "SELECT string_agg(data_type, ',' ORDER BY ordinal_position) FROM "
+      "information_schema.columns WHERE table_name = 'orders'");
+  EXPECT_STREQ(types[0][0].c_str(), "integer,json,jsonb,text,bit varying,point,int4range");
+  for (int id : {1, 2, 1499}) {
+    auto r =
+        Query("SELECT j::text, jb::text, m, b::text, p::text, r::text FROM orders WHERE id = " +
+              std::to_string(id));
+    ASSERT_EQ(r.size(), 1u) << id;
+    EXPECT_STREQ(r[0][0].c_str(), R"({"n": 1e400,  "n": 2})") << id;
+    EXPECT_STREQ(r[0][1].c_str(), R"({"n": 1.50})") << id;
+    EXPECT_STREQ(r[0][2].c_str(), "$12.34");
+    EXPECT_STREQ(r[0][3].c_str(), "101");
+    EXPECT_STREQ(r[0][4].c_str(), "(1,2)");
+    EXPECT_STREQ(r[0][5].c_str(), "[1,5)");
+  }
+  // A JSON string that is not carried as text stays a JSON string.
+  TargetChange plain{'c', {{"id", 5000}}, {{"id", 5000}, {"jb", "abc"}}, columns};
+  Apply({plain});
+  EXPECT_STREQ(Query("SELECT jb::text FROM orders WHERE id = 5000")[0][0].c_str(), "\"abc\"");
+}
+
+TEST_F(PostgresTargetTest, AWholeRowKeyTakesNullsAndMatchesThem) {
+  // A source table without a primary key under REPLICA IDENTITY FULL: every
+  // column is the key, and some are NULL.
+  const std::vector<TargetColumn> columns = {{"tid", "int4", true}, {"filler", "bpchar", true}};
+  PostgresTarget history({db_.url(), "public", "history", true});
+  auto change = [&](char op, json key, json old_key = nullptr) {
+    TargetChange c{op, key, op == 'd' ? json(nullptr) : key, columns};
+    c.old_key = std::move(old_key);
+    return c;
+  };
+  json a = {{"tid", 1}, {"filler", nullptr}}, b = {{"tid", 2}, {"filler", nullptr}};
+  json b2 = {{"tid", 2}, {"filler", "x"}};
+  for (int replay = 0; replay < 2; ++replay) {
+    auto r = history.Apply({change('c', a), change('c', b), change('u', b2, b), change('d', a)});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->empty()) << r->front().error;
+  }
+  EXPECT_EQ(Query("SELECT count(*) FROM history")[0][0].as<int>(), 1);
+  EXPECT_STREQ(Query("SELECT tid || '/' || coalesce(filler, 'null') FROM history")[0][0].c_str(),
+               "2/x");
+}
+
 }  // namespace sluice::connectors::targets

@@ -35,7 +35,9 @@ Result<std::vector<std::string>> PrimaryKeyColumns(pqxx::transaction_base& tx,
         "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
         "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
         "WHERE i.indrelid = " +
-        RegClass(tx, table) + " AND i.indisprimary ORDER BY k.ord");
+        RegClass(tx, table) +
+        " AND (i.indisprimary OR (i.indisreplident AND NOT EXISTS (SELECT 1 FROM pg_index p "
+        "WHERE p.indrelid = i.indrelid AND p.indisprimary))) ORDER BY k.ord");
     std::vector<std::string> out;
     for (const auto& row : rows) out.push_back(row[0].as<std::string>());
     return out;

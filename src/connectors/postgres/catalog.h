@@ -17,7 +17,9 @@ common::Result<TableId> ParseTableName(const std::string& qualified);
 // The table as an SQL identifier: "schema"."table".
 std::string QuoteTable(pqxx::transaction_base& tx, const TableId& table);
 
-// Primary-key column names in index order; empty when the table has none.
+// Primary-key column names in index order; without a primary key, those of
+// the REPLICA IDENTITY USING INDEX index (unique, not null: a key as good);
+// empty when the table has neither.
 common::Result<std::vector<std::string>> PrimaryKeyColumns(pqxx::transaction_base& tx,
                                                            const TableId& table);
 

@@ -1,6 +1,7 @@
 #include "connectors/postgres/change_assembler.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -183,6 +184,7 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
                                            ChangeEvent& event) const {
   const auto& cols = rel.schema.columns;
   SLUICE_RETURN_IF_ERROR(CheckWidth(rel.schema, tuple));
+  event.text_columns.clear();
   // Each value rendered once, then laid out in name order for the image
   // and again for the key.
   thread_local std::string values;
@@ -197,9 +199,18 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
         values += "null";
         break;
       case TupleValue::Kind::kUnchangedToast:
+        event.text_columns.clear();
         return false;
       case TupleValue::Kind::kText:
-        SLUICE_RETURN_IF_ERROR(AppendValueJson(values, cols[i].type_oid, v.data));
+        if (CarriedAsText(cols[i].type_oid, v.data)) {
+          AppendJsonString(values, v.data);
+          event.text_columns.push_back(cols[i].name);
+        } else if (auto st = AppendValueJson(values, cols[i].type_oid, v.data); !st.ok()) {
+          NoteTextFallback(rel.schema, cols[i], st);
+          values.resize(from);
+          AppendJsonString(values, v.data);
+          event.text_columns.push_back(cols[i].name);
+        }
         break;
       case TupleValue::Kind::kBinary:
         return BinaryValue(rel.schema, cols[i]);
@@ -226,9 +237,17 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
   return true;
 }
 
+void ChangeAssembler::NoteTextFallback(const TableSchema& schema, const ColumnSchema& column,
+                                       const Status& why) const {
+  // Once per column and run: a column of such values would flood the log.
+  if (!fallback_noted_.insert(schema.table.Qualified() + "." + column.name).second) return;
+  spdlog::warn("{}.{}: a value has no JSON form ({}); carried as its text",
+               schema.table.Qualified(), column.name, why.message());
+}
+
 Result<json> ChangeAssembler::TupleToJson(const Relation& rel, const TupleData& tuple,
-                                          bool key_only,
-                                          std::vector<std::string>* unchanged) const {
+                                          bool key_only, std::vector<std::string>* unchanged,
+                                          std::vector<std::string>* as_text) const {
   const auto& cols = rel.schema.columns;
   SLUICE_RETURN_IF_ERROR(CheckWidth(rel.schema, tuple));
   json out = json::object();
@@ -243,9 +262,17 @@ Result<json> ChangeAssembler::TupleToJson(const Relation& rel, const TupleData& 
         if (unchanged) unchanged->push_back(cols[i].name);
         break;
       case TupleValue::Kind::kText: {
-        auto value = TextToJson(cols[i].type_oid, v.data);
-        if (!value.ok()) return value.status();
-        out[cols[i].name] = std::move(*value);
+        if (!CarriedAsText(cols[i].type_oid, v.data)) {
+          auto value = TextToJson(cols[i].type_oid, v.data);
+          if (value.ok()) {
+            out[cols[i].name] = std::move(*value);
+            break;
+          }
+          NoteTextFallback(rel.schema, cols[i], value.status());
+        }
+        // Never stop the stream on a value: its exact text goes instead.
+        out[cols[i].name] = std::string(v.data);
+        if (as_text) as_text->push_back(cols[i].name);
         break;
       }
       case TupleValue::Kind::kBinary:
@@ -273,14 +300,16 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
     if (!rendered.ok()) return rendered.status();
     if (*rendered) return Deliver(xid, std::move(event));
   }
+  std::vector<std::string> before_text;
   if (old_tuple) {
     std::vector<std::string> old_unchanged;
-    auto before = TupleToJson(rel, *old_tuple, old_kind == 'K', &old_unchanged);
+    auto before = TupleToJson(rel, *old_tuple, old_kind == 'K', &old_unchanged, &before_text);
     if (!before.ok()) return before.status();
     event.before = std::move(*before);
+    if (!new_tuple) event.text_columns = before_text;
   }
   if (new_tuple) {
-    auto after = TupleToJson(rel, *new_tuple, false, &event.unchanged_columns);
+    auto after = TupleToJson(rel, *new_tuple, false, &event.unchanged_columns, &event.text_columns);
     if (!after.ok()) return after.status();
     event.after = std::move(*after);
     // With the whole old row at hand (REPLICA IDENTITY FULL) an unchanged
@@ -292,6 +321,9 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
                                auto found = event.before.find(col);
                                if (found == event.before.end()) return false;
                                event.after[col] = *found;
+                               if (std::find(before_text.begin(), before_text.end(), col) !=
+                                   before_text.end())
+                                 event.text_columns.push_back(col);
                                return true;
                              }),
               u.end());

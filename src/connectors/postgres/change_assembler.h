@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -64,9 +65,13 @@ class ChangeAssembler {
   // written) when a value is an unchanged TOAST pointer.
   common::Result<bool> RenderInsert(const Relation& rel, const TupleData& tuple,
                                     ChangeEvent& event) const;
+  // Values carried as their text are named in `as_text` (when given).
   common::Result<nlohmann::json> TupleToJson(const Relation& rel, const TupleData& tuple,
-                                             bool key_only,
-                                             std::vector<std::string>* unchanged) const;
+                                             bool key_only, std::vector<std::string>* unchanged,
+                                             std::vector<std::string>* as_text) const;
+  // Logs (once per column) that a value TextToJson refused goes as its text.
+  void NoteTextFallback(const TableSchema& schema, const ColumnSchema& column,
+                        const common::Status& why) const;
 
   ChangeSink* sink_;
   bool text_inserts_;  // the sink takes inserts as JSON text
@@ -77,6 +82,7 @@ class ChangeAssembler {
 
   std::unordered_map<std::uint32_t, Relation> relations_;
   std::unordered_map<std::uint32_t, std::string> type_names_;
+  mutable std::set<std::string> fallback_noted_;  // table.column
 
   bool in_transaction_ = false;
   std::uint32_t xid_ = 0;

@@ -52,7 +52,9 @@ Status PostgresSource::EnsurePublication() {
   try {
     pqxx::work tx(*catalog_);
     // Publishing a table without a replica identity makes PostgreSQL refuse
-    // the application's own UPDATEs and DELETEs on it: refuse it here instead.
+    // the application's own UPDATEs and DELETEs on it: refuse it here
+    // instead, naming every such table and the statement that fixes it.
+    std::vector<std::string> problems;
     for (const auto& t : options_.tables) {
       auto ident = tx.exec(fmt::format(
           "SELECT c.relreplident, EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND "
@@ -60,12 +62,35 @@ Status PostgresSource::EnsurePublication() {
           tx.quote(QuoteTable(tx, t))));
       std::string kind = ident[0][0].c_str();
       bool has_pk = ident[0][1].as<bool>();
+      std::string alter = fmt::format("ALTER TABLE {} REPLICA IDENTITY FULL", QuoteTable(tx, t));
       if (kind == "n" || (kind == "d" && !has_pk)) {
-        return common::FailedPrecondition(fmt::format(
-            "table {} has no replica identity (no primary key): add one or set REPLICA IDENTITY "
-            "FULL, or its updates and deletes would fail once published",
-            t.Qualified()));
+        problems.push_back(fmt::format(
+            "table {} has {}: its updates and deletes cannot be replicated (and would fail once "
+            "published); add a primary key, or run `{}`{}",
+            t.Qualified(),
+            kind == "n" ? "REPLICA IDENTITY NOTHING"
+                        : "no primary key and REPLICA IDENTITY DEFAULT",
+            alter,
+            options_.refuse_tables_without_key
+                ? " and set tables_without_key to full"
+                : " (tables_without_key is full: then all its columns are its key)"));
+      } else if (kind == "f" && !has_pk && options_.refuse_tables_without_key) {
+        problems.push_back(fmt::format(
+            "table {} has no primary key and tables_without_key is refuse: add a primary key, "
+            "or set tables_without_key to full to replicate it by `{}` (set already), all its "
+            "columns its key",
+            t.Qualified(), alter));
+      } else if (kind == "f" && !has_pk) {
+        spdlog::info(
+            "table {} has no primary key: replicated with REPLICA IDENTITY FULL, all "
+            "its columns its key",
+            t.Qualified());
       }
+    }
+    if (!problems.empty()) {
+      std::string all;
+      for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+      return common::FailedPrecondition(all);
     }
     auto existing = tx.exec("SELECT 1 FROM pg_publication WHERE pubname = " +
                             tx.quote(options_.publication_name));

@@ -32,6 +32,12 @@ struct PostgresSourceOptions {
   std::string publication_name;
   std::vector<TableId> tables;
   std::string topic_prefix = "sluice";
+  // A table without a primary key (nor a REPLICA IDENTITY USING INDEX) is
+  // replicated with REPLICA IDENTITY FULL, every column its key; this
+  // refuses to start with one instead. Either way a table whose updates and
+  // deletes could not be replicated (identity DEFAULT without a key, or
+  // NOTHING) is refused, and the error names the ALTER TABLE to run.
+  bool refuse_tables_without_key = false;
   int proto_version = 2;  // 1, or 2 (streams large transactions on PostgreSQL >= 14)
   bool snapshot = true;   // read the tables first when the slot is new
   int snapshot_chunk_size = 1000;

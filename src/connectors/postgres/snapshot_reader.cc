@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
 #include <pqxx/pqxx>
+#include <set>
 
 #include "connectors/postgres/catalog.h"
 #include "connectors/postgres/type_mapping.h"
@@ -108,6 +110,7 @@ Status ReadTable(pqxx::nontransaction& tx, const SnapshotOptions& options, Table
     key_list += tx.quote_name(k->column.name);
   }
   const std::string table_sql = QuoteTable(tx, schema.table);
+  std::set<std::string> fallback_noted;  // columns already logged
   const bool chunked = !keys.empty();
 
   while (!progress->done) {
@@ -147,10 +150,25 @@ Status ReadTable(pqxx::nontransaction& tx, const SnapshotOptions& options, Table
       for (std::size_t i = 0; i < schema.columns.size(); ++i) {
         const auto& col = schema.columns[i];
         json value = nullptr;
-        if (!row[static_cast<int>(i)].is_null()) {
-          auto mapped = TextToJson(col.type_oid, row[static_cast<int>(i)].c_str());
-          if (!mapped.ok()) return mapped.status();
-          value = std::move(*mapped);
+        if (const auto& field = row[static_cast<int>(i)]; !field.is_null()) {
+          std::string_view text(field.c_str(), field.size());
+          bool as_text = CarriedAsText(col.type_oid, text);
+          if (!as_text) {
+            auto mapped = TextToJson(col.type_oid, text);
+            if (mapped.ok()) {
+              value = std::move(*mapped);
+            } else {
+              as_text = true;
+              if (fallback_noted.insert(col.name).second)
+                spdlog::warn("{}.{}: a value has no JSON form ({}); carried as its text",
+                             schema.table.Qualified(), col.name, mapped.status().message());
+            }
+          }
+          // Never stop on a value: its exact text goes, named in as_text.
+          if (as_text) {
+            value = std::string(text);
+            e.text_columns.push_back(col.name);
+          }
         }
         if (col.key) e.key[col.name] = value;
         e.after[col.name] = std::move(value);

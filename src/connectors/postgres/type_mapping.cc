@@ -111,6 +111,52 @@ const std::unordered_map<std::uint32_t, TypeInfo>& Types() {
       {651, {"_cidr", kCidr}},
       {791, {"_money", kMoney}},
       {143, {"_xml", kXml}},
+      // Carried as their text (element 0: even their arrays are one string,
+      // as box arrays separate elements with ';' and the text is exact).
+      {600, {"point", 0}},
+      {601, {"lseg", 0}},
+      {602, {"path", 0}},
+      {603, {"box", 0}},
+      {604, {"polygon", 0}},
+      {628, {"line", 0}},
+      {718, {"circle", 0}},
+      {774, {"macaddr8", 0}},
+      {1560, {"bit", 0}},
+      {1562, {"varbit", 0}},
+      {3614, {"tsvector", 0}},
+      {3615, {"tsquery", 0}},
+      {3220, {"pg_lsn", 0}},
+      {3904, {"int4range", 0}},
+      {3906, {"numrange", 0}},
+      {3908, {"tsrange", 0}},
+      {3910, {"tstzrange", 0}},
+      {3912, {"daterange", 0}},
+      {3926, {"int8range", 0}},
+      {4451, {"int4multirange", 0}},
+      {4532, {"nummultirange", 0}},
+      {4533, {"tsmultirange", 0}},
+      {4534, {"tstzmultirange", 0}},
+      {4535, {"datemultirange", 0}},
+      {4536, {"int8multirange", 0}},
+      {1017, {"_point", 0}},
+      {1018, {"_lseg", 0}},
+      {1019, {"_path", 0}},
+      {1020, {"_box", 0}},
+      {1027, {"_polygon", 0}},
+      {629, {"_line", 0}},
+      {719, {"_circle", 0}},
+      {1040, {"_macaddr", 0}},
+      {775, {"_macaddr8", 0}},
+      {1561, {"_bit", 0}},
+      {1563, {"_varbit", 0}},
+      {3643, {"_tsvector", 0}},
+      {3645, {"_tsquery", 0}},
+      {3905, {"_int4range", 0}},
+      {3907, {"_numrange", 0}},
+      {3909, {"_tsrange", 0}},
+      {3911, {"_tstzrange", 0}},
+      {3913, {"_daterange", 0}},
+      {3927, {"_int8range", 0}},
   };
   return types;
 }
@@ -344,6 +390,73 @@ bool TextIsJsonString(std::uint32_t type_oid) {
 
 namespace {
 
+// Every number of a jsonb text is one that TextToJson's double or integer
+// dumps back with the same spelling (jsonb prints numbers as numeric does:
+// no exponent, scale kept, so 1.50 or 1e400 are not).
+bool JsonNumbersExact(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      ++i;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) {
+      ++i;
+      continue;
+    }
+    std::size_t from = i;
+    bool integral = true;
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '-' || text[i] == '+' ||
+            text[i] == '.' || text[i] == 'e' || text[i] == 'E')) {
+      if (!std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '-') integral = false;
+      ++i;
+    }
+    std::string_view token = text.substr(from, i - from);
+    const char* end = token.data() + token.size();
+    std::string spelled;
+    if (integral) {
+      std::int64_t v = 0;
+      std::uint64_t u = 0;
+      if (auto [p, ec] = std::from_chars(token.data(), end, v); ec == std::errc() && p == end) {
+        spelled = json(v).dump();
+      } else if (auto [q, ec2] = std::from_chars(token.data(), end, u);
+                 ec2 == std::errc() && q == end) {
+        spelled = json(u).dump();
+      } else {
+        return false;
+      }
+    } else {
+      double d = 0;
+      auto [p, ec] = std::from_chars(token.data(), end, d);
+      if (ec != std::errc() || p != end) return false;
+      spelled = json(d).dump();
+    }
+    if (spelled != token) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool CarriedAsText(std::uint32_t type_oid, std::string_view text) {
+  switch (type_oid) {
+    case kJson:
+    case 199:   // _json
+    case 3807:  // _jsonb
+      return true;
+    case kJsonb:
+      return !JsonNumbersExact(text);
+    default:
+      return false;
+  }
+}
+
+namespace {
+
 // Valid UTF-8 without a character JSON escapes: written as it is, which is
 // also what the serializer would write for it.
 bool IsPlainJsonText(std::string_view text) {
@@ -361,6 +474,13 @@ void AppendQuoted(std::string& out, std::string_view text) {
 }
 
 }  // namespace
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  if (IsPlainJsonText(text))
+    AppendQuoted(out, text);
+  else
+    out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::string_view text) {
   constexpr auto kReplace = json::error_handler_t::replace;
@@ -391,10 +511,7 @@ common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::st
     }
     default:
       if (!TextIsJsonString(type_oid)) break;
-      if (IsPlainJsonText(text))
-        AppendQuoted(out, text);
-      else
-        out += json(std::string(text)).dump(-1, ' ', false, kReplace);
+      AppendJsonString(out, text);
       return common::Status::Ok();
   }
   auto value = TextToJson(type_oid, text);

@@ -30,6 +30,16 @@ common::Result<nlohmann::json> TextToJson(std::uint32_t type_oid, std::string_vi
 // JSON string (numeric, text, uuid, date, enums, ...).
 bool TextIsJsonString(std::uint32_t type_oid);
 
+// Whether a value is carried as its PostgreSQL text (a JSON string that the
+// envelope lists in `as_text`) instead of TextToJson's value: json, whose text
+// (spacing, key order, duplicate keys) is the value; jsonb holding a number a
+// double does not give back with the same spelling (1e400, 1.50, 2^70); and
+// arrays of either. A value TextToJson refuses is carried so too.
+bool CarriedAsText(std::uint32_t type_oid, std::string_view text);
+
+// Appends `text` as a JSON string (invalid UTF-8 replaced by U+FFFD).
+void AppendJsonString(std::string& out, std::string_view text);
+
 // Appends the compact JSON of TextToJson(type_oid, text), byte for byte what
 // dumping that value gives (invalid UTF-8 replaced by U+FFFD), without
 // building the value when it is a string.

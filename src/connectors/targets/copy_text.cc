@@ -55,7 +55,9 @@ bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od:
     }
     case od::json_type::string: {
       std::string_view s;
-      if (type == "bytea" || v.get_string().get(s)) return false;
+      // bytea needs decoding; a JSON string into json is the quoted JSON.
+      if (type == "bytea" || type == "json" || type == "jsonb" || v.get_string().get(s))
+        return false;
       AppendCopyEscaped(out, s);
       return true;
     }
@@ -121,7 +123,12 @@ void AppendCopyValue(std::string& out, const std::string& source_type, const jso
   if (v.is_null()) {
     out += "\\N";
   } else if (v.is_string()) {
-    AppendCopyEscaped(out, v.get_ref<const std::string&>());
+    // Into json, a JSON string is the quoted JSON, as json_populate_record
+    // reads it (a value carried as its text is passed with type "text").
+    if (source_type == "json" || source_type == "jsonb")
+      AppendCopyEscaped(out, v.dump(-1, ' ', false, json::error_handler_t::replace));
+    else
+      AppendCopyEscaped(out, v.get_ref<const std::string&>());
   } else if (v.is_boolean()) {
     out += v.get<bool>() ? "t" : "f";
   } else if (v.is_number()) {

@@ -19,7 +19,8 @@ namespace sluice::connectors::targets {
 void AppendCopyEscaped(std::string& out, std::string_view s);
 
 // Appends one value as the column's input function reads it, exactly as
-// json_populate_recordset reads the JSON value: strings as they are, numbers
+// json_populate_recordset reads the JSON value: strings as they are (into
+// json and jsonb as the quoted JSON string), numbers
 // and booleans as text, arrays into `_type` columns as array literals, any
 // other array or object as its JSON text.
 void AppendCopyValue(std::string& out, const std::string& source_type, const nlohmann::json& v);

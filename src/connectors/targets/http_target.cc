@@ -14,11 +14,19 @@ common::Result<std::vector<RejectedChange>> HttpTarget::Apply(
     const std::vector<TargetChange>& batch) {
   nlohmann::json changes = nlohmann::json::array();
   for (const auto& c : batch) {
+    // A key change is a delete of the old key, then the upsert of the new.
+    if (c.old_key.is_object()) {
+      nlohmann::json gone = {{"op", "d"}, {"key", c.old_key}, {"after", nullptr}};
+      if (!c.position.empty()) gone["position"] = c.position;
+      changes.push_back(std::move(gone));
+    }
     nlohmann::json j = {{"op", std::string(1, c.op)}, {"key", c.key}, {"after", c.after}};
+    if (!c.as_text.empty()) j["as_text"] = c.as_text;
     if (!c.position.empty()) j["position"] = c.position;
     changes.push_back(std::move(j));
   }
-  std::string payload = nlohmann::json{{"table", options_.table}, {"changes", changes}}.dump();
+  std::string payload = nlohmann::json{{"table", options_.table}, {"changes", changes}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
   common::HttpRequest request{"POST",
                               options_.url,
                               {"Content-Type: application/json"},

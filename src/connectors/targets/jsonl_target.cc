@@ -27,9 +27,16 @@ common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
   }
   std::string lines;
   for (const auto& c : batch) {
+    // A key change is a delete of the old key, then the upsert of the new.
+    if (c.old_key.is_object()) {
+      nlohmann::json gone = {{"op", "d"}, {"key", c.old_key}, {"after", nullptr}};
+      if (!c.position.empty()) gone["position"] = c.position;
+      lines += gone.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    }
     nlohmann::json line = {{"op", std::string(1, c.op)}, {"key", c.key}, {"after", c.after}};
+    if (!c.as_text.empty()) line["as_text"] = c.as_text;
     if (!c.position.empty()) line["position"] = c.position;
-    lines += line.dump() + "\n";
+    lines += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)

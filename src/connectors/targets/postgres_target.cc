@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "common/hex.h"
@@ -47,6 +48,7 @@ struct FoldedRow {
   json image = json::object();
   bool upsert = false;
   bool deleted = false;
+  std::set<std::string> text;  // image columns carried as their text (as_text)
 };
 
 std::string PqError(PGconn* conn) { return FirstLine(PQerrorMessage(conn)); }
@@ -155,8 +157,38 @@ std::string PostgresTarget::TargetType(const std::string& source_type) {
                                                             {"timestamptz", "timestamptz"},
                                                             {"interval", "interval"},
                                                             {"inet", "inet"},
-                                                            {"money", "numeric"},
-                                                            {"oid", "bigint"}};
+                                                            // Its text ("$12.34") is locale-bound:
+                                                            // numeric refuses it, text keeps it.
+                                                            {"money", "text"},
+                                                            {"oid", "bigint"},
+                                                            {"bit", "varbit"},
+                                                            {"varbit", "varbit"},
+                                                            {"xml", "xml"},
+                                                            {"tsvector", "tsvector"},
+                                                            {"tsquery", "tsquery"},
+                                                            {"point", "point"},
+                                                            {"line", "line"},
+                                                            {"lseg", "lseg"},
+                                                            {"box", "box"},
+                                                            {"path", "path"},
+                                                            {"polygon", "polygon"},
+                                                            {"circle", "circle"},
+                                                            {"cidr", "cidr"},
+                                                            {"macaddr", "macaddr"},
+                                                            {"macaddr8", "macaddr8"},
+                                                            {"pg_lsn", "pg_lsn"},
+                                                            {"int4range", "int4range"},
+                                                            {"int8range", "int8range"},
+                                                            {"numrange", "numrange"},
+                                                            {"tsrange", "tsrange"},
+                                                            {"tstzrange", "tstzrange"},
+                                                            {"daterange", "daterange"},
+                                                            {"int4multirange", "int4multirange"},
+                                                            {"int8multirange", "int8multirange"},
+                                                            {"nummultirange", "nummultirange"},
+                                                            {"tsmultirange", "tsmultirange"},
+                                                            {"tstzmultirange", "tstzmultirange"},
+                                                            {"datemultirange", "datemultirange"}};
   if (source_type.size() > 1 && source_type[0] == '_') {
     auto element = TargetType(source_type.substr(1));
     return element == "text" && source_type != "_text" && kTypes.count(source_type.substr(1)) == 0
@@ -188,11 +220,14 @@ void PostgresTarget::Fence(pqxx::transaction_base& tx) {
 void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
                                  const std::vector<TargetColumn>& columns) {
   if (known_columns_.empty()) {
+    json_columns_.clear();
     for (const auto& r : tx.exec_params(
-             "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND "
-             "table_name = $2",
+             "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
+             "$1 AND table_name = $2",
              options_.schema, options_.table)) {
       known_columns_.insert(r[0].c_str());
+      std::string type = r[1].c_str();
+      if (type == "json" || type == "jsonb") json_columns_[r[0].c_str()] = type;
     }
     if (key_columns_.empty()) {
       for (const auto& r : tx.exec_params(
@@ -208,6 +243,9 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
   if (key_columns_.empty()) {
     for (const auto& c : columns)
       if (c.key) key_columns_.push_back(c.name);
+    // Every column the key: a source table without a primary key, under
+    // REPLICA IDENTITY FULL. Its columns may be NULL.
+    whole_row_key_ = !key_columns_.empty() && key_columns_.size() == columns.size();
   }
   if (known_columns_.empty()) {
     if (!options_.create_table) {
@@ -221,13 +259,17 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
     }
     if (!key_columns_.empty()) {
       key_is_primary_ = true;
-      ddl += ", PRIMARY KEY (";
+      // A whole-row key takes NULLs, which a primary key refuses (where the
+      // target cannot say NULLS NOT DISTINCT, rows with a NULL are refused).
+      ddl += whole_row_key_ && tx.conn().server_version() >= 150000
+                 ? ", UNIQUE NULLS NOT DISTINCT ("
+                 : ", PRIMARY KEY (";
       for (std::size_t i = 0; i < key_columns_.size(); ++i)
         ddl += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
       ddl += ")";
     }
     tx.exec(ddl + ")");
-    for (const auto& c : columns) known_columns_.insert(c.name);
+    for (const auto& c : columns) NoteColumn(c.name, TargetType(c.source_type));
     spdlog::info("created target table {}", Qualified());
     return;
   }
@@ -235,9 +277,47 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
     if (known_columns_.count(c.name)) continue;
     tx.exec(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", Qualified(),
                         QuoteIdent(c.name), TargetType(c.source_type)));
-    known_columns_.insert(c.name);
+    NoteColumn(c.name, TargetType(c.source_type));
     spdlog::info("added column {} to {}", c.name, Qualified());
   }
+}
+
+void PostgresTarget::NoteColumn(const std::string& name, const std::string& type) {
+  known_columns_.insert(name);
+  if (type == "json" || type == "jsonb") json_columns_[name] = type;
+}
+
+std::string PostgresTarget::KeyMatch(const std::string& a, const std::string& b) const {
+  std::string match;
+  for (std::size_t i = 0; i < key_columns_.size(); ++i) {
+    const auto& k = QuoteIdent(key_columns_[i]);
+    // A whole-row key may hold NULLs, which '=' never matches.
+    match += fmt::format("{}{}.{} {} {}.{}", i ? " AND " : "", a, k,
+                         whole_row_key_ ? "IS NOT DISTINCT FROM" : "=", b, k);
+  }
+  return match;
+}
+
+void PostgresTarget::MoveKey(pqxx::transaction_base& tx, const TargetChange& change) {
+  // The row under the old key takes the new one, keeping the columns the
+  // update did not send (unchanged TOASTed values); the upsert of the new
+  // image then follows as for any update. A row already under the new key
+  // gives way first, when the old one is still there to move (a replay
+  // finds the old key gone and the new one in place, and leaves it).
+  std::string old_key = change.old_key.dump(), new_key = change.key.dump();
+  tx.exec_params(fmt::format("DELETE FROM {0} t USING json_populate_record(NULL::{0}, $1) n "
+                             "WHERE {1} AND EXISTS (SELECT 1 FROM {0} o, "
+                             "json_populate_record(NULL::{0}, $2) p WHERE {2})",
+                             Qualified(), KeyMatch("t", "n"), KeyMatch("o", "p")),
+                 new_key, old_key);
+  std::string set;
+  for (std::size_t i = 0; i < key_columns_.size(); ++i)
+    set += fmt::format("{}{} = n.{}", i ? ", " : "", QuoteIdent(key_columns_[i]),
+                       QuoteIdent(key_columns_[i]));
+  tx.exec_params(fmt::format("UPDATE {0} t SET {1} FROM json_populate_record(NULL::{0}, $1) n, "
+                             "json_populate_record(NULL::{0}, $2) p WHERE {2}",
+                             Qualified(), set, KeyMatch("t", "p")),
+                 new_key, old_key);
 }
 
 void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
@@ -249,13 +329,23 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
       ++start;
       continue;
     }
-    // One segment: up to the next truncate.
+    // A key change moves its row first, then starts a segment of its own:
+    // the segment's deletes run before its upserts, which must not pass it.
+    if (batch[start].op == 'u' && batch[start].old_key.is_object()) {
+      EnsureTable(tx, batch[start].columns);
+      if (key_columns_.empty())
+        throw std::runtime_error("target table has no key to apply changes by");
+      MoveKey(tx, batch[start]);
+    }
+    // One segment: up to the next truncate or key change.
     std::size_t end = start;
     std::vector<std::string> order;
     std::map<std::string, FoldedRow> rows;
     std::vector<TargetColumn> columns;
     std::map<std::string, std::string> types;
-    for (; end < batch.size() && batch[end].op != 't'; ++end) {
+    for (; end < batch.size() && batch[end].op != 't' &&
+           !(end > start && batch[end].op == 'u' && batch[end].old_key.is_object());
+         ++end) {
       const auto& change = batch[end];
       if (!change.columns.empty()) columns = change.columns;
       for (const auto& c : change.columns) types[c.name] = c.source_type;
@@ -267,9 +357,20 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
         row = FoldedRow{change.key, false, true};
         continue;
       }
-      if (!row.upsert) row.image = json::object();
+      if (!row.upsert) {
+        row.image = json::object();
+        row.text.clear();
+      }
       for (const auto& [k, v] : change.key.items()) row.image[k] = v;
-      for (const auto& [k, v] : change.after.items()) row.image[k] = NormaliseValue(types[k], v);
+      for (const auto& [k, v] : change.after.items()) {
+        bool text = v.is_string() && std::find(change.as_text.begin(), change.as_text.end(), k) !=
+                                         change.as_text.end();
+        row.image[k] = text ? v : NormaliseValue(types[k], v);
+        if (text)
+          row.text.insert(k);
+        else
+          row.text.erase(k);
+      }
       row.upsert = true;
     }
     EnsureTable(tx, columns);
@@ -278,6 +379,9 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
 
     json deletes = json::array();
     std::map<std::string, json> upserts_by_columns;  // column list -> rows
+    // Per column list: the columns whose string goes to a json column as
+    // its text (json_populate_record would store it as a JSON string).
+    std::map<std::string, std::set<std::string>> text_by_columns;
     for (const auto& id : order) {
       auto& row = rows[id];
       if (row.deleted && !row.upsert) {
@@ -288,15 +392,15 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
       for (const auto& [k, v] : row.image.items()) {
         if (!known_columns_.count(k)) EnsureTable(tx, {{k, types[k], false}});
       }
+      std::set<std::string> text;
+      for (const auto& k : row.text)
+        if (json_columns_.count(k)) text.insert(k);
       std::string signature;
-      for (const auto& [k, v] : row.image.items()) signature += k + ",";
+      for (const auto& [k, v] : row.image.items()) signature += k + (text.count(k) ? "~," : ",");
       upserts_by_columns[signature].push_back(row.image);
+      text_by_columns[signature] = std::move(text);
     }
-    std::string key_match;
-    for (std::size_t i = 0; i < key_columns_.size(); ++i) {
-      key_match += fmt::format("{}t.{} = d.{}", i ? " AND " : "", QuoteIdent(key_columns_[i]),
-                               QuoteIdent(key_columns_[i]));
-    }
+    std::string key_match = KeyMatch("t", "d");
     if (!deletes.empty()) {
       tx.exec_params(fmt::format("DELETE FROM {} t USING json_populate_recordset(NULL::{}, $1) d "
                                  "WHERE {}",
@@ -307,20 +411,28 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
     for (std::size_t i = 0; i < key_columns_.size(); ++i)
       conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
     for (const auto& [signature, group] : upserts_by_columns) {
-      std::string cols, updates;
+      const auto& text = text_by_columns[signature];
+      std::string cols, updates, select;
       for (const auto& [k, v] : group[0].items()) {
         cols += (cols.empty() ? "" : ", ") + QuoteIdent(k);
+        select += (select.empty() ? "" : ", ") +
+                  (text.count(k) ? fmt::format("(x.value->>{})::{}", tx.quote(k), json_columns_[k])
+                                 : "d." + QuoteIdent(k));
         bool is_key = std::find(key_columns_.begin(), key_columns_.end(), k) != key_columns_.end();
         if (!is_key)
           updates += (updates.empty() ? "" : ", ") +
                      fmt::format("{} = EXCLUDED.{}", QuoteIdent(k), QuoteIdent(k));
       }
-      tx.exec_params(
-          fmt::format("INSERT INTO {} ({}) SELECT {} FROM json_populate_recordset(NULL::{}, $1) "
-                      "ON CONFLICT ({}) DO {}",
-                      Qualified(), cols, cols, Qualified(), conflict,
-                      updates.empty() ? "NOTHING" : "UPDATE SET " + updates),
-          group.dump());
+      std::string from = text.empty()
+                             ? fmt::format("json_populate_recordset(NULL::{}, $1) d", Qualified())
+                             : fmt::format(
+                                   "json_array_elements($1) x CROSS JOIN LATERAL "
+                                   "json_populate_record(NULL::{}, x.value) d",
+                                   Qualified());
+      tx.exec_params(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT ({}) DO {}",
+                                 Qualified(), cols, select, from, conflict,
+                                 updates.empty() ? "NOTHING" : "UPDATE SET " + updates),
+                     group.dump(-1, ' ', false, json::error_handler_t::replace));
     }
     start = end;
   }
@@ -333,11 +445,13 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   std::vector<std::size_t> order;                     // batch index of each key's last image
   std::unordered_map<std::string, std::size_t> slot;  // key text -> its place in order
   const std::vector<TargetColumn>* described = nullptr;
+  bool has_text = false;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& change = batch[i];
     if (change.op != 'c' && change.op != 'r') return common::FailedPrecondition("not insert-only");
     if (!change.after.is_object() || !change.key.is_object())
       return common::FailedPrecondition("no row image");
+    if (!change.as_text.empty()) has_text = true;
     if (!change.columns.empty()) described = &change.columns;
     auto [it, fresh] = slot.try_emplace(change.key.dump(), order.size());
     if (fresh)
@@ -369,10 +483,15 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   auto& rows = text.rows;
   for (std::size_t i : order) {
     std::size_t j = 0;
+    const auto& as_text = batch[i].as_text;
     for (const auto& [k, v] : batch[i].after.items()) {
       if (j) rows.push_back('\t');
       const auto& type = name_types[j++];
-      if (type == "bytea")
+      static const std::string kText = "text";
+      if (has_text && v.is_string() &&
+          std::find(as_text.begin(), as_text.end(), k) != as_text.end())
+        AppendCopyValue(rows, kText, v);  // its text is what COPY reads
+      else if (type == "bytea")
         AppendCopyValue(rows, type, NormaliseValue(type, v));
       else
         AppendCopyValue(rows, type, v);

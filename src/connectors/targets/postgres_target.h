@@ -13,6 +13,7 @@
 // poison rows included.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <pqxx/pqxx>
 #include <set>
@@ -75,6 +76,12 @@ class PostgresTarget {
   void Fence(pqxx::transaction_base& tx);
   void EnsureTable(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
   void ApplyFolded(pqxx::transaction_base& tx, const std::vector<TargetChange>& batch);
+  // An update that changed the key: its row moves to the new key.
+  void MoveKey(pqxx::transaction_base& tx, const TargetChange& change);
+  // "a.k1 = b.k1 AND ..." over the key columns.
+  std::string KeyMatch(const std::string& a, const std::string& b) const;
+  // Records a column of the table and its type.
+  void NoteColumn(const std::string& name, const std::string& type);
   // The COPY path; FailedPrecondition when the batch does not fit it (the
   // caller then applies it the ordinary way).
   common::Status ApplyCopy(const std::vector<TargetChange>& batch);
@@ -85,10 +92,16 @@ class PostgresTarget {
   PostgresTargetOptions options_;
   std::unique_ptr<pqxx::connection> conn_;
   std::set<std::string> known_columns_;
+  // Columns of type json or jsonb (-> that name): a value carried as its
+  // text goes into them through a cast, not as a JSON string.
+  std::map<std::string, std::string> json_columns_;
   std::vector<std::string> key_columns_;
   // The key columns are the table's primary key, so a straight COPY cannot
   // duplicate a key: it fails instead.
   bool key_is_primary_ = false;
+  // The key is every column (a source table without a primary key): rows
+  // are matched with IS NOT DISTINCT FROM, as NULLs are part of the key.
+  bool whole_row_key_ = false;
   // After a straight COPY met an existing key, this many batches go staged.
   int staged_only_batches_ = 0;
   // COPY needs libpq's copy protocol, which this libpqxx does not expose for

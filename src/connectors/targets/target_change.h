@@ -24,6 +24,13 @@ struct TargetChange {
   std::vector<TargetColumn> columns;  // the table's columns as of this change
   std::string position;               // "topic/partition/offset" it was read from, when known
   nlohmann::json source;              // the envelope's source metadata (lsn, ts_ms, ...), if any
+  // Columns of `after` whose string is the value's PostgreSQL text, to be
+  // read by the column's input function even where a JSON string would be
+  // taken as JSON (json and jsonb columns). The envelope's `as_text`.
+  std::vector<std::string> as_text;
+  // For an update that changed the key: the key the row had before (else
+  // null). The row under it is gone once the change is applied.
+  nlohmann::json old_key;
 };
 
 // An insert read in place from the message it came in: its key and its row
