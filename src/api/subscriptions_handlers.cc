@@ -126,7 +126,11 @@ Response Create(ApiContext& ctx, Request& req) {
       RequireOwnGroup(tx, *team.env_id, s.consumer_id.value_or(s.id.ToString()), s.id,
                       "consumer_id");
     InsertSubscription(tx, s);
-    return Response::Created(SubscriptionJson(*FindSubscription(tx, s.id)));
+    Json out = SubscriptionJson(*FindSubscription(tx, s.id));
+    // Created with backfill on: its group starts from the beginning of the
+    // topic its worker reads, even if a group of that name has offsets.
+    if (s.backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);
+    return Response::Created(std::move(out));
   });
 }
 

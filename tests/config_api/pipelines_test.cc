@@ -119,6 +119,27 @@ TEST_F(PipelinesApi, SwitchingBackfillOnResetsTheConsumerGroup) {
   EXPECT_EQ(Patch(path, {{"backfill", true}}).body["backfill_reset"]["status"], "skipped");
 }
 
+TEST_F(PipelinesApi, CreatingASubscriptionWithBackfillOnResetsItsGroupOnTheTopicItReads) {
+  std::vector<std::string> calls;
+  api::SetGroupResetter(
+      [&](const Json& broker, const std::string& group, const std::string& topic) {
+        calls.push_back(broker.value("bootstrap_servers", "") + "|" + group + "|" + topic);
+        return common::Status();
+      });
+  auto s =
+      Post("/api/v1/teams/" + team_id_ + "/subscriptions", {{"name", "s-backfilled"},
+                                                            {"datamodel_id", datamodel_},
+                                                            {"target_connector_id", target_},
+                                                            {"target_table_name", "backfilled"},
+                                                            {"backfill", true}});
+  api::SetGroupResetter(nullptr);
+  ASSERT_EQ(s.status, 201) << s.body.dump();
+  EXPECT_EQ(s.body["backfill_reset"]["status"], "reset") << s.body.dump();
+  ASSERT_EQ(calls.size(), 1u);
+  std::string topic = Get("/api/v1/datamodels/" + datamodel_).body["source_topic"];
+  EXPECT_EQ(calls[0], "127.0.0.1:1|" + s.body["id"].get<std::string>() + "|" + topic);
+}
+
 TEST_F(PipelinesApi, WizardCreatesEverythingInOneCall) {
   auto r = Post(
       "/api/v1/teams/" + team_id_ + "/pipeline-wizard",
