@@ -49,7 +49,7 @@ std::int64_t ReadAll(Broker& b, const Topics& topics, std::int64_t max_bytes, Re
           auto read = log->Read(p.fetch_offset, std::max<std::int64_t>(budget, 1));
           if (!read.ok()) {
             r.error = err::kOffsetOutOfRange;
-            r.high_watermark = log->log_end_offset();
+            r.high_watermark = log->high_watermark();
             r.log_start_offset = log->log_start_offset();
             *errored = true;
           } else {
@@ -59,7 +59,7 @@ std::int64_t ReadAll(Broker& b, const Topics& topics, std::int64_t max_bytes, Re
             total += r.records.length;
           }
         } else {
-          r.high_watermark = log->log_end_offset();
+          r.high_watermark = log->high_watermark();
           r.log_start_offset = log->log_start_offset();
         }
       }

@@ -81,6 +81,7 @@ inline constexpr std::int16_t kOutOfOrderSequence = 45;
 inline constexpr std::int16_t kDuplicateSequence = 46;
 inline constexpr std::int16_t kInvalidProducerEpoch = 47;
 inline constexpr std::int16_t kInvalidConfig = 40;
+inline constexpr std::int16_t kKafkaStorageError = 56;
 inline constexpr std::int16_t kSaslAuthenticationFailed = 58;
 inline constexpr std::int16_t kUnknownProducerId = 59;
 inline constexpr std::int16_t kTransactionalIdAuthorizationFailed = 53;
