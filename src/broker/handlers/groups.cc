@@ -47,6 +47,7 @@ Reply JoinGroup(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   }
   req.client_id = ctx.client_id;
   req.client_host = ctx.client_host;
+  req.member_id_required = v >= 4;
   auto r = b.groups().Join(req);
   if (v >= 2) out.Int32(0);
   out.Int16(r.error);

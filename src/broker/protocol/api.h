@@ -87,6 +87,7 @@ inline constexpr std::int16_t kUnknownProducerId = 59;
 inline constexpr std::int16_t kTransactionalIdAuthorizationFailed = 53;
 inline constexpr std::int16_t kNonEmptyGroup = 68;
 inline constexpr std::int16_t kGroupIdNotFound = 69;
+inline constexpr std::int16_t kMemberIdRequired = 79;
 inline constexpr std::int16_t kUnknownServerError = -1;
 }  // namespace error
 
