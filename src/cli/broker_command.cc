@@ -24,6 +24,7 @@ struct BrokerFlags {
   std::int64_t fsync_interval_ms = 1000;
   std::string test_synced_lengths;
   std::string test_disk_full_marker;
+  std::int64_t test_slow_sync_ms = 0;
   std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
   std::int64_t retention_bytes = -1;
   std::int64_t segment_bytes = 64 << 20;
@@ -89,6 +90,8 @@ int RunBroker(const BrokerFlags& f) {
     sluice::broker::storage::RecordSyncedLengthsTo(f.test_synced_lengths);
   if (!f.test_disk_full_marker.empty())
     sluice::broker::storage::SimulateDiskFullWhileExists(f.test_disk_full_marker);
+  if (f.test_slow_sync_ms > 0)
+    sluice::broker::storage::SimulateSlowSync(std::chrono::milliseconds(f.test_slow_sync_ms));
   o.retention_ms = f.retention_ms;
   o.retention_bytes = f.retention_bytes;
   o.segment_bytes = f.segment_bytes;
@@ -160,6 +163,8 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--test-disk-full-while-exists", f->test_disk_full_marker,
                   "Tests only: while this file exists, appends fail with ENOSPC (a simulated "
                   "full disk)");
+  cmd->add_option("--test-slow-sync-ms", f->test_slow_sync_ms,
+                  "Tests only: wait this long before every fdatasync (a simulated slow disk)");
   cmd->add_option("--retention-ms", f->retention_ms, "Default retention.ms (-1: forever)")
       ->capture_default_str();
   cmd->add_option("--retention-bytes", f->retention_bytes,

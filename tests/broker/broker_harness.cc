@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -138,10 +139,19 @@ std::int64_t BrokerProcess::PowerCut(bool torn, unsigned seed) {
     auto it = synced.find(path.string());
     auto keep = static_cast<std::uintmax_t>(it == synced.end() ? 0 : it->second);
     auto size = fs::file_size(path);
-    if (keep >= size) continue;
-    fs::resize_file(path, keep);
-    cut += static_cast<std::int64_t>(size - keep);
-    if (torn && path.extension() == ".log" && path.filename() != "offsets.log") {
+    if (keep < size) {
+      fs::resize_file(path, keep);
+      cut += static_cast<std::int64_t>(size - keep);
+    }
+    // Garbage after every active segment: a write half on disk, or junk that
+    // recovery must tell from a batch either way.
+    bool active_segment = path.extension() == ".log" && path.filename() != "offsets.log" &&
+                          std::none_of(files.begin(), files.end(), [&](const fs::path& other) {
+                            return other.parent_path() == path.parent_path() &&
+                                   other.extension() == ".log" &&
+                                   other.filename() > path.filename();
+                          });
+    if (torn && active_segment) {
       std::ofstream out(path, std::ios::app | std::ios::binary);
       std::string garbage(1 + rng() % 200, '\0');
       for (auto& c : garbage) c = static_cast<char>(rng());

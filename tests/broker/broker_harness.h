@@ -29,7 +29,7 @@ class BrokerProcess {
   // A simulated power loss: SIGKILL, then every segment, index and offsets
   // file is cut back to the last length the broker synced (0 when never),
   // as if the page cache were gone. With `torn`, random bytes are appended
-  // to each segment that lost bytes, as a write half on disk would leave.
+  // to each partition's active segment, as a write half on disk would leave.
   // Returns the bytes cut off.
   std::int64_t PowerCut(bool torn = false, unsigned seed = 1);
   void Restart() {

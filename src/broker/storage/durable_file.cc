@@ -6,15 +6,19 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
 namespace sluice::broker::storage {
 
 namespace {
-int journal_fd = -1;           // set once at startup, before any storage thread runs
-std::string disk_full_marker;  // likewise
+int journal_fd = -1;                     // set once at startup, before any storage thread runs
+std::string disk_full_marker;            // likewise
+std::chrono::milliseconds slow_sync{0};  // likewise
 }  // namespace
+
+void SimulateSlowSync(std::chrono::milliseconds delay) { slow_sync = delay; }
 
 void SimulateDiskFullWhileExists(const std::filesystem::path& marker) {
   disk_full_marker = marker.string();
@@ -34,6 +38,7 @@ common::Status SyncFile(int fd, const std::string& path) {
   struct stat st {};
   if (journal_fd >= 0 && ::fstat(fd, &st) != 0)
     return common::Internal(fmt::format("stat {}: {}", path, std::strerror(errno)));
+  if (slow_sync.count() > 0) std::this_thread::sleep_for(slow_sync);
   if (::fdatasync(fd) != 0)
     return common::Internal(fmt::format("fsync {}: {}", path, std::strerror(errno)));
   if (journal_fd >= 0) {

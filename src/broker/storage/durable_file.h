@@ -5,6 +5,7 @@
 // file back to the last length the journal vouches for.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -20,6 +21,11 @@ void RecordSyncedLengthsTo(const std::filesystem::path& journal);
 // full disk would (ENOSPC), before writing anything.
 void SimulateDiskFullWhileExists(const std::filesystem::path& marker);
 bool SimulatedDiskFull();
+
+// Test-only simulated slow disk: every SyncFile waits this long before its
+// fdatasync, so writes pile up unsynced (and unacknowledged) in between,
+// which is what a power cut can take.
+void SimulateSlowSync(std::chrono::milliseconds delay);
 
 // Makes every byte written to `fd` so far durable (fdatasync). `path` names
 // the file in errors and in the journal.
