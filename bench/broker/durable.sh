@@ -67,7 +67,7 @@ produce_with() {
   local flush=$1 port pid t
   port=$(free_port)
   "$BIN" --log-level warn broker --listen 127.0.0.1:$port --data-dir "$DIR/log-$flush" \
-    --flush "$flush" &
+    --flush "$flush" > "$DIR/broker.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")
   wait_port "$port"
