@@ -3,7 +3,8 @@
 # with 1 KiB and 16 KiB messages (the same number of bytes each), reported
 # next to ceilings measured in the same run:
 # - the raw sequential write speed of the same disk (dd with fdatasync, as
-#   the broker's default interval fsync);
+#   the broker's durable acknowledgements; bench/broker/durable.sh
+#   measures them against a synced-append ceiling);
 # - kcat's own produce limit: the same produce into librdkafka's in-process
 #   mock cluster (no network, no disk);
 # - kcat's own consume limit: the same consume answered from memory by

@@ -1,6 +1,9 @@
 #include "broker/broker.h"
 
+#include <algorithm>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +15,7 @@
 namespace sluice::broker {
 
 namespace fs = std::filesystem;
+using common::Status;
 
 common::Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   auto b = std::unique_ptr<Broker>(new Broker(std::move(options)));
@@ -48,16 +52,61 @@ common::Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   auto offsets = groups::OffsetStore::Open(o.data_dir / "groups");
   if (!offsets.ok()) return offsets.status();
   b->offsets_ = std::move(offsets).value();
+  SLUICE_RETURN_IF_ERROR(b->ClampCommittedOffsets());
   b->groups_ =
       std::make_unique<groups::GroupCoordinator>(b->offsets_.get(), groups::CoordinatorOptions{});
-  // Producer ids must not repeat across restarts; the clock is a cheap source.
-  b->producers_ = std::make_unique<ProducerStateTable>(common::NowEpochMillis() * 1000);
+  b->RebuildProducerState();
   if (!o.acl_file.empty()) {
     b->acl_ = std::make_unique<AclFile>(o.acl_file);
     if (!b->acl_->Current(true))
       return common::InvalidArgument("ACL file " + o.acl_file.string() + " is not readable");
   }
   return b;
+}
+
+Status Broker::ClampCommittedOffsets() {
+  // A power cut can take back the log's tail while a committed offset (synced
+  // on its own) still points into it; new messages would then be written at
+  // offsets the group believes it has read. The group resumes at the end.
+  // The broker cannot reach the data-plane database, so the event is this
+  // structured log line.
+  for (const auto& group : offsets_->Groups()) {
+    std::vector<std::pair<groups::OffsetKey, groups::CommittedOffset>> clamped;
+    for (const auto& [key, committed] : offsets_->All(group)) {
+      storage::PartitionLog* log = logs_->Partition(key.topic, key.partition);
+      if (log == nullptr) continue;
+      std::int64_t end = log->high_watermark();
+      if (committed.offset <= end) continue;
+      spdlog::warn("broker.offset_clamped group={} topic={} partition={} committed={} log_end={}",
+                   group, key.topic, key.partition, committed.offset, end);
+      clamped.push_back({key, {end, committed.metadata, common::NowEpochMillis()}});
+    }
+    if (!clamped.empty()) SLUICE_RETURN_IF_ERROR(offsets_->Commit(group, clamped));
+  }
+  return {};
+}
+
+void Broker::RebuildProducerState() {
+  // Producer ids must not repeat across restarts; the clock is a cheap source,
+  // and none may be below an id already in the log.
+  std::int64_t next_id = common::NowEpochMillis() * 1000;
+  std::vector<std::tuple<std::string, std::int32_t, storage::RecoveredProducerBatch>> batches;
+  logs_->ForEachPartition(
+      [&](const std::string& topic, std::int32_t index, storage::PartitionLog& log) {
+        for (const auto& batch : log.recovered_producers()) {
+          batches.emplace_back(topic, index, batch);
+          next_id = std::max(next_id, batch.producer_id + 1);
+        }
+      });
+  producers_ = std::make_unique<ProducerStateTable>(next_id);
+  // So that a producer's retry of a batch the log kept is answered as a
+  // duplicate, and its next batch is accepted, after a crash as before it.
+  for (const auto& [topic, index, batch] : batches) {
+    producers_->Record(topic, index, batch.producer_id, batch.epoch, batch.first_seq,
+                       batch.last_seq, batch.base_offset);
+  }
+  if (!batches.empty())
+    spdlog::info("recovered {} idempotent batches' producer state from the logs", batches.size());
 }
 
 Broker::~Broker() { Shutdown(); }

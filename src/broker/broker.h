@@ -28,7 +28,7 @@ struct BrokerOptions {
   std::int32_t node_id = 1;
   bool auto_create_topics = true;
   std::int32_t default_partitions = 1;
-  storage::FsyncPolicy fsync = storage::FsyncPolicy::kInterval;
+  storage::FsyncPolicy fsync = storage::FsyncPolicy::kDurable;
   std::int64_t fsync_interval_ms = 1000;
   std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
   std::int64_t retention_bytes = -1;
@@ -74,6 +74,9 @@ class Broker {
 
  private:
   explicit Broker(BrokerOptions options) : options_(std::move(options)) {}
+  // Recovery steps of Open, after the logs were cut back to what is durable.
+  common::Status ClampCommittedOffsets();
+  void RebuildProducerState();
 
   BrokerOptions options_;
   std::string cluster_id_;

@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "broker/broker.h"
 #include "broker/server.h"
+#include "broker/storage/durable_file.h"
 #include "cli/command_registry.h"
 
 namespace {
@@ -17,8 +19,12 @@ struct BrokerFlags {
   std::string data_dir = "./var/broker";
   bool auto_create = true;
   int partitions = 1;
-  std::string fsync = "interval";
+  std::string flush = "durable";
+  std::string fsync;  // the older spelling of --flush, kept for scripts
   std::int64_t fsync_interval_ms = 1000;
+  std::string test_synced_lengths;
+  std::string test_disk_full_marker;
+  std::int64_t test_slow_sync_ms = 0;
   std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
   std::int64_t retention_bytes = -1;
   std::int64_t segment_bytes = 64 << 20;
@@ -54,14 +60,39 @@ int RunBroker(const BrokerFlags& f) {
   o.data_dir = f.data_dir;
   o.auto_create_topics = f.auto_create;
   o.default_partitions = f.partitions;
-  if (f.fsync == "always") {
-    o.fsync = sluice::broker::storage::FsyncPolicy::kAlways;
-  } else if (f.fsync == "never") {
-    o.fsync = sluice::broker::storage::FsyncPolicy::kNever;
-  } else {
-    o.fsync = sluice::broker::storage::FsyncPolicy::kInterval;
-  }
+  using sluice::broker::storage::FsyncPolicy;
   o.fsync_interval_ms = f.fsync_interval_ms;
+  if (f.fsync == "always" || (f.fsync.empty() && f.flush == "durable")) {
+    o.fsync = FsyncPolicy::kDurable;
+  } else if (f.fsync == "never" || (f.fsync.empty() && f.flush == "never")) {
+    o.fsync = FsyncPolicy::kNever;
+  } else if (f.fsync == "interval") {
+    o.fsync = FsyncPolicy::kInterval;
+  } else if (f.flush.rfind("interval:", 0) == 0) {
+    o.fsync = FsyncPolicy::kInterval;
+    try {
+      std::size_t used = 0;
+      o.fsync_interval_ms = std::stoll(f.flush.substr(9), &used);
+      if (used != f.flush.size() - 9 || o.fsync_interval_ms <= 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      spdlog::error("--flush interval:MS needs a positive number of milliseconds, got '{}'",
+                    f.flush);
+      return 2;
+    }
+  } else {
+    spdlog::error("--flush must be durable, interval:MS or never, got '{}'", f.flush);
+    return 2;
+  }
+  if (o.fsync == FsyncPolicy::kInterval) {
+    spdlog::warn("--flush interval:{}: acknowledged data may be lost on power loss",
+                 o.fsync_interval_ms);
+  }
+  if (!f.test_synced_lengths.empty())
+    sluice::broker::storage::RecordSyncedLengthsTo(f.test_synced_lengths);
+  if (!f.test_disk_full_marker.empty())
+    sluice::broker::storage::SimulateDiskFullWhileExists(f.test_disk_full_marker);
+  if (f.test_slow_sync_ms > 0)
+    sluice::broker::storage::SimulateSlowSync(std::chrono::milliseconds(f.test_slow_sync_ms));
   o.retention_ms = f.retention_ms;
   o.retention_bytes = f.retention_bytes;
   o.segment_bytes = f.segment_bytes;
@@ -116,11 +147,27 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--default-partitions", f->partitions, "Partitions of auto-created topics")
       ->capture_default_str();
-  cmd->add_option("--fsync", f->fsync, "always|interval|never")
-      ->check(CLI::IsMember({"always", "interval", "never"}))
+  cmd->add_option("--flush", f->flush,
+                  "durable: a produce is acknowledged once on disk (fdatasync shared by "
+                  "concurrent producers); interval:MS: synced every MS, faster, but may lose "
+                  "acknowledged data on power loss; never: tests only")
       ->capture_default_str();
-  cmd->add_option("--fsync-interval-ms", f->fsync_interval_ms, "Flush period for --fsync interval")
+  cmd->add_option("--fsync", f->fsync,
+                  "Older spelling: always (= --flush durable), interval (every "
+                  "--fsync-interval-ms), never")
+      ->check(CLI::IsMember({"always", "interval", "never"}));
+  cmd->add_option("--fsync-interval-ms", f->fsync_interval_ms,
+                  "Period for --fsync interval; under --flush durable, how soon acks=0 "
+                  "produces become durable and readable")
       ->capture_default_str();
+  cmd->add_option("--test-record-synced-lengths", f->test_synced_lengths,
+                  "Tests only: append '<length> <path>' to this file after every fdatasync, so "
+                  "a test can cut files back to what a power loss would keep");
+  cmd->add_option("--test-disk-full-while-exists", f->test_disk_full_marker,
+                  "Tests only: while this file exists, appends fail with ENOSPC (a simulated "
+                  "full disk)");
+  cmd->add_option("--test-slow-sync-ms", f->test_slow_sync_ms,
+                  "Tests only: wait this long before every fdatasync (a simulated slow disk)");
   cmd->add_option("--retention-ms", f->retention_ms, "Default retention.ms (-1: forever)")
       ->capture_default_str();
   cmd->add_option("--retention-bytes", f->retention_bytes,

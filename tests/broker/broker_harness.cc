@@ -7,10 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -104,6 +107,58 @@ void BrokerProcess::Kill() {
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+void BrokerProcess::RecordSyncedLengths() {
+  synced_journal_ = root_ / "synced-lengths.journal";
+  extra_args_.push_back("--test-record-synced-lengths");
+  extra_args_.push_back(synced_journal_.string());
+}
+
+std::int64_t BrokerProcess::PowerCut(bool torn, unsigned seed) {
+  if (synced_journal_.empty()) throw std::runtime_error("PowerCut needs RecordSyncedLengths()");
+  Kill();
+  std::map<std::string, std::int64_t> synced;
+  {
+    std::ifstream in(synced_journal_);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto space = line.find(' ');
+      if (space == std::string::npos) continue;
+      synced[line.substr(space + 1)] = std::stoll(line.substr(0, space));
+    }
+  }
+  std::mt19937 rng(seed);
+  std::int64_t cut = 0;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(data_dir_)) {
+    auto ext = e.path().extension();
+    if (e.is_regular_file() && (ext == ".log" || ext == ".index")) files.push_back(e.path());
+  }
+  for (const auto& path : files) {
+    auto it = synced.find(path.string());
+    auto keep = static_cast<std::uintmax_t>(it == synced.end() ? 0 : it->second);
+    auto size = fs::file_size(path);
+    if (keep < size) {
+      fs::resize_file(path, keep);
+      cut += static_cast<std::int64_t>(size - keep);
+    }
+    // Garbage after every active segment: a write half on disk, or junk that
+    // recovery must tell from a batch either way.
+    bool active_segment = path.extension() == ".log" && path.filename() != "offsets.log" &&
+                          std::none_of(files.begin(), files.end(), [&](const fs::path& other) {
+                            return other.parent_path() == path.parent_path() &&
+                                   other.extension() == ".log" &&
+                                   other.filename() > path.filename();
+                          });
+    if (torn && active_segment) {
+      std::ofstream out(path, std::ios::app | std::ios::binary);
+      std::string garbage(1 + rng() % 200, '\0');
+      for (auto& c : garbage) c = static_cast<char>(rng());
+      out << garbage;
+    }
+  }
+  return cut;
 }
 
 std::string BrokerProcess::log() const {

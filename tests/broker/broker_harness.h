@@ -22,6 +22,16 @@ class BrokerProcess {
   void Start();  // blocks until the port accepts connections
   void Stop();   // SIGTERM and wait
   void Kill();   // SIGKILL: a crash, no clean shutdown
+
+  // Test-only storage mode (before Start): the broker journals the length of
+  // every file it fdatasyncs, which PowerCut needs.
+  void RecordSyncedLengths();
+  // A simulated power loss: SIGKILL, then every segment, index and offsets
+  // file is cut back to the last length the broker synced (0 when never),
+  // as if the page cache were gone. With `torn`, random bytes are appended
+  // to each partition's active segment, as a write half on disk would leave.
+  // Returns the bytes cut off.
+  std::int64_t PowerCut(bool torn = false, unsigned seed = 1);
   void Restart() {
     Stop();
     Start();
@@ -35,6 +45,7 @@ class BrokerProcess {
  private:
   std::filesystem::path root_, data_dir_;
   std::vector<std::string> extra_args_;
+  std::filesystem::path synced_journal_;
   int port_;
   pid_t pid_ = -1;
 };

@@ -47,6 +47,24 @@ class GroupsTest : public ::testing::Test {
   std::unique_ptr<GroupCoordinator> coord_;
 };
 
+TEST_F(GroupsTest, AFirstJoinThatNeedsAMemberIdLeavesNoMemberBehind) {
+  // KIP-394: an abandoned first join (a client retrying after a broker
+  // restart) must not leave a member the next rebalance waits for.
+  auto need = Req();
+  need.member_id_required = true;
+  auto abandoned = coord_->Join(need);
+  EXPECT_EQ(abandoned.error, err::kMemberIdRequired);
+  EXPECT_FALSE(abandoned.member_id.empty());
+  auto first = coord_->Join(need);
+  ASSERT_EQ(first.error, err::kMemberIdRequired);
+  auto r = coord_->Join(Req(first.member_id));
+  EXPECT_EQ(r.error, err::kNone);
+  EXPECT_EQ(r.generation, 1) << "completed at once: nobody else to wait for";
+  EXPECT_EQ(r.leader, first.member_id);
+  EXPECT_EQ(r.members.size(), 1u);
+  EXPECT_EQ(coord_->Join(Req("never-handed-out")).error, err::kUnknownMemberId);
+}
+
 TEST_F(GroupsTest, FirstMemberBecomesLeaderOfGenerationOne) {
   auto r = coord_->Join(Req());
   EXPECT_EQ(r.error, err::kNone);

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -271,6 +272,59 @@ TEST(PartitionLog, SegmentsRollAndReopenWithTheirIndexes) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(BaseOffsets(Records(r)), (std::vector<std::int64_t>{off}));
   }
+}
+
+TEST(PartitionLog, WithExposeOnlySyncedReadsStopAtTheDurableEnd) {
+  TempDir dir;
+  LogOptions o;
+  o.expose_only_synced = true;
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  PartitionLog& l = **log;
+  ASSERT_EQ(*l.Append(testing::BuildBatch({{"a"}})), 0);
+  ASSERT_EQ(*l.Append(testing::BuildBatch({{"b"}})), 1);
+  EXPECT_EQ(l.log_end_offset(), 2);
+  EXPECT_EQ(l.high_watermark(), 0) << "nothing synced yet";
+  auto r = l.Read(0, 1 << 20);
+  ASSERT_TRUE(r.ok()) << "between the durable and the written end is in range";
+  EXPECT_EQ(r->records.length, 0);
+  ASSERT_TRUE(l.SyncPast(0).ok());
+  EXPECT_EQ(l.high_watermark(), 2) << "one sync covered both appends";
+  ASSERT_EQ(*l.Append(testing::BuildBatch({{"c"}})), 2);
+  EXPECT_EQ(BaseOffsets(Records(l.Read(0, 1 << 20))), (std::vector<std::int64_t>{0, 1}))
+      << "the unsynced third batch is not served";
+  ASSERT_TRUE(l.SyncPast(2).ok());
+  EXPECT_EQ(BaseOffsets(Records(l.Read(0, 1 << 20))), (std::vector<std::int64_t>{0, 1, 2}));
+}
+
+TEST(PartitionLog, TornTailOfTheSegmentBeforeTheActiveOneDropsWhatFollowsIt) {
+  // A power cut right after a roll: the closed segment's tail never reached
+  // the disk, the new one holds a few (unacknowledged) batches.
+  TempDir dir;
+  LogOptions o;
+  o.segment_bytes = 400;
+  {
+    auto log = PartitionLog::Open(dir.path(), o);
+    for (int i = 0; i < 12; ++i)
+      (*log)->Append(testing::BuildBatch({{std::string(100, 'a' + i)}}));
+  }
+  std::vector<fs::path> segments;
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    if (e.path().extension() == ".log") segments.push_back(e.path());
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 4u);
+  fs::path closed = segments[segments.size() - 2];
+  fs::resize_file(closed, fs::file_size(closed) - 30);
+  auto log = PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_FALSE(fs::exists(segments.back()));
+  std::int64_t end = (*log)->log_end_offset();
+  EXPECT_LT(end, 12);
+  EXPECT_EQ(*(*log)->Append(testing::BuildBatch({{"next"}})), end) << "offsets go on, no gap";
+  // A torn tail further back is corruption, not a power cut.
+  fs::path first = segments.front();
+  fs::resize_file(first, fs::file_size(first) - 30);
+  EXPECT_FALSE(PartitionLog::Open(dir.path(), o).ok());
 }
 
 // Sync works outside the partition lock on files it keeps open itself:

@@ -117,10 +117,18 @@ JoinResult GroupCoordinator::Join(const JoinRequest& req) {
     return r;
   }
   std::string member_id = req.member_id;
+  auto now = Clock::now();
+  std::erase_if(pending_members_, [&](const auto& kv) { return kv.second < now; });
   if (member_id.empty()) {
     member_id = (req.client_id.empty() ? std::string("member") : req.client_id) + "-" +
                 common::Uuid::V4().ToString();
-  } else if (!g.members.count(member_id)) {
+    if (req.member_id_required) {
+      pending_members_[member_id] = now + std::chrono::milliseconds(req.session_timeout_ms);
+      r.error = err::kMemberIdRequired;
+      r.member_id = member_id;
+      return r;
+    }
+  } else if (!g.members.count(member_id) && !pending_members_.erase(member_id)) {
     r.error = err::kUnknownMemberId;
     r.member_id = member_id;
     return r;

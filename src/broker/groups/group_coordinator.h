@@ -36,6 +36,10 @@ struct JoinRequest {
   std::vector<Protocol> protocols;
   std::string client_id;
   std::string client_host;
+  // JoinGroup v4+ (KIP-394): a first join is answered MEMBER_ID_REQUIRED with
+  // the id to join with, so a join the client gave up on (a retry after a
+  // broker restart, say) leaves no member behind for rebalances to wait for.
+  bool member_id_required = false;
 };
 
 struct JoinResult {
@@ -125,6 +129,8 @@ class GroupCoordinator {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Group> groups_;
+  // Ids handed out with MEMBER_ID_REQUIRED, until they join or time out.
+  std::map<std::string, std::chrono::steady_clock::time_point> pending_members_;
   bool stop_ = false;
   std::thread reaper_;
 };

@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "broker/storage/durable_file.h"
+
 namespace sluice::broker::groups {
 
 namespace fs = std::filesystem;
@@ -57,11 +59,22 @@ Result<std::unique_ptr<OffsetStore>> OffsetStore::Open(const fs::path& dir) {
     out.flush();
     if (!out) return Internal("write " + tmp.string());
   }
+  // The compacted copy is durable before it replaces the log, and so is
+  // the rename, or a power cut could leave neither.
+  {
+    int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Internal(fmt::format("open {}: {}", tmp.string(), std::strerror(errno)));
+    Status synced = storage::SyncFile(fd, tmp.string());
+    ::close(fd);
+    SLUICE_RETURN_IF_ERROR(synced);
+  }
   fs::rename(tmp, s->path_, ec);
   if (ec) return Internal(fmt::format("rename {}: {}", tmp.string(), ec.message()));
+  SLUICE_RETURN_IF_ERROR(storage::SyncDirectory(dir));
   s->fd_ = ::open(s->path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (s->fd_ < 0)
     return Internal(fmt::format("open {}: {}", s->path_.string(), std::strerror(errno)));
+  SLUICE_RETURN_IF_ERROR(storage::SyncFile(s->fd_, s->path_.string()));  // for the journal
   return s;
 }
 
@@ -81,9 +94,7 @@ Status OffsetStore::Append(const std::string& text) {
     p += w;
     n -= static_cast<std::size_t>(w);
   }
-  if (::fdatasync(fd_) != 0)
-    return Internal(fmt::format("fsync {}: {}", path_.string(), std::strerror(errno)));
-  return {};
+  return storage::SyncFile(fd_, path_.string());
 }
 
 Status OffsetStore::Commit(const std::string& group,

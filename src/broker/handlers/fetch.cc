@@ -53,7 +53,7 @@ std::int64_t ReadAll(Broker& b, const RequestContext& ctx, const Topics& topics,
           auto read = log->Read(p.fetch_offset, std::max<std::int64_t>(budget, 1));
           if (!read.ok()) {
             r.error = err::kOffsetOutOfRange;
-            r.high_watermark = log->log_end_offset();
+            r.high_watermark = log->high_watermark();
             r.log_start_offset = log->log_start_offset();
             *errored = true;
           } else {
@@ -63,7 +63,7 @@ std::int64_t ReadAll(Broker& b, const RequestContext& ctx, const Topics& topics,
             total += r.records.length;
           }
         } else {
-          r.high_watermark = log->log_end_offset();
+          r.high_watermark = log->high_watermark();
           r.log_start_offset = log->log_start_offset();
         }
       }

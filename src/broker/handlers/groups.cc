@@ -55,6 +55,7 @@ Reply JoinGroup(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   }
   req.client_id = ctx.client_id;
   req.client_host = ctx.client_host;
+  req.member_id_required = v >= 4;
   groups::JoinResult r;
   if (ctx.MayUseGroup(req.group_id)) {
     r = b.groups().Join(req);

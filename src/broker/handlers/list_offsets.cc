@@ -35,13 +35,13 @@ Reply ListOffsets(Broker& b, const RequestContext& ctx, Reader& in, Writer& out)
       } else if (!log) {
         rows.push_back({index, err::kUnknownTopicOrPartition, -1, -1});
       } else if (ts == kLatest) {
-        rows.push_back({index, err::kNone, -1, log->log_end_offset()});
+        rows.push_back({index, err::kNone, -1, log->high_watermark()});
       } else if (ts == kEarliest) {
         rows.push_back({index, err::kNone, -1, log->log_start_offset()});
       } else {
         // Resolution is one batch: the first batch whose max timestamp reaches ts.
         std::int64_t off = log->OffsetForTimestamp(ts);
-        if (off >= log->log_end_offset()) {
+        if (off >= log->high_watermark()) {
           rows.push_back({index, err::kNone, -1, -1});
         } else {
           rows.push_back({index, err::kNone, ts, off});

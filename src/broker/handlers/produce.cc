@@ -62,8 +62,11 @@ PartitionResult AppendPartition(Broker& b, const std::string& topic, std::int32_
   }
   auto appended = b.logs().Append(log, *records);
   if (!appended.ok()) {
+    // The append was taken back whole; the partition stays readable and the
+    // producer retries (KAFKA_STORAGE_ERROR is retriable), e.g. once a full
+    // disk has room again.
     spdlog::error("append {}-{}: {}", topic, index, appended.status().ToString());
-    r.error = err::kUnknownServerError;
+    r.error = err::kKafkaStorageError;
     return r;
   }
   if (idempotent) {
@@ -106,6 +109,21 @@ Reply Produce(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
     }
   }
   if (acks == 0) return Reply::kNone;  // Kafka sends no response for acks=0
+  // An acknowledgement means "on disk": wait for the fdatasync covering each
+  // append (or the retried original), shared with concurrent producers.
+  for (auto& [name, parts] : results) {
+    for (auto& r : parts) {
+      if (r.error != err::kNone || r.base_offset < 0) continue;
+      storage::PartitionLog* log = b.logs().Partition(name, r.index);
+      if (log == nullptr) continue;
+      auto st = b.logs().AwaitDurable(log, r.base_offset);
+      if (!st.ok()) {
+        spdlog::error("sync {}-{}: {}", name, r.index, st.ToString());
+        r.error = err::kKafkaStorageError;
+        r.base_offset = -1;
+      }
+    }
+  }
   out.ArrayLength(results.size());
   for (const auto& [name, parts] : results) {
     out.String(name);

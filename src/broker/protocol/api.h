@@ -83,11 +83,13 @@ inline constexpr std::int16_t kOutOfOrderSequence = 45;
 inline constexpr std::int16_t kDuplicateSequence = 46;
 inline constexpr std::int16_t kInvalidProducerEpoch = 47;
 inline constexpr std::int16_t kInvalidConfig = 40;
+inline constexpr std::int16_t kKafkaStorageError = 56;
 inline constexpr std::int16_t kSaslAuthenticationFailed = 58;
 inline constexpr std::int16_t kUnknownProducerId = 59;
 inline constexpr std::int16_t kTransactionalIdAuthorizationFailed = 53;
 inline constexpr std::int16_t kNonEmptyGroup = 68;
 inline constexpr std::int16_t kGroupIdNotFound = 69;
+inline constexpr std::int16_t kMemberIdRequired = 79;
 inline constexpr std::int16_t kUnknownServerError = -1;
 }  // namespace error
 

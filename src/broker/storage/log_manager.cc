@@ -1,5 +1,8 @@
 #include "broker/storage/log_manager.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <set>
 
@@ -7,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "broker/storage/durable_file.h"
 #include "common/time.h"
 
 namespace sluice::broker::storage {
@@ -137,8 +141,7 @@ Status LogManager::LoadTopics() {
       SLUICE_RETURN_IF_ERROR(t->config.Set(k, v.get<std::string>()));
     int n = j.at("partitions").get<int>();
     for (int p = 0; p < n; ++p) {
-      auto log =
-          PartitionLog::Open(entry.path() / std::to_string(p), {t->config.segment_bytes, 4096});
+      auto log = PartitionLog::Open(entry.path() / std::to_string(p), LogOptionsFor(t->config));
       if (!log.ok()) return log.status();
       if ((*log)->truncated_bytes() > 0) {
         spdlog::warn("topic {} partition {}: recovery truncated {} bytes", t->name, p,
@@ -164,10 +167,17 @@ Status LogManager::SaveTopic(const Topic& t) {
     out << j.dump(2);
     if (!out) return Internal("write " + tmp.string());
   }
+  // The new file's bytes, then its name, then the topic's own name in topics/.
+  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Internal("open " + tmp.string());
+  Status synced = SyncFile(fd, tmp.string());
+  ::close(fd);
+  SLUICE_RETURN_IF_ERROR(synced);
   std::error_code ec;
   fs::rename(tmp, dir / "topic.json", ec);
   if (ec) return Internal(fmt::format("rename {}: {}", tmp.string(), ec.message()));
-  return {};
+  SLUICE_RETURN_IF_ERROR(SyncDirectory(dir));
+  return SyncDirectory(dir.parent_path());
 }
 
 Status LogManager::CreateTopic(const std::string& name, std::int32_t partitions,
@@ -185,7 +195,7 @@ Status LogManager::CreateTopic(const std::string& name, std::int32_t partitions,
   std::error_code ec;
   fs::remove_all(dir, ec);  // leftovers of an interrupted create/delete
   for (int p = 0; p < partitions; ++p) {
-    auto log = PartitionLog::Open(dir / std::to_string(p), {t->config.segment_bytes, 4096});
+    auto log = PartitionLog::Open(dir / std::to_string(p), LogOptionsFor(t->config));
     if (!log.ok()) return log.status();
     t->partitions.push_back(std::move(log).value());
   }
@@ -223,7 +233,7 @@ Status LogManager::AddPartitions(const std::string& name, std::int32_t new_total
   }
   fs::path dir = options_.data_dir / "topics" / name;
   for (auto p = static_cast<std::int32_t>(t.partitions.size()); p < new_total; ++p) {
-    auto log = PartitionLog::Open(dir / std::to_string(p), {t.config.segment_bytes, 4096});
+    auto log = PartitionLog::Open(dir / std::to_string(p), LogOptionsFor(t.config));
     if (!log.ok()) return log.status();
     t.partitions.push_back(std::move(log).value());
   }
@@ -261,20 +271,44 @@ std::vector<std::string> LogManager::TopicNames() {
   return names;
 }
 
-Result<std::int64_t> LogManager::Append(PartitionLog* log, std::string_view records) {
-  auto r = log->Append(records);
-  if (!r.ok()) return r;
-  if (options_.fsync == FsyncPolicy::kAlways) {
-    SLUICE_RETURN_IF_ERROR(log->Sync());
-  } else {
-    dirty_ = true;
-  }
+LogOptions LogManager::LogOptionsFor(const TopicConfig& config) const {
+  LogOptions o;
+  o.segment_bytes = config.segment_bytes;
+  o.index_interval_bytes = 4096;
+  o.expose_only_synced = options_.fsync == FsyncPolicy::kDurable;
+  return o;
+}
+
+void LogManager::WakeFetches() {
   {
     std::lock_guard lock(append_mu_);
     append_seq_++;
   }
   append_cv_.notify_all();
+}
+
+Result<std::int64_t> LogManager::Append(PartitionLog* log, std::string_view records) {
+  auto r = log->Append(records);
+  if (!r.ok()) return r;
+  dirty_ = true;
+  WakeFetches();
   return r;
+}
+
+Status LogManager::AwaitDurable(PartitionLog* log, std::int64_t offset) {
+  if (options_.fsync != FsyncPolicy::kDurable) return {};
+  SLUICE_RETURN_IF_ERROR(log->SyncPast(offset));
+  WakeFetches();
+  return {};
+}
+
+void LogManager::ForEachPartition(
+    const std::function<void(const std::string&, std::int32_t, PartitionLog&)>& fn) {
+  std::shared_lock lock(mu_);
+  for (auto& [name, t] : topics_) {
+    for (std::size_t p = 0; p < t->partitions.size(); ++p)
+      fn(name, static_cast<std::int32_t>(p), *t->partitions[p]);
+  }
 }
 
 std::uint64_t LogManager::WaitForAppend(std::uint64_t seen,
@@ -306,14 +340,22 @@ void LogManager::Background() {
     auto now = std::chrono::steady_clock::now();
     lock.unlock();
     if (now >= next_sync) {
-      if (options_.fsync == FsyncPolicy::kInterval && dirty_.exchange(false)) {
-        std::shared_lock tl(mu_);
-        for (auto& [name, t] : topics_) {
-          for (auto& p : t->partitions) {
-            auto st = p->Sync();
-            if (!st.ok()) spdlog::warn("fsync {}: {}", name, st.ToString());
+      if (options_.fsync != FsyncPolicy::kNever && dirty_.exchange(false)) {
+        bool synced_any = false;
+        {
+          std::shared_lock tl(mu_);
+          for (auto& [name, t] : topics_) {
+            for (auto& p : t->partitions) {
+              auto st = p->Sync();
+              if (!st.ok()) {
+                dirty_ = true;  // try again next period
+                spdlog::warn("fsync {}: {}", name, st.ToString());
+              }
+              synced_any = true;
+            }
           }
         }
+        if (synced_any && options_.fsync == FsyncPolicy::kDurable) WakeFetches();
       }
       next_sync = now + options_.fsync_interval;
     }

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,7 +23,10 @@
 
 namespace sluice::broker::storage {
 
-enum class FsyncPolicy { kAlways, kInterval, kNever };
+// kDurable: an acknowledged produce is on disk (AwaitDurable, group commit)
+// and reads stop at the durable end. kInterval: everything is synced every
+// fsync_interval, so a power cut may lose acknowledged data. kNever: tests.
+enum class FsyncPolicy { kDurable, kInterval, kNever };
 
 struct TopicConfig {
   std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
@@ -47,7 +51,9 @@ struct Topic {
 
 struct LogManagerOptions {
   std::filesystem::path data_dir;
-  FsyncPolicy fsync = FsyncPolicy::kInterval;
+  FsyncPolicy fsync = FsyncPolicy::kDurable;
+  // kInterval's period; under kDurable, how soon unacknowledged (acks=0)
+  // appends become durable and readable.
   std::chrono::milliseconds fsync_interval{1000};
   std::chrono::milliseconds retention_check_interval{5000};
   TopicConfig defaults;
@@ -75,8 +81,16 @@ class LogManager {
   std::optional<TopicConfig> Config(const std::string& topic);
   std::vector<std::string> TopicNames();
 
-  // Append plus fsync policy plus wake-up of waiting fetches.
+  // Append plus wake-up of waiting fetches. Returns the first offset given.
   common::Result<std::int64_t> Append(PartitionLog* log, std::string_view records);
+  // Under kDurable, returns once the append at `offset` is on disk (sharing
+  // the fdatasync with concurrent callers) and wakes fetches, which can now
+  // read it. Other policies return at once.
+  common::Status AwaitDurable(PartitionLog* log, std::int64_t offset);
+
+  // Every partition of every topic, under the topics' read lock.
+  void ForEachPartition(const std::function<void(const std::string& topic, std::int32_t index,
+                                                 PartitionLog& log)>& fn);
 
   // Blocks until an append happens after `seen` or the deadline passes;
   // returns the current append sequence.
@@ -92,6 +106,8 @@ class LogManager {
   common::Status LoadTopics();
   common::Status SaveTopic(const Topic& t);
   void Background();
+  LogOptions LogOptionsFor(const TopicConfig& config) const;
+  void WakeFetches();
 
   LogManagerOptions options_;
   std::shared_mutex mu_;

@@ -16,6 +16,7 @@
 
 #include "broker/protocol/record_batch.h"
 #include "broker/protocol/wire.h"
+#include "broker/storage/durable_file.h"
 
 namespace sluice::broker::storage {
 
@@ -102,10 +103,11 @@ struct SyncTarget {
   std::shared_ptr<const OpenFile> log, index;
   std::string log_path, index_path;
 
+  std::int64_t base = 0;
+
   Status Sync() const {
-    if (::fdatasync(log->fd()) != 0) return Errno("fsync " + log_path);
-    if (::fdatasync(index->fd()) != 0) return Errno("fsync " + index_path);
-    return {};
+    SLUICE_RETURN_IF_ERROR(SyncFile(log->fd(), log_path));
+    return SyncFile(index->fd(), index_path);
   }
 };
 
@@ -121,15 +123,21 @@ class Segment {
 
   ~Segment() = default;
 
+  // `active` (the last segment) is verified batch by batch (CRC) and its
+  // idempotent batches are kept for recovered_producers(); any segment's
+  // torn tail is cut back and reported in `torn`. On return everything in
+  // the segment is durable, and so is the file's name in `dir`.
   static Result<std::unique_ptr<Segment>> Open(const fs::path& dir, std::int64_t base, bool active,
-                                               std::int64_t index_interval,
-                                               std::int64_t* truncated) {
+                                               std::int64_t index_interval, std::int64_t* truncated,
+                                               bool* torn) {
     auto seg = std::unique_ptr<Segment>(new Segment());
     seg->base_ = base;
     seg->next_offset_ = base;
     seg->index_interval_ = index_interval;
     seg->log_path_ = dir / SegmentName(base, ".log");
     seg->index_path_ = dir / SegmentName(base, ".index");
+    std::error_code exists_ec;
+    const bool created = !fs::exists(seg->log_path_, exists_ec);
     seg->log_fd_ = ::open(seg->log_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (seg->log_fd_ < 0) return Errno("open " + seg->log_path_.string());
     seg->log_file_ = std::make_shared<const OpenFile>(seg->log_fd_);
@@ -137,14 +145,19 @@ class Segment {
     if (::fstat(seg->log_fd_, &st) != 0) return Errno("stat " + seg->log_path_.string());
     seg->size_ = st.st_size;
     bool index_ok = !active && seg->LoadIndex();
+    const std::int64_t truncated_before = *truncated;
     SLUICE_RETURN_IF_ERROR(seg->Scan(/*verify=*/active, index_ok, truncated));
+    *torn = *truncated > truncated_before;
     seg->index_fd_ =
         ::open(seg->index_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (seg->index_fd_ < 0) return Errno("open " + seg->index_path_.string());
     seg->index_file_ = std::make_shared<const OpenFile>(seg->index_fd_);
     if (!index_ok) SLUICE_RETURN_IF_ERROR(seg->RewriteIndex());
-    // A new or recovered active segment, or a rebuilt index: sync at the next chance.
-    seg->dirty_ = active || !index_ok;
+    // What recovery kept is made durable before anything is served from it:
+    // a consumer must never read bytes a power cut could still take away.
+    SLUICE_RETURN_IF_ERROR(SyncFile(seg->log_fd_, seg->log_path_.string()));
+    SLUICE_RETURN_IF_ERROR(SyncFile(seg->index_fd_, seg->index_path_.string()));
+    if (created) SLUICE_RETURN_IF_ERROR(SyncDirectory(dir));
     return seg;
   }
 
@@ -171,6 +184,10 @@ class Segment {
       max_ts = std::max(max_ts, h->max_timestamp);
       next += h->last_offset_delta + 1;
       pos += h->total_size();
+    }
+    if (SimulatedDiskFull()) {
+      errno = ENOSPC;
+      return Errno("write " + log_path_.string() + " (simulated by --test-disk-full-while-exists)");
     }
     if (!WriteBatches(records, heads)) {
       // Leave no half-written batch behind: cut the file back.
@@ -258,21 +275,23 @@ class Segment {
   // End position of whole batches starting at `pos` that fit in max_bytes
   // (at least one batch). Index entries are batch boundaries, so the walk
   // starts at the last one within reach: a few header reads per fetch, not
-  // one per batch.
-  std::int64_t Extent(std::int64_t pos, std::int64_t max_bytes) const {
+  // one per batch. Nothing at or past `limit` (a position) is included.
+  std::int64_t Extent(std::int64_t pos, std::int64_t max_bytes, std::int64_t limit) const {
     std::int64_t end = pos;
+    limit = std::min(limit, size_);
     auto reach = std::upper_bound(
         index_.begin(), index_.end(), pos + max_bytes,
-        [](std::int64_t limit, const IndexEntry& e) { return limit < e.position; });
-    if (reach != index_.begin() && std::prev(reach)->position > pos) {
+        [](std::int64_t bound, const IndexEntry& e) { return bound < e.position; });
+    if (reach != index_.begin() && std::prev(reach)->position > pos &&
+        std::prev(reach)->position <= limit) {
       end = std::prev(reach)->position;
     }
-    while (end < size_) {
+    while (end < limit) {
       char hdr[proto::kBatchLogOverhead];
       if (!PreadAll(log_fd_, hdr, sizeof hdr, end)) break;
       std::int64_t next =
           end + static_cast<std::int64_t>(proto::kBatchLogOverhead) + proto::LoadBe32(hdr + 8);
-      if (end > pos && next - pos > max_bytes) break;
+      if (next > limit || (end > pos && next - pos > max_bytes)) break;
       end = next;
     }
     return end;
@@ -297,7 +316,13 @@ class Segment {
   std::optional<SyncTarget> TakeDirty() {
     if (!dirty_) return std::nullopt;
     dirty_ = false;
-    return SyncTarget{log_file_, index_file_, log_path_.string(), index_path_.string()};
+    return SyncTarget{log_file_, index_file_, log_path_.string(), index_path_.string(), base_};
+  }
+  // A sync that failed: its bytes are not known to be durable; try again next time.
+  void MarkDirty() { dirty_ = true; }
+
+  const std::vector<RecoveredProducerBatch>& recovered_producers() const {
+    return recovered_producers_;
   }
 
   void Remove() {
@@ -363,8 +388,6 @@ class Segment {
                proto::ValidateBatch(batch, *h).ok();
       }
       if (!good) {
-        if (!verify)
-          return Internal(fmt::format("corrupt closed segment {} at {}", log_path_.string(), pos));
         spdlog::warn("log {}: truncating torn tail at position {} ({} bytes)", log_path_.string(),
                      pos, size_ - pos);
         *truncated += size_ - pos;
@@ -381,6 +404,10 @@ class Segment {
       bytes_since_index_ += static_cast<std::int64_t>(h->total_size());
       max_timestamp_ = std::max(max_timestamp_, h->max_timestamp);
       next_offset_ = h->last_offset() + 1;
+      if (verify && h->producer_id >= 0) {
+        recovered_producers_.push_back({h->producer_id, h->producer_epoch, h->base_sequence,
+                                        h->base_sequence + h->last_offset_delta, h->base_offset});
+      }
       pos += static_cast<std::int64_t>(h->total_size());
     }
     return {};
@@ -413,6 +440,7 @@ class Segment {
   std::shared_ptr<const OpenFile> index_file_;
   bool dirty_ = false;  // written since the last TakeDirty
   std::vector<IndexEntry> index_;
+  std::vector<RecoveredProducerBatch> recovered_producers_;
 };
 
 PartitionLog::PartitionLog(fs::path dir, LogOptions options)
@@ -447,18 +475,41 @@ Status PartitionLog::Load() {
   if (bases.empty()) bases.push_back(0);
   for (std::size_t i = 0; i < bases.size(); ++i) {
     bool active = i + 1 == bases.size();
-    auto seg =
-        Segment::Open(dir_, bases[i], active, options_.index_interval_bytes, &truncated_bytes_);
+    bool torn = false;
+    auto seg = Segment::Open(dir_, bases[i], active, options_.index_interval_bytes,
+                             &truncated_bytes_, &torn);
     if (!seg.ok()) return seg.status();
     segments_.push_back(std::move(seg).value());
+    if (torn && !active) {
+      // A power cut right after a roll: the previous segment's tail was not
+      // yet durable, so nothing in the newer segment was acknowledged (an
+      // acknowledgement syncs every segment written before it). Only that
+      // one case is repaired; a torn tail further back is corruption.
+      if (i + 2 != bases.size()) {
+        return Internal(fmt::format("corrupt closed segment {} in {}", bases[i], dir_.string()));
+      }
+      std::error_code drop_ec;
+      auto dropped = fs::file_size(dir_ / SegmentName(bases[i + 1], ".log"), drop_ec);
+      if (!drop_ec) truncated_bytes_ += static_cast<std::int64_t>(dropped);
+      for (const char* ext : {".log", ".index"})
+        fs::remove(dir_ / SegmentName(bases[i + 1], ext), drop_ec);
+      spdlog::warn("log {}: dropped segment {} written after the torn tail of segment {}",
+                   dir_.string(), bases[i + 1], bases[i]);
+      SLUICE_RETURN_IF_ERROR(SyncDirectory(dir_));
+      break;
+    }
   }
   next_offset_ = segments_.back()->next_offset();
+  synced_offset_ = next_offset_;  // Open made everything it kept durable
+  synced_base_ = segments_.back()->base();
+  synced_size_ = segments_.back()->size();
   return {};
 }
 
 Status PartitionLog::Roll() {
   std::int64_t dummy = 0;
-  auto seg = Segment::Open(dir_, next_offset_, true, options_.index_interval_bytes, &dummy);
+  bool torn = false;
+  auto seg = Segment::Open(dir_, next_offset_, true, options_.index_interval_bytes, &dummy, &torn);
   if (!seg.ok()) return seg.status();
   segments_.push_back(std::move(seg).value());
   return {};
@@ -477,23 +528,34 @@ Result<std::int64_t> PartitionLog::Append(std::string_view records) {
   return first;
 }
 
+std::int64_t PartitionLog::VisibleEndLocked() const {
+  return options_.expose_only_synced ? synced_offset_ : next_offset_;
+}
+
 Result<ReadResult> PartitionLog::Read(std::int64_t offset, std::int64_t max_bytes) const {
   std::lock_guard lock(mu_);
   ReadResult r;
-  r.high_watermark = next_offset_;
+  const std::int64_t end = VisibleEndLocked();
+  r.high_watermark = end;
   r.log_start_offset = segments_.front()->base();
   if (offset < r.log_start_offset || offset > next_offset_) {
     return InvalidArgument(
         fmt::format("offset {} out of range [{}, {}]", offset, r.log_start_offset, next_offset_));
   }
-  if (offset == next_offset_) return r;
+  // Between the durable end and the written end: in range, nothing to read yet.
+  if (offset >= end) return r;
   auto it = std::upper_bound(
       segments_.begin(), segments_.end(), offset,
       [](std::int64_t o, const std::unique_ptr<Segment>& s) { return o < s->base(); });
   for (it = std::prev(it); it != segments_.end(); ++it) {
+    // Bytes a power cut could still take away are not served.
+    std::int64_t limit = (*it)->size();
+    if (options_.expose_only_synced && (*it)->base() >= synced_base_)
+      limit = (*it)->base() == synced_base_ ? std::min(limit, synced_size_) : 0;
     std::int64_t pos = (*it)->Locate(offset);
     if (pos >= (*it)->size()) continue;
-    r.records = (*it)->Slice(pos, (*it)->Extent(pos, max_bytes));
+    if (pos >= limit) break;
+    r.records = (*it)->Slice(pos, (*it)->Extent(pos, max_bytes, limit));
     break;
   }
   return r;
@@ -530,20 +592,65 @@ int PartitionLog::EnforceRetention(std::int64_t now_ms, std::int64_t retention_m
 }
 
 Status PartitionLog::Sync() {
+  std::lock_guard sync_lock(sync_mu_);
+  return SyncLocked();
+}
+
+Status PartitionLog::SyncPast(std::int64_t offset) {
+  // Group commit: writers queue here while one sync runs; the next to get
+  // the lock syncs for all of them, and the rest find their offset covered.
+  std::lock_guard sync_lock(sync_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (synced_offset_ > offset) return {};
+  }
+  return SyncLocked();
+}
+
+Status PartitionLog::SyncLocked() {
   // fdatasync can take as long as the disk needs for everything written since
   // the last one; mu_ is held only to collect what to sync, so appends and
-  // fetches go on meanwhile. Syncs run one at a time, so a caller returns only
-  // after the sync that covered its writes has finished.
-  std::lock_guard sync_lock(sync_mu_);
+  // fetches go on meanwhile. Syncs run one at a time (sync_mu_), so a caller
+  // returns only after the sync that covered its writes has finished.
   std::vector<SyncTarget> targets;
+  std::int64_t end = 0, base = 0, size = 0;
   {
     std::lock_guard lock(mu_);
     for (auto& s : segments_) {
       if (auto t = s->TakeDirty()) targets.push_back(std::move(*t));
     }
+    end = next_offset_;
+    base = segments_.back()->base();
+    size = segments_.back()->size();
   }
-  for (const auto& t : targets) SLUICE_RETURN_IF_ERROR(t.Sync());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    Status st = targets[i].Sync();
+    if (st.ok()) continue;
+    std::lock_guard lock(mu_);
+    for (std::size_t j = i; j < targets.size(); ++j) {
+      for (auto& s : segments_) {
+        if (s->base() == targets[j].base) s->MarkDirty();
+      }
+    }
+    return st;
+  }
+  std::lock_guard lock(mu_);
+  if (end >= synced_offset_) {
+    synced_offset_ = end;
+    synced_base_ = base;
+    synced_size_ = size;
+  }
   return {};
+}
+
+std::int64_t PartitionLog::high_watermark() const {
+  std::lock_guard lock(mu_);
+  return VisibleEndLocked();
+}
+
+std::vector<RecoveredProducerBatch> PartitionLog::recovered_producers() const {
+  std::lock_guard lock(mu_);
+  return segments_.back()->recovered_producers();
 }
 
 std::int64_t PartitionLog::log_start_offset() const {

@@ -20,6 +20,17 @@ namespace sluice::broker::storage {
 struct LogOptions {
   std::int64_t segment_bytes = 64 << 20;
   std::int64_t index_interval_bytes = 4096;
+  // Reads (and the high watermark) stop at the last durable offset, so no
+  // consumer sees, and commits past, what a power cut could take back.
+  bool expose_only_synced = false;
+};
+
+// An idempotent producer's batch found by recovery in the active segment.
+struct RecoveredProducerBatch {
+  std::int64_t producer_id;
+  std::int16_t epoch;
+  std::int32_t first_seq, last_seq;
+  std::int64_t base_offset;
 };
 
 struct ReadResult {
@@ -61,17 +72,27 @@ class PartitionLog {
   // fdatasyncs every segment written since the last Sync (a roll can leave
   // the previous segment's tail unsynced), without blocking appends or reads.
   common::Status Sync();
+  // Returns once `offset` is durable, sharing one Sync with every caller
+  // that waits at the same time (group commit).
+  common::Status SyncPast(std::int64_t offset);
 
   std::int64_t log_start_offset() const;
+  // Where the next append goes.
   std::int64_t log_end_offset() const;
+  // Where reads end: log_end_offset(), or with expose_only_synced the durable end.
+  std::int64_t high_watermark() const;
   std::int64_t size_bytes() const;
   // How many bytes recovery cut off the tail when the log was opened.
   std::int64_t truncated_bytes() const { return truncated_bytes_; }
+  // Idempotent batches of the active segment as found when the log was opened.
+  std::vector<RecoveredProducerBatch> recovered_producers() const;
 
  private:
   PartitionLog(std::filesystem::path dir, LogOptions options);
   common::Status Load();
   common::Status Roll();
+  common::Status SyncLocked();            // holds sync_mu_
+  std::int64_t VisibleEndLocked() const;  // holds mu_
 
   std::filesystem::path dir_;
   LogOptions options_;
@@ -79,6 +100,11 @@ class PartitionLog {
   std::mutex sync_mu_;  // taken before mu_, never inside it
   std::vector<std::unique_ptr<Segment>> segments_;
   std::int64_t next_offset_ = 0;
+  // The durable end: every offset below synced_offset_ is on disk, which is
+  // the segment synced_base_ up to synced_size_ and everything before it.
+  std::int64_t synced_offset_ = 0;
+  std::int64_t synced_base_ = 0;
+  std::int64_t synced_size_ = 0;
   std::int64_t truncated_bytes_ = 0;
 };
 
