@@ -6,6 +6,7 @@
 // limit only when the text really breaks it (or is not JSON); and never a
 // crash, whatever the nesting. A first byte of 0xFF instead builds the input
 // as a deep or long document (the mutator alone rarely nests thousands).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,42 @@ using sluice::common::JsonLimits;
 [[noreturn]] void Bug(const char* what, const std::string& text) {
   std::fprintf(stderr, "bounded json fuzzer: %s on %.200s\n", what, text.c_str());
   std::abort();
+}
+
+// Depth of the text as nlohmann's SAX parser reads it (iterative, and it
+// sees every level, even one under a duplicate key that the built object
+// drops); -1 when nlohmann refuses the text.
+struct DepthCounter : nlohmann::json_sax<json> {
+  int depth = 0;
+  int deepest = 0;
+  bool Open() {
+    deepest = std::max(deepest, ++depth);
+    return true;
+  }
+  bool Close() {
+    --depth;
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return Open(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t) override { return Open(); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+};
+
+int TextDepth(const std::string& text) {
+  DepthCounter counter;
+  return json::sax_parse(text, &counter) ? counter.deepest : -1;
 }
 
 // Depth and entries of a built value, without recursion.
@@ -89,14 +126,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (violation) {
     // A refusal for a limit: the text, if JSON, really breaks one. Duplicate
-    // keys make the built object smaller than the text, so entries are
-    // checked one way only.
-    if (!plain.is_discarded()) {
-      auto [depth, entries] = Shape(plain);
-      if (depth <= limits.max_depth && entries <= limits.max_entries &&
-          violation->find("depth") != std::string::npos)
-        Bug("refused for depth a value within it", text);
-    }
+    // keys make the built object smaller than the text (a dropped member may
+    // hold the deepest level), so depth is read off the text by SAX and
+    // entries are checked one way only.
+    if (!plain.is_discarded() && violation->find("depth") != std::string::npos &&
+        TextDepth(text) <= limits.max_depth)
+      Bug("refused for depth a text within it", text);
     return 0;
   }
   if (!plain.is_discarded()) Bug("refused valid JSON within the limits", text);
