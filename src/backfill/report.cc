@@ -136,20 +136,12 @@ common::Status ItemReporter::Report(ReportKind kind, const ReportArgs& args) {
 void RecordRunEvent(pqxx::work& tx, const BackfillRun& run, const std::string& code,
                     const std::string& level, const std::string& summary, const std::string& reason,
                     nlohmann::json details, std::optional<common::Uuid> subscription_id) {
-  events::ResourceEvent ev;
-  ev.ts = common::Clock::now();
-  ev.level = *events::ParseLevel(level);
-  ev.type = events::Type::kConnector;
-  ev.code = code;
-  ev.summary = summary;
-  if (!reason.empty()) ev.reason = reason;
   details["backfill_run_id"] = run.id.ToString();
-  ev.details = std::move(details);
+  auto ev =
+      events::RuntimeEvent(*events::ParseLevel(level), code, summary, reason, std::move(details));
   if (run.triggered_by_email) ev.actor_email = run.triggered_by_email;
-  auto recorded = events::RecordAbout(tx, {run.source_connector_id, std::nullopt, subscription_id},
-                                      std::move(ev));
-  if (!recorded.ok() && recorded.status().code() != common::Code::kNotFound)
-    spdlog::warn("cannot record {}: {}", code, recorded.status().message());
+  events::RecordAboutOrLog(tx, {run.source_connector_id, std::nullopt, subscription_id},
+                           std::move(ev));
 }
 
 int LostAttemptsSoFar(pqxx::transaction_base& tx, const BackfillItem& item) {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "events/event_store.h"
+#include "events/connector_events.h"
 #include "metrics/ingest.h"
 #include "runtime/worker_repository.h"
 
@@ -23,21 +23,13 @@ namespace {
 // the names a listing shows; nullopt when the connector has no env or team.
 std::optional<events::ResourceEvent> PodEvent(pqxx::work& tx, const PodIdentity& pod,
                                               const std::optional<std::string>& subscription_id) {
-  auto ref = tx.exec_params(
-      "SELECT c.env_id, c.team_id, c.name, s.name FROM connector c "
-      "LEFT JOIN subscription s ON s.id::text = $2 WHERE c.id = $1",
-      pod.connector_id.ToString(), subscription_id.value_or(""));
-  if (ref.empty() || ref[0][0].is_null() || ref[0][1].is_null()) return std::nullopt;
+  std::optional<common::Uuid> subscription;
+  if (subscription_id) subscription = common::Uuid::Parse(*subscription_id);
+  auto ref = events::LoadResourceRef(tx, {pod.connector_id, std::nullopt, subscription});
+  if (!ref) return std::nullopt;
   events::ResourceEvent ev;
   ev.ts = common::Clock::now();
-  ev.resource.env_id = *common::Uuid::Parse(ref[0][0].c_str());
-  ev.resource.team_id = *common::Uuid::Parse(ref[0][1].c_str());
-  ev.resource.connector_id = pod.connector_id;
-  ev.resource.connector_name = ref[0][2].is_null() ? "" : ref[0][2].c_str();
-  if (subscription_id) {
-    ev.resource.subscription_id = common::Uuid::Parse(*subscription_id);
-    if (!ref[0][3].is_null()) ev.resource.subscription_name = ref[0][3].c_str();
-  }
+  ev.resource = std::move(*ref);
   ev.pod = fmt::format("shard-{}", pod.shard);
   return ev;
 }

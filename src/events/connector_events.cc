@@ -1,5 +1,7 @@
 #include "events/connector_events.h"
 
+#include <spdlog/spdlog.h>
+
 namespace sluice::events {
 
 std::optional<ResourceRef> LoadResourceRef(pqxx::work& tx, const ResourceIds& ids) {
@@ -31,6 +33,26 @@ common::Result<RecordResult> RecordAbout(pqxx::work& tx, const ResourceIds& ids,
   if (!ref) return common::NotFound("the connector has no team or env to attribute the event to");
   ev.resource = std::move(*ref);
   return EventStore::Record(tx, ev, {});
+}
+
+void RecordAboutOrLog(pqxx::work& tx, const ResourceIds& ids, ResourceEvent ev) {
+  const std::string code = ev.code;
+  auto recorded = RecordAbout(tx, ids, std::move(ev));
+  if (!recorded.ok() && recorded.status().code() != common::Code::kNotFound)
+    spdlog::warn("cannot record {}: {}", code, recorded.status().message());
+}
+
+ResourceEvent RuntimeEvent(Level level, std::string code, std::string summary,
+                           const std::string& reason, nlohmann::json details) {
+  ResourceEvent ev;
+  ev.ts = common::Clock::now();
+  ev.level = level;
+  ev.type = Type::kConnector;
+  ev.code = std::move(code);
+  ev.summary = std::move(summary);
+  if (!reason.empty()) ev.reason = reason;
+  ev.details = std::move(details);
+  return ev;
 }
 
 ResourceEvent LifecycleEvent(std::string code, std::string summary, std::string actor_email,

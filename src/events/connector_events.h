@@ -29,6 +29,14 @@ std::optional<ResourceRef> LoadResourceRef(pqxx::work& tx, const ResourceIds& id
 // NotFound when there is nothing to attribute it to.
 common::Result<RecordResult> RecordAbout(pqxx::work& tx, const ResourceIds& ids, ResourceEvent ev);
 
+// RecordAbout for emitters that carry on whatever happens: a failure is
+// logged (nothing to attribute the event to is not a failure).
+void RecordAboutOrLog(pqxx::work& tx, const ResourceIds& ids, ResourceEvent ev);
+
+// The runtime reporting on itself (type connector); an empty reason is none.
+ResourceEvent RuntimeEvent(Level level, std::string code, std::string summary,
+                           const std::string& reason, nlohmann::json details);
+
 // A user's action (type lifecycle, level info): `code` such as
 // connector.paused, the actor's email, no reason (a lifecycle action has no
 // cause to report).

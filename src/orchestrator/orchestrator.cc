@@ -224,18 +224,11 @@ void Orchestrator::RecordWorkerEvent(const Worker& w, const std::string& code,
                                      const std::string& level, const std::string& summary,
                                      const std::string& reason, nlohmann::json details) {
   db_.Transact([&](pqxx::work& tx) {
-    events::ResourceEvent ev;
-    ev.ts = common::Clock::now();
-    ev.level = *events::ParseLevel(level);
-    ev.type = events::Type::kConnector;
-    ev.code = code;
-    ev.summary = summary;
-    if (!reason.empty()) ev.reason = reason;
     details["shard_index"] = w.shard_index;
-    ev.details = details;
-    auto recorded = events::RecordAbout(tx, {w.connector_id}, std::move(ev));
-    if (!recorded.ok() && recorded.status().code() != common::Code::kNotFound)
-      spdlog::warn("cannot record {}: {}", code, recorded.status().message());
+    // Copied, not moved: Transact may run this again after a conflict.
+    events::RecordAboutOrLog(
+        tx, {w.connector_id},
+        events::RuntimeEvent(*events::ParseLevel(level), code, summary, reason, details));
   });
 }
 
