@@ -16,9 +16,13 @@ chmod 755 "$DIR"
 URL=$("$BIN" db cluster start --data-dir "$DIR/pg" --no-fsync --fresh | tail -1)
 cleanup() { "$BIN" db cluster stop --data-dir "$DIR/pg" >/dev/null 2>&1 || true; rm -rf "$DIR"; }
 trap cleanup EXIT
-BASE=${URL%/*}
-SRC="$BASE/bf_src"
-DST="$BASE/bf_dst"
+# postgresql://postgres@host:port/postgres?passfile=...: the cluster's
+# password file travels in the query, so other databases keep it.
+QUERY="?${URL#*\?}"
+BASE=${URL%%\?*}
+BASE=${BASE%/*}
+SRC="$BASE/bf_src$QUERY"
+DST="$BASE/bf_dst$QUERY"
 # No autovacuum: a vacuum of the fresh rows landing inside one measurement
 # and not the other swung the COPY pipe by a third between runs.
 psql "$URL" -qX -c "CREATE DATABASE bf_src" -c "CREATE DATABASE bf_dst" \

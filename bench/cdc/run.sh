@@ -71,10 +71,14 @@ q "$URL" -c "ALTER SYSTEM SET track_commit_timestamp = on" -c "ALTER SYSTEM SET 
   -c "ALTER SYSTEM SET max_wal_senders = 32" -c "ALTER SYSTEM SET autovacuum = off" >/dev/null
 "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null
 URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-BASE=${URL%/*}
-SRC=$BASE/bench_source
-TGT=$BASE/bench_target
-REG=$BASE/bench_registry
+# postgresql://postgres@host:port/postgres?passfile=...: the cluster's
+# password file travels in the query, so other databases keep it.
+QUERY="?${URL#*\?}"
+BASE=${URL%%\?*}
+BASE=${BASE%/*}
+SRC="$BASE/bench_source$QUERY"
+TGT="$BASE/bench_target$QUERY"
+REG="$BASE/bench_registry$QUERY"
 q "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
   -c "CREATE DATABASE bench_registry" >/dev/null
 COLUMNS="id bigint PRIMARY KEY, c_int integer, c_big bigint, c_num numeric(12,2), c_text text,

@@ -12,27 +12,25 @@
 #include "connectors/topic_naming.h"
 #include "runtime/worker_repository.h"
 #include "secrets/configuration_cipher.h"
+#include "store/provision.h"
 
 namespace sluice::cli {
 
 namespace {
 constexpr const char* kPipelineName = "demo-orders";
-
-void EnsureDatabase(const store::EmbeddedCluster& cluster, const std::string& name) {
-  pqxx::connection admin(cluster.Url("postgres"));
-  pqxx::nontransaction tx(admin);
-  if (tx.exec_params("SELECT 1 FROM pg_database WHERE datname = $1", name).empty())
-    tx.exec("CREATE DATABASE " + name);
-}
 }  // namespace
 
-common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::EmbeddedCluster& cluster,
+common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluster& cluster,
                                       const std::string& broker_bootstrap,
                                       const std::string& format) {
   try {
-    EnsureDatabase(cluster, "sluice_demo_source");
-    EnsureDatabase(cluster, "sluice_demo_target");
-    DemoPipeline demo{"", cluster.Url("sluice_demo_source"), cluster.Url("sluice_demo_target")};
+    SLUICE_RETURN_IF_ERROR(cluster.EnsureRole(kDemoRole, "REPLICATION"));
+    for (const char* name : {"sluice_demo_source", "sluice_demo_target"})
+      SLUICE_RETURN_IF_ERROR(store::OwnDatabase(cluster, kDemoRole, name));
+    auto demo_password = cluster.PasswordOf(kDemoRole);
+    if (!demo_password.ok()) return demo_password.status();
+    DemoPipeline demo{"", cluster.Url("sluice_demo_source", kDemoRole),
+                      cluster.Url("sluice_demo_target", kDemoRole)};
     {
       pqxx::connection src(demo.source_url);
       pqxx::nontransaction(src).exec(
@@ -71,8 +69,8 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::Embedded
         nlohmann::json config = {{"host", "127.0.0.1"},
                                  {"port", port},
                                  {"database", database},
-                                 {"user", "postgres"},
-                                 {"password", ""}};
+                                 {"user", kDemoRole},
+                                 {"password", *demo_password}};
         if (way == "source") config["format"] = format;
         tx.exec_params(
             fmt::format("INSERT INTO connector (id, name, connector_type, "

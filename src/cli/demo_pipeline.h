@@ -19,9 +19,13 @@ struct DemoPipeline {
   std::string target_url;
 };
 
+// The demo databases' own role: owner of both, with REPLICATION for the
+// source's slot, and nothing else on the cluster.
+inline constexpr const char* kDemoRole = "sluice_demo";
+
 // Creates (or finds, on a second run) the demo databases, rows and workers.
 // `format`: the source's change events, json or avro (through the registry).
-common::Result<DemoPipeline> SeedDemo(store::Database& db, const store::EmbeddedCluster& cluster,
+common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluster& cluster,
                                       const std::string& broker_bootstrap,
                                       const std::string& format = "json");
 

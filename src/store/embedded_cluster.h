@@ -1,8 +1,14 @@
 // An embedded PostgreSQL cluster for one-machine use (`sluice up`, `sluice
 // serve` without SLUICE_DATABASE_URL, and the test harness). It lives in one
-// directory: pgdata/, run/ (the private unix socket) and postgres.log. As
-// root, the cluster belongs to a dedicated OS user, since PostgreSQL refuses
-// to run as root.
+// directory: pgdata/, run/ (the private unix socket), postgres.log and
+// pgpass. As root, the cluster belongs to a dedicated OS user, since
+// PostgreSQL refuses to run as root.
+//
+// Every connection authenticates with SCRAM-SHA-256, never trust: the
+// cluster listens on 127.0.0.1, where a worker connecting on a team's behalf
+// could otherwise reach it as any role. The superuser's and every role's
+// random password live only in `pgpass` (0600), which URLs name with libpq's
+// `passfile` keyword, so no URL, log line or listing carries a password.
 #pragma once
 
 #include <memory>
@@ -38,14 +44,24 @@ class EmbeddedCluster {
   // Leaves the cluster running past this object's lifetime (`db cluster start`).
   void Detach() { started_here_ = false; }
 
-  // libpq URL for database `dbname` as the cluster's superuser over TCP.
-  std::string Url(const std::string& dbname) const;
+  // libpq URL for database `dbname` as `role` (the superuser by default) over
+  // TCP, its password read from pgpass.
+  std::string Url(const std::string& dbname, const std::string& role = "postgres") const;
+  // Creates `role` (LOGIN, no other attribute unless `attributes` says so,
+  // e.g. "REPLICATION") with a random password kept in pgpass, or reuses it.
+  common::Status EnsureRole(const std::string& role, const std::string& attributes = "");
+  // A role's password from pgpass, for configurations that carry one (a
+  // demo connector); NotFound when the role has none there.
+  common::Result<std::string> PasswordOf(const std::string& role) const;
+  // The 0600 file holding every role's password.
+  std::string pgpass_path() const;
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
   bool started_here() const { return started_here_; }
 
  private:
   EmbeddedCluster() = default;
+  common::Status StopTrusting();
   std::string dir_;
   std::string os_user_;
   int port_ = 0;

@@ -25,8 +25,19 @@ class ProvisionedDatabase {
   std::unique_ptr<EmbeddedCluster> cluster_;  // stopped on destruction
 };
 
+// The role the data-plane connects to its embedded cluster as: owner of its
+// database, not a superuser.
+inline constexpr const char* kDataPlaneRole = "sluice";
+
+// Makes `role` (made by EnsureRole) the owner of database `dbname`, creating
+// it as needed, and of everything already in it; only the owner and the
+// superuser may connect to it.
+common::Status OwnDatabase(EmbeddedCluster& cluster, const std::string& role,
+                           const std::string& dbname);
+
 // data_dir: the process's data directory; the embedded cluster lives in
-// data_dir/postgres and the data-plane database is named "sluice".
+// data_dir/postgres and the data-plane database is named "sluice", owned by
+// kDataPlaneRole.
 common::Result<std::unique_ptr<ProvisionedDatabase>> ProvisionDatabase(const std::string& data_dir);
 
 }  // namespace sluice::store

@@ -148,6 +148,7 @@ class AccessMatrixAll : public ::testing::Test {
               {"sslmode", "disable"}};
     std::string user = url.substr(url.find("//") + 2, at - url.find("//") - 2);
     c["user"] = user.substr(0, user.find(':'));
+    c["password"] = ClusterPassword();
     return c;
   }
 

@@ -122,6 +122,7 @@ TEST(ApiFaults, KilledApiProcessLosesNoRunAndNoTaskSlot) {
                           {"port", pg_port},
                           {"database", plane.name()},
                           {"user", "postgres"},
+                          {"password", ClusterPassword()},
                           {"sslmode", "disable"}}}},
                        201);
     task_id = api.Post("/api/v1/teams/" + team + "/tasks",

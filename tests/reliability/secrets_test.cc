@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -37,6 +38,7 @@
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "reliability/record.h"
+#include "support/test_database.h"
 #include "support/test_database.h"
 
 namespace sluice::testing {
@@ -176,9 +178,12 @@ class SecretsTest : public ::testing::Test {
   }
 
   json PgConfig(const std::string& url, const std::string& password) {
+    // The test cluster checks passwords: each one here is a role's own.
+    std::string role = "secrets_" + std::to_string(std::hash<std::string>{}(password) % 1000000);
+    EnsureClusterRole(role, password);
     return {
         {"host", "127.0.0.1"}, {"port", PortOf(url)},  {"database", url.substr(url.rfind('/') + 1)},
-        {"user", "postgres"},  {"password", password}, {"sslmode", "disable"}};
+        {"user", role},        {"password", password}, {"sslmode", "disable"}};
   }
   json Env(const std::string& name, const std::string& sasl_password) {
     return {{"name", name},

@@ -16,20 +16,46 @@ namespace {
 constexpr const char* kTemplate = "sluice_template";
 constexpr long long kTemplateLockKey = 0x7465'6d70'6c61'7465LL;
 
-int ClusterPort() {
+std::string ClusterDir() {
   const char* dir = std::getenv("SLUICE_TEST_PG_DIR");
   if (!dir) throw std::runtime_error("SLUICE_TEST_PG_DIR is unset: run the test through ctest");
-  std::ifstream in(std::string(dir) + "/port");
-  int port = 0;
-  if (!(in >> port)) {
-    throw std::runtime_error(fmt::format("no test cluster in {}: the pg fixture did not run", dir));
-  }
-  return port;
+  return dir;
 }
 }  // namespace
 
+int ClusterPort() {
+  std::ifstream in(ClusterDir() + "/port");
+  int port = 0;
+  if (!(in >> port)) {
+    throw std::runtime_error(
+        fmt::format("no test cluster in {}: the pg fixture did not run", ClusterDir()));
+  }
+  return port;
+}
+
+std::string ClusterPassword() {
+  std::ifstream in(ClusterDir() + "/pgpass");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("*:*:*:postgres:", 0) == 0) return line.substr(15);
+  }
+  throw std::runtime_error(fmt::format("no superuser password in {}/pgpass", ClusterDir()));
+}
+
 std::string ClusterUrl(const std::string& dbname) {
-  return fmt::format("postgresql://postgres@127.0.0.1:{}/{}", ClusterPort(), dbname);
+  return fmt::format("postgresql://postgres:{}@127.0.0.1:{}/{}", ClusterPassword(), ClusterPort(),
+                     dbname);
+}
+
+void EnsureClusterRole(const std::string& role, const std::string& password) {
+  pqxx::connection admin(ClusterUrl("postgres"));
+  pqxx::nontransaction tx(admin);
+  bool exists = !tx.exec_params("SELECT 1 FROM pg_roles WHERE rolname = $1", role).empty();
+  try {
+    tx.exec(fmt::format("{} ROLE {} WITH LOGIN SUPERUSER PASSWORD {}", exists ? "ALTER" : "CREATE",
+                        tx.quote_name(role), tx.quote(password)));
+  } catch (const pqxx::unique_violation&) {
+    // A parallel test process made it first; it carries the same password.
+  }
 }
 
 TestDatabase::TestDatabase() {

@@ -7,8 +7,15 @@
 
 namespace sluice::testing {
 
-// libpq URL of database `dbname` on the test cluster.
+// libpq URL of database `dbname` on the test cluster, as its superuser with
+// the password (the cluster authenticates with SCRAM, like every embedded one).
 std::string ClusterUrl(const std::string& dbname);
+// The test cluster's port, and its superuser's password (from its pgpass).
+int ClusterPort();
+std::string ClusterPassword();
+// Creates (or resets) a superuser `role` with `password` on the test
+// cluster, for tests whose configurations carry a password of their own.
+void EnsureClusterRole(const std::string& role, const std::string& password);
 
 class TestDatabase {
  public:

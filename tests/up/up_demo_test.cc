@@ -46,14 +46,18 @@ void RunDemo(const std::string& format) {
           broker.c_str(), "--demo-format", format.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  // The embedded cluster asks every role for its password; ours come from
+  // its pgpass, as the data-plane's own do.
+  auto url = [&](const std::string& db, const std::string& role = "postgres") {
+    std::ifstream in(dir / "postgres" / "port");
+    int pg = 0;
+    in >> pg;
+    return "postgresql://" + role + "@127.0.0.1:" + std::to_string(pg) + "/" + db +
+           "?passfile=" + (dir / "postgres" / "pgpass").string();
+  };
   auto target_rows = [&]() -> long {
     try {
-      std::ifstream in(dir / "postgres" / "port");
-      int pg = 0;
-      in >> pg;
-      if (!pg) return -1;
-      pqxx::connection c("postgresql://postgres@127.0.0.1:" + std::to_string(pg) +
-                         "/sluice_demo_target");
+      pqxx::connection c(url("sluice_demo_target"));
       return pqxx::nontransaction(c).exec1("SELECT count(*) FROM orders")[0].as<long>();
     } catch (...) {
       return -1;
@@ -73,16 +77,50 @@ void RunDemo(const std::string& format) {
     // The source registered the table's schema (so the rows came as Avro).
     long schemas = -1;
     try {
-      std::ifstream port_file(dir / "postgres" / "port");
-      int pg = 0;
-      port_file >> pg;
-      pqxx::connection c("postgresql://postgres@127.0.0.1:" + std::to_string(pg) + "/sluice");
+      pqxx::connection c(url("sluice"));
       schemas =
-          pqxx::nontransaction(c).exec1("SELECT count(*) FROM registry_schema_id")[0].as<long>();
+          pqxx::nontransaction(c).exec1("SELECT count(*) FROM sluice_state.registry_schema_id")[0].as<long>();
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what();
     }
     EXPECT_GT(schemas, 0) << output;
+  }
+
+  // The control database is closed to what a user configures: no trust,
+  // the data-plane and the demo each their own unprivileged role.
+  EXPECT_EQ(std::filesystem::status(dir / "postgres" / "pgpass").permissions() &
+                std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  {
+    std::string no_password = url("sluice");
+    no_password = no_password.substr(0, no_password.find('?'));
+    EXPECT_THROW(pqxx::connection{no_password}, pqxx::broken_connection)
+        << "the superuser got in without a password";
+    EXPECT_THROW(pqxx::connection{url("sluice", "sluice_demo")}, pqxx::broken_connection)
+        << "the demo role reached the control database";
+    pqxx::connection c(url("sluice"));
+    pqxx::nontransaction tx(c);
+    auto owner = tx.exec1(
+        "SELECT r.rolname, r.rolsuper, r.rolcreaterole FROM pg_database d JOIN pg_roles r ON "
+        "r.oid = d.datdba WHERE d.datname = 'sluice'");
+    EXPECT_EQ(owner[0].as<std::string>(), "sluice");
+    EXPECT_FALSE(owner[1].as<bool>()) << "the data-plane's role is a superuser";
+    EXPECT_FALSE(owner[2].as<bool>());
+    // Every session on the control database but this one is the data-plane's.
+    auto others = tx.exec(
+        "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'sluice' AND backend_type = "
+        "'client backend' AND pid <> "
+        "pg_backend_pid()");
+    ASSERT_FALSE(others.empty());
+    for (const auto& row : others) EXPECT_EQ(row[0].as<std::string>(), "sluice");
+    auto demo = tx.exec1("SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = "
+                         "'sluice_demo'");
+    EXPECT_FALSE(demo[0].as<bool>());
+    EXPECT_TRUE(demo[1].as<bool>());
+    // The demo source streams as the demo role.
+    auto senders = tx.exec("SELECT DISTINCT usename FROM pg_stat_replication");
+    ASSERT_EQ(senders.size(), 1u);
+    EXPECT_EQ(senders[0][0].as<std::string>(), "sluice_demo");
   }
 
   // The broker admits each worker as its own principal (rows flowing above

@@ -5,16 +5,9 @@
 namespace sluice::testing {
 
 Json ClusterWarehouseConfig(const std::string& dbname) {
-  // postgresql://postgres@127.0.0.1:<port>/<db>
-  std::string url = ClusterUrl(dbname);
-  auto colon = url.rfind(':');
-  auto slash = url.find('/', colon);
-  int port = std::stoi(url.substr(colon + 1, slash - colon - 1));
-  return {{"host", "127.0.0.1"},
-          {"port", port},
-          {"database", dbname},
-          {"user", "postgres"},
-          {"sslmode", "disable"}};
+  return {{"host", "127.0.0.1"},      {"port", ClusterPort()},
+          {"database", dbname},       {"user", "postgres"},
+          {"password", ClusterPassword()}, {"sslmode", "disable"}};
 }
 
 void WarehouseApiTest::SetUp() {

@@ -31,9 +31,22 @@ export function pgPort() {
   return Number(readFileSync(path.join(dir, "port"), "utf8").trim());
 }
 
+// The test cluster checks passwords (SCRAM): the superuser's is in its pgpass.
+export function pgPassword() {
+  const dir = requireEnv("SLUICE_TEST_PG_DIR");
+  const line = readFileSync(path.join(dir, "pgpass"), "utf8").split("\n").find((l) => l.startsWith("*:*:*:postgres:"));
+  if (!line) throw new Error(`no superuser password in ${dir}/pgpass`);
+  return line.slice("*:*:*:postgres:".length);
+}
+
+export function pgUrl(db) {
+  return `postgresql://postgres:${pgPassword()}@127.0.0.1:${pgPort()}/${db}`;
+}
+
 export function psql(db, sql) {
   return execFileSync("psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(pgPort()), "-U", "postgres", "-d", db, "-c", sql], {
     encoding: "utf8",
+    env: { ...process.env, PGPASSWORD: pgPassword() },
   }).trim();
 }
 

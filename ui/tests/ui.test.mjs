@@ -6,7 +6,7 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { apiCall, artifacts, createDatabase, launchBrowser, pgPort, psql, startSluice } from "./harness.mjs";
+import { apiCall, artifacts, createDatabase, launchBrowser, pgPassword, pgPort, pgUrl, psql, startSluice } from "./harness.mjs";
 
 const EMAIL = "admin@ui.test";
 const PASSWORD = "correct-horse-battery";
@@ -40,7 +40,7 @@ async function fillPostgres(way, name, database) {
   await page.getByLabel("port", { exact: true }).fill(String(pgPort()));
   await page.getByLabel("database", { exact: true }).fill(database);
   await page.getByLabel("user", { exact: true }).fill("postgres");
-  await page.getByLabel("password", { exact: true }).fill("unused-by-trust-auth");
+  await page.getByLabel("password", { exact: true }).fill(pgPassword());
 }
 
 async function waitForCount(db, sql, atLeast, ms) {
@@ -69,7 +69,7 @@ describe("web UI", { timeout: 240_000 }, () => {
       "CREATE TABLE public.customers (id bigserial PRIMARY KEY, name text NOT NULL, city text); " +
         "INSERT INTO public.customers (name, city) SELECT 'customer-' || g, 'city-' || (g % 7) FROM generate_series(1, 50) g",
     );
-    sluice = await startSluice({ databaseUrl: `postgresql://postgres@127.0.0.1:${pgPort()}/${control}`, email: EMAIL, password: PASSWORD });
+    sluice = await startSluice({ databaseUrl: pgUrl(control), email: EMAIL, password: PASSWORD });
     const openapi = await (await fetch(`${sluice.base}/api/v1/openapi.json`)).json();
     paths = new Set(Object.keys(openapi.paths ?? {}));
     browser = await launchBrowser();
@@ -252,7 +252,7 @@ describe("web UI", { timeout: 240_000 }, () => {
     await page.getByLabel("warehouse port").fill(String(pgPort()));
     await page.getByLabel("warehouse database").fill(dstDb);
     await page.getByLabel("warehouse user").fill("postgres");
-    await page.getByLabel("warehouse password").fill("unused-by-trust-auth");
+    await page.getByLabel("warehouse password").fill(pgPassword());
     await page.getByRole("button", { name: "Create and test" }).click();
     await page.getByLabel("Warehouse", { exact: true }).locator("option:checked", { hasText: "replica" }).waitFor({ state: "attached" });
     const editor = page.getByLabel("SQL", { exact: true });
