@@ -11,6 +11,7 @@
 // SyncGroup waiting for the other members) have their waits bounded here:
 // a Fetch's max_wait_ms and a JoinGroup's timeouts are clamped in the frame,
 // and the broker allows short group sessions, so no input reads as a hang.
+// The members an input joined leave after it, as when its connection drops.
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,6 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     p::Frame response;
     auto outcome = processor.Process(std::string_view(frame.get(), frame_size), &response);
     if (outcome == b::RequestProcessor::Outcome::kClose || processor.hang_up_after_reply()) break;
+  }
+  // The connection is gone, and so are its group members: the next input's
+  // JoinGroup then waits for no one (and inputs stay independent).
+  auto& groups = TheBroker()->groups();
+  for (const auto& [group, type] : groups.List()) {
+    for (const auto& member : groups.Describe(group).members) groups.Leave(group, member.member_id);
   }
   return 0;
 }
