@@ -53,8 +53,10 @@ common::Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   if (!offsets.ok()) return offsets.status();
   b->offsets_ = std::move(offsets).value();
   SLUICE_RETURN_IF_ERROR(b->ClampCommittedOffsets());
-  b->groups_ =
-      std::make_unique<groups::GroupCoordinator>(b->offsets_.get(), groups::CoordinatorOptions{});
+  groups::CoordinatorOptions co;
+  co.min_session_timeout = std::chrono::milliseconds(o.group_min_session_timeout_ms);
+  co.max_session_timeout = std::chrono::milliseconds(o.group_max_session_timeout_ms);
+  b->groups_ = std::make_unique<groups::GroupCoordinator>(b->offsets_.get(), co);
   b->RebuildProducerState();
   if (!o.acl_file.empty()) {
     b->acl_ = std::make_unique<AclFile>(o.acl_file);

@@ -36,6 +36,28 @@ struct BrokerOptions {
   std::int64_t retention_check_interval_ms = 5000;
   std::int64_t max_request_bytes = 100 << 20;  // socket.request.max.bytes
   std::int64_t max_message_bytes = 1048588;    // message.max.bytes
+  // Limits that keep a connection that has not authenticated cheap; a breach
+  // closes that connection with a log line naming the peer.
+  // The largest frame before SASL completes (when SASL is on): ApiVersions,
+  // SaslHandshake and a PLAIN token fit easily; checked on the size prefix,
+  // before anything is allocated.
+  std::int64_t max_preauth_request_bytes = 8 << 10;
+  // Open connections in all, and from one client address; past either, a new
+  // connection is accepted and closed at once. 0: no limit.
+  int max_connections = 4096;
+  int max_connections_per_address = 512;
+  // A new connection must authenticate (SASL on) or send its first request
+  // (SASL off) within this, frames included.
+  std::int64_t preauth_timeout_ms = 10000;
+  // After that, how long a connection may send nothing (connections.max.idle.ms).
+  std::int64_t idle_timeout_ms = 10 * 60 * 1000;
+  // A frame, once started, must arrive in full within this (slowloris guard);
+  // also how long a response may wait for a client that does not read it.
+  std::int64_t request_timeout_ms = 30000;
+  // Consumer group session timeouts a JoinGroup may ask for
+  // (group.min.session.timeout.ms, group.max.session.timeout.ms).
+  std::int64_t group_min_session_timeout_ms = 1000;
+  std::int64_t group_max_session_timeout_ms = 300000;
   // SASL/PLAIN users; empty means no authentication required. They may do
   // anything, unlike the principals of the ACL file.
   std::map<std::string, std::string> sasl_users;

@@ -1,5 +1,7 @@
 #include "broker/request_processor.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "broker/protocol/api.h"
@@ -71,6 +73,12 @@ bool AllowedBeforeAuth(std::int16_t key) {
 RequestProcessor::RequestProcessor(Broker* broker, std::string peer)
     : broker_(broker), peer_(std::move(peer)) {
   session_.authenticated = !broker_->requires_authentication();
+}
+
+std::int64_t RequestProcessor::max_frame_bytes() const {
+  const auto& o = broker_->options();
+  if (session_.authenticated) return o.max_request_bytes;
+  return std::min(o.max_preauth_request_bytes, o.max_request_bytes);
 }
 
 RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame,

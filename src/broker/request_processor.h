@@ -26,6 +26,12 @@ class RequestProcessor {
   // After a failed SaslAuthenticate the reply goes out, then the connection closes.
   bool hang_up_after_reply() const { return hang_up_; }
 
+  // Whether the connection may use every API (SASL done, or SASL off).
+  bool authenticated() const { return session_.authenticated; }
+  // The largest next frame this connection may send: the pre-authentication
+  // cap until SASL completes, then the broker's max request size.
+  std::int64_t max_frame_bytes() const;
+
  private:
   Broker* broker_;
   std::string peer_;

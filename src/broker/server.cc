@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -10,8 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -23,25 +26,54 @@ namespace sluice::broker {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Size-prefixed request frames through one buffer: clients keep many
 // requests in flight, so one recv often brings several, where reading each
-// frame's size and then its body took two recvs per request.
+// frame's size and then its body took two recvs per request. The buffer
+// grows with the bytes that arrive, never to a size a prefix merely declares.
 class FrameReader {
  public:
-  enum class Status { kFrame, kClosed, kTooLarge };
+  enum class Status { kFrame, kClosed, kTooLarge, kIdle, kSlow };
 
-  FrameReader(int fd, std::int32_t max_frame) : fd_(fd), max_frame_(max_frame) {}
+  // What the next frame may be.
+  struct Limits {
+    std::int64_t max_frame = 0;  // larger is refused on the size prefix
+    // Until when to wait for the frame's first byte.
+    Clock::time_point idle_deadline = Clock::time_point::max();
+    // Once started, the frame must be in within this, and before `latest`.
+    Clock::duration frame_time = Clock::duration::max();
+    Clock::time_point latest = Clock::time_point::max();
+  };
+
+  explicit FrameReader(int fd) : fd_(fd) {}
 
   // The next frame (after its size prefix), valid until the next call.
-  Status Next(std::string_view* frame) {
-    if (!Fill(4)) return Status::kClosed;
+  Status Next(std::string_view* frame, const Limits& limits) {
+    chunk_ = static_cast<std::size_t>(
+        std::clamp<std::int64_t>(limits.max_frame + 4, 4, static_cast<std::int64_t>(kMinRead)));
+    if (start_ == end_) {
+      if (buf_.size() > kKeepBytes) {  // a large request is done: give its memory back
+        std::string().swap(buf_);
+        start_ = end_ = 0;
+      }
+      int w = WaitReadable(limits.idle_deadline);
+      if (w == 0) return Status::kIdle;
+      if (w < 0) return Status::kClosed;
+    }
+    Clock::time_point deadline = limits.latest;
+    auto now = Clock::now();
+    if (limits.frame_time < deadline - now) deadline = now + limits.frame_time;
+    Status st = Fill(4, deadline);
+    if (st != Status::kFrame) return st;
     std::int32_t size = protocol::LoadBe32(buf_.data() + start_);
-    if (size < 0 || size > max_frame_) {
+    if (size < 0 || size > limits.max_frame) {
       too_large_ = size;
       return Status::kTooLarge;
     }
     std::size_t total = 4 + static_cast<std::size_t>(size);
-    if (!Fill(total)) return Status::kClosed;
+    st = Fill(total, deadline);
+    if (st != Status::kFrame) return st;
     *frame = std::string_view(buf_.data() + start_ + 4, total - 4);
     start_ += total;
     return Status::kFrame;
@@ -59,28 +91,51 @@ class FrameReader {
   std::int32_t too_large() const { return too_large_; }
 
  private:
-  static constexpr std::size_t kMinRead = 64 << 10;  // per connection, kept
+  static constexpr std::size_t kMinRead = 64 << 10;   // read size once authenticated
+  static constexpr std::size_t kKeepBytes = 1 << 20;  // kept between requests
 
-  // Makes `n` bytes from start_ available, reading as much as the socket has.
-  bool Fill(std::size_t n) {
-    if (end_ - start_ >= n) return true;
+  // 1 readable (or hung up), 0 the deadline passed, -1 an error.
+  int WaitReadable(Clock::time_point deadline) {
+    while (true) {
+      int timeout = -1;
+      if (deadline != Clock::time_point::max()) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return 0;
+        timeout = static_cast<int>(std::min<std::int64_t>(left, 60000));
+      }
+      pollfd p{fd_, POLLIN, 0};
+      int r = ::poll(&p, 1, timeout);
+      if (r > 0) return 1;
+      if (r < 0 && errno != EINTR) return -1;
+    }
+  }
+
+  // Makes `n` bytes from start_ available, reading as much as the socket
+  // has, until `deadline` (then kSlow).
+  Status Fill(std::size_t n, Clock::time_point deadline) {
+    if (end_ - start_ >= n) return Status::kFrame;
     if (start_ > 0) {  // keep the unread part at the front; it is less than `n`
       std::memmove(buf_.data(), buf_.data() + start_, end_ - start_);
       end_ -= start_;
       start_ = 0;
     }
-    if (buf_.size() < std::max(n, kMinRead)) buf_.resize(std::max(n, kMinRead));
     while (end_ < n) {
-      ssize_t r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
+      if (end_ == buf_.size()) {  // full: double it, up to what the frame needs
+        buf_.resize(std::max(chunk_, std::min(n, std::max(buf_.size() * 2, chunk_))));
+      }
+      int w = WaitReadable(deadline);
+      if (w == 0) return Status::kSlow;
+      if (w < 0) return Status::kClosed;
+      ssize_t r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, MSG_DONTWAIT);
+      if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (r <= 0) return Status::kClosed;
       end_ += static_cast<std::size_t>(r);
     }
-    return true;
+    return Status::kFrame;
   }
 
   int fd_;
-  std::int32_t max_frame_;
+  std::size_t chunk_ = 4;  // the least the buffer holds: read-ahead
   std::int32_t too_large_ = 0;
   std::string buf_;
   std::size_t start_ = 0;  // unread bytes are buf_[start_, end_)
@@ -161,7 +216,8 @@ common::Result<std::unique_ptr<Server>> Server::Start(Broker* broker) {
   if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     return common::Unavailable(fmt::format("bind {}:{}: {}", host, o.port, std::strerror(errno)));
   }
-  if (::listen(s->listen_fd_, 128) != 0)
+  // A burst of connects waits in the queue rather than retrying SYNs for seconds.
+  if (::listen(s->listen_fd_, 1024) != 0)
     return common::Internal(fmt::format("listen: {}", std::strerror(errno)));
   socklen_t len = sizeof addr;
   ::getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -193,6 +249,29 @@ void Server::Stop() {
   }
 }
 
+void Server::RefusalLog::Warn(const std::string& line) {
+  constexpr int kPerSecond = 50;
+  std::int64_t suppressed = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto now = Clock::now();
+    if (now - window_start_ >= std::chrono::seconds(1)) {
+      window_start_ = now;
+      in_window_ = 0;
+    }
+    if (++in_window_ > kPerSecond) {
+      ++suppressed_;
+      return;
+    }
+    std::swap(suppressed, suppressed_);
+  }
+  if (suppressed > 0) {
+    spdlog::warn("{} (and {} more refusals before it, not logged)", line, suppressed);
+  } else {
+    spdlog::warn("{}", line);
+  }
+}
+
 void Server::ReapFinished() {
   std::lock_guard lock(mu_);
   for (auto it = connections_.begin(); it != connections_.end();) {
@@ -206,9 +285,19 @@ void Server::ReapFinished() {
   }
 }
 
+void Server::Release(const Connection* c) {
+  std::lock_guard lock(mu_);
+  --open_;
+  auto it = per_address_.find(c->address);
+  if (it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
+}
+
 void Server::AcceptLoop() {
+  const BrokerOptions& o = broker_->options();
   while (!stopping_) {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_in addr{};
+    socklen_t addr_len = sizeof addr;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &addr_len, SOCK_CLOEXEC);
     if (fd < 0) {
       if (stopping_) break;
       if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -219,53 +308,124 @@ void Server::AcceptLoop() {
       }
       break;
     }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    char text[INET_ADDRSTRLEN] = "unknown";
+    ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text);
+    std::string peer = text;
     ReapFinished();
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      ::close(fd);
-      break;
+    std::string refusal;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) {
+        ::close(fd);
+        break;
+      }
+      auto from = per_address_.find(addr.sin_addr.s_addr);
+      int from_peer = from == per_address_.end() ? 0 : from->second;
+      if (o.max_connections > 0 && open_ >= o.max_connections) {
+        refusal =
+            fmt::format("{}: connection refused: {} connections open, the limit", peer, open_);
+      } else if (o.max_connections_per_address > 0 && from_peer >= o.max_connections_per_address) {
+        refusal = fmt::format(
+            "{}: connection refused: {} connections open from this address, "
+            "the limit per address",
+            peer, from_peer);
+      } else {
+        ++open_;
+        ++per_address_[addr.sin_addr.s_addr];
+        auto c = std::make_unique<Connection>();
+        c->fd = fd;
+        c->address = addr.sin_addr.s_addr;
+        c->peer = peer;
+        Connection* raw = c.get();
+        try {
+          raw->thread = std::thread([this, raw] {
+            Serve(raw);
+            Release(raw);
+            raw->done = true;
+          });
+          connections_.push_back(std::move(c));
+        } catch (const std::system_error& e) {  // out of threads or memory
+          --open_;
+          if (--per_address_[addr.sin_addr.s_addr] <= 0) per_address_.erase(addr.sin_addr.s_addr);
+          refusal = fmt::format("{}: connection refused: no thread for it ({})", peer, e.what());
+        }
+      }
     }
-    auto c = std::make_unique<Connection>();
-    c->fd = fd;
-    Connection* raw = c.get();
-    connections_.push_back(std::move(c));
-    raw->thread = std::thread([this, raw] {
-      Serve(raw);
-      raw->done = true;
-    });
+    if (!refusal.empty()) {
+      refusals_.Warn(refusal);
+      ::close(fd);  // before anything is read or allocated for it
+    }
   }
 }
 
 void Server::Serve(Connection* c) {
   IgnoreSigpipeInThisThread();
   Broker& b = *broker_;
-  std::string peer = "unknown";
+  const BrokerOptions& o = b.options();
+  const std::string& peer = c->peer;
   {
-    sockaddr_in a{};
-    socklen_t len = sizeof a;
-    if (::getpeername(c->fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      char buf[INET_ADDRSTRLEN] = {};
-      ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof buf);
-      peer = buf;
-    }
+    int one = 1;
+    ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // A client that stops reading its responses: a send that cannot go on
+    // for this long fails, and the connection closes.
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(o.request_timeout_ms / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((o.request_timeout_ms % 1000) * 1000);
+    ::setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
   RequestProcessor processor(&b, peer);
-  FrameReader reader(c->fd, b.options().max_request_bytes);
+  FrameReader reader(c->fd);
+  const auto connected = Clock::now();
+  const auto preauth_deadline = connected + std::chrono::milliseconds(o.preauth_timeout_ms);
+  // Authenticated (or no SASL) and past its first request: the long idle
+  // timeout applies from then on.
+  bool settled = false;
+  auto last_reply = connected;
   // Replies held back while pipelined produces follow, then sent in one go.
-  // Only before a Produce: it never waits, so nothing held waits on a long poll.
+  // Only before a Produce: it never waits, so nothing held waits on a long
+  // poll; and never more than kMaxHeld bytes.
+  constexpr std::size_t kMaxHeld = 1 << 20;
   std::string held;
+  bool send_timed_out = false;  // the client stopped reading
+  auto sent = [&](bool ok) {
+    if (!ok && (errno == EAGAIN || errno == EWOULDBLOCK)) send_timed_out = true;
+    return ok;
+  };
   auto flush = [&] {
-    bool ok = WriteFull(c->fd, held.data(), held.size());
+    bool ok = sent(WriteFull(c->fd, held.data(), held.size()));
     held.clear();
     return ok;
   };
   while (!stopping_) {
+    FrameReader::Limits limits;
+    limits.max_frame = processor.max_frame_bytes();
+    limits.frame_time = std::chrono::milliseconds(o.request_timeout_ms);
+    if (settled) {
+      limits.idle_deadline = last_reply + std::chrono::milliseconds(o.idle_timeout_ms);
+    } else {
+      limits.idle_deadline = limits.latest = preauth_deadline;
+    }
     std::string_view frame;
-    auto status = reader.Next(&frame);
+    auto status = reader.Next(&frame, limits);
     if (status == FrameReader::Status::kTooLarge) {
-      spdlog::warn("{}: request of {} bytes exceeds the limit; closing", peer, reader.too_large());
+      refusals_.Warn(fmt::format("{}: request of {} bytes exceeds the limit of {}{}; closing", peer,
+                                 reader.too_large(), limits.max_frame,
+                                 processor.authenticated() ? "" : " before authentication"));
+    } else if (status == FrameReader::Status::kIdle) {
+      if (settled) {
+        refusals_.Warn(fmt::format("{}: idle for {} ms; closing", peer, o.idle_timeout_ms));
+      } else {
+        refusals_.Warn(
+            fmt::format("{}: {} within {} ms of connecting; closing", peer,
+                        b.requires_authentication() ? "did not authenticate" : "sent no request",
+                        o.preauth_timeout_ms));
+      }
+    } else if (status == FrameReader::Status::kSlow) {
+      refusals_.Warn(fmt::format(
+          "{}: request started but not complete in time ({} ms per request{}); closing", peer,
+          o.request_timeout_ms,
+          settled ? ""
+                  : fmt::format(", {} ms from connecting to authenticate", o.preauth_timeout_ms)));
     }
     if (status != FrameReader::Status::kFrame) break;
 
@@ -275,17 +435,23 @@ void Server::Serve(Connection* c) {
     if (outcome == RequestProcessor::Outcome::kRespond) {
       if (response.files.empty()) {
         held += response.bytes;
-      } else if (!WriteFull(c->fd, held.data(), held.size(), /*more=*/true) ||
-                 !SendFrame(c->fd, response)) {
+      } else if (!sent(WriteFull(c->fd, held.data(), held.size(), /*more=*/true)) ||
+                 !sent(SendFrame(c->fd, response))) {
         break;
       } else {
         held.clear();
       }
     }
+    settled = processor.authenticated();
+    last_reply = Clock::now();
     if (processor.hang_up_after_reply()) break;  // after its reply, flushed below
-    if (!reader.ProduceIsBuffered() && !flush()) break;
+    if ((held.size() >= kMaxHeld || !reader.ProduceIsBuffered()) && !flush()) break;
   }
   flush();  // replies held when the loop ends (e.g. before a bad request) still go out
+  if (send_timed_out) {
+    refusals_.Warn(fmt::format("{}: did not read its responses within {} ms; closing", peer,
+                               o.request_timeout_ms));
+  }
   ::shutdown(c->fd, SHUT_RDWR);
 }
 

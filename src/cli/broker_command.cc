@@ -31,6 +31,7 @@ struct BrokerFlags {
   std::int64_t retention_check_ms = 5000;
   std::int64_t max_request_bytes = 100 << 20;
   std::int64_t max_message_bytes = 1048588;
+  sluice::broker::BrokerOptions limits;  // the connection limits' defaults
   std::vector<std::string> sasl_users;
   std::string acl_file;
 };
@@ -99,6 +100,19 @@ int RunBroker(const BrokerFlags& f) {
   o.retention_check_interval_ms = f.retention_check_ms;
   o.max_request_bytes = f.max_request_bytes;
   o.max_message_bytes = f.max_message_bytes;
+  o.max_preauth_request_bytes = f.limits.max_preauth_request_bytes;
+  o.max_connections = f.limits.max_connections;
+  o.max_connections_per_address = f.limits.max_connections_per_address;
+  o.preauth_timeout_ms = f.limits.preauth_timeout_ms;
+  o.idle_timeout_ms = f.limits.idle_timeout_ms;
+  o.request_timeout_ms = f.limits.request_timeout_ms;
+  if (o.max_preauth_request_bytes < 64 || o.preauth_timeout_ms <= 0 || o.idle_timeout_ms <= 0 ||
+      o.request_timeout_ms <= 0 || o.max_connections < 0 || o.max_connections_per_address < 0) {
+    spdlog::error(
+        "--max-preauth-request-bytes must be at least 64, the timeouts positive and the "
+        "connection limits 0 (none) or more");
+    return 2;
+  }
   for (const auto& u : f.sasl_users) {
     auto colon = u.find(':');
     if (colon == std::string::npos) {
@@ -181,6 +195,27 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Larger requests close the connection")
       ->capture_default_str();
   cmd->add_option("--max-message-bytes", f->max_message_bytes, "Largest records blob per partition")
+      ->capture_default_str();
+  cmd->add_option("--max-preauth-request-bytes", f->limits.max_preauth_request_bytes,
+                  "Largest request before SASL authentication completes (SASL on); larger "
+                  "closes the connection before anything is allocated for it")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", f->limits.max_connections,
+                  "Open connections at most; past it new ones are closed at once (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-address", f->limits.max_connections_per_address,
+                  "Open connections from one client address at most (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--preauth-timeout-ms", f->limits.preauth_timeout_ms,
+                  "A new connection must authenticate (SASL on) or send its first request "
+                  "within this")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout-ms", f->limits.idle_timeout_ms,
+                  "After that, a connection sending nothing for this long is closed")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout-ms", f->limits.request_timeout_ms,
+                  "A request, once started, must arrive in full within this (and a response "
+                  "must be taken by the client within this)")
       ->capture_default_str();
   cmd->add_option("--sasl-user", f->sasl_users,
                   "USER:PASSWORD; any given turns SASL/PLAIN on (repeatable)");

@@ -55,6 +55,9 @@ struct UpFlags {
   std::string demo_format = "json";  // the demo source's change events: json | avro
   int backfill_source_cap = 2;       // running backfill items per source connector
   int backfill_destination_cap = 2;  // ... and per destination connector
+  // The broker's connection caps (`sluice broker --max-connections...`).
+  int broker_max_connections = 4096;
+  int broker_max_connections_per_address = 512;
 };
 
 bool WaitForPort(const std::string& host, int port, std::chrono::seconds limit) {
@@ -129,7 +132,9 @@ int Up(const UpFlags& f) {
   services.Ensure("broker",
                   {{sluice::common::SelfExecutablePath(), "broker", "--listen", f.broker_listen,
                     "--data-dir", (std::filesystem::path(f.data_dir) / "broker").string(),
-                    "--acl-file", (*broker_access)->acl_file().string()},
+                    "--acl-file", (*broker_access)->acl_file().string(), "--max-connections",
+                    std::to_string(f.broker_max_connections), "--max-connections-per-address",
+                    std::to_string(f.broker_max_connections_per_address)},
                    {},
                    (std::filesystem::path(f.data_dir) / "broker.log").string()});
   if (!WaitForPort(broker_host, broker_port, std::chrono::seconds(20)))
@@ -252,6 +257,15 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--backfill-destination-cap", f->backfill_destination_cap,
                   "Backfill items loading at once per destination connector")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--broker-max-connections", f->broker_max_connections,
+                  "Open broker connections at most (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--broker-max-connections-per-address", f->broker_max_connections_per_address,
+                  "Open broker connections from one client address at most; workers all "
+                  "connect from this machine's address (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->callback([f] { sluice::cli::ExitCode() = Up(*f); });
 });

@@ -39,6 +39,7 @@ class BrokerProcess {
 
   std::string bootstrap() const { return "127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   const std::filesystem::path& data_dir() const { return data_dir_; }
   std::string log() const;
 
