@@ -1,10 +1,13 @@
-// Sessions: password login, refresh, logout, and the caller's own profile.
+// Sessions: password login, refresh (rotating), logout, and the caller's own
+// profile. A login opens a session (sluice_state.auth_session, see
+// sessions_repository.h) that every token of it names.
 #include <chrono>
 #include <ctime>
 
 #include "api/access.h"
 #include "api/json_fields.h"
 #include "api/routes.h"
+#include "api/sessions_repository.h"
 #include "api/user_log_repository.h"
 #include "api/users_repository.h"
 #include "auth/password.h"
@@ -12,24 +15,33 @@
 namespace sluice::api {
 namespace {
 
-Json IssueSession(const ApiContext& ctx, const UserRow& user) {
+// One access token and one refresh token of login session `session_id`.
+struct TokenPair {
+  std::string access;
+  std::string refresh;
+  std::int64_t refresh_expires_at = 0;  // epoch seconds
+};
+
+TokenPair SignPair(const ApiContext& ctx, const common::Uuid& user_id,
+                   const common::Uuid& session_id) {
   const std::int64_t now = std::time(nullptr);
-  auth::TokenClaims access{auth::TokenKind::kAccess,
-                           user.id,
-                           std::nullopt,
-                           "",
-                           now,
-                           now + ctx.options.access_token_ttl.count()};
-  auth::TokenClaims refresh{auth::TokenKind::kRefresh,
-                            user.id,
-                            std::nullopt,
-                            "",
-                            now,
-                            now + ctx.options.refresh_token_ttl.count()};
+  auth::TokenClaims access;
+  access.kind = auth::TokenKind::kAccess;
+  access.user_id = user_id;
+  access.issued_at = now;
+  access.expires_at = now + ctx.options.access_token_ttl.count();
+  access.session_id = session_id;
+  auth::TokenClaims refresh = access;
+  refresh.kind = auth::TokenKind::kRefresh;
+  refresh.expires_at = now + ctx.options.refresh_token_ttl.count();
+  return {ctx.signer.Sign(access), ctx.signer.Sign(refresh), refresh.expires_at};
+}
+
+Json SessionJson(const ApiContext& ctx, const TokenPair& pair, const UserRow& user) {
   return {{"token_type", "bearer"},
-          {"access_token", ctx.signer.Sign(access)},
+          {"access_token", pair.access},
           {"expires_in", ctx.options.access_token_ttl.count()},
-          {"refresh_token", ctx.signer.Sign(refresh)},
+          {"refresh_token", pair.refresh},
           {"user", UserJson(user)}};
 }
 
@@ -65,30 +77,56 @@ Response Login(ApiContext& ctx, Request& req) {
   }
   if (!ok || !user->is_active) throw kBadLogin;
   ctx.login_limiter.Succeeded(email, address);
+  const common::Uuid session_id = common::Uuid::V4();
+  TokenPair pair = SignPair(ctx, user->id, session_id);
   ctx.db.Transact([&](pqxx::work& tx) {
+    InsertSession(tx, session_id, user->id, auth::TokenDigest(pair.refresh),
+                  pair.refresh_expires_at);
     AppendUserLog(tx, {"user", "login", user->id, user->email, std::nullopt});
   });
-  return Response::Ok(IssueSession(ctx, *user));
+  return Response::Ok(SessionJson(ctx, pair, *user));
 }
 
+// Refresh tokens are single-use: each exchange returns a new pair and spends
+// the presented token. Presenting a spent one again means two parties hold
+// the family (a copy was stolen, or a client kept an old token): the whole
+// session is revoked, the holder of the newest token included.
 Response Refresh(ApiContext& ctx, Request& req) {
   Json body = req.Body();
   FieldReader f(body);
   std::string token = f.RequiredString("refresh_token", 4096);
   f.Finish();
+  const ApiError refused(401, "unauthenticated", "invalid or expired refresh token");
   auto claims = ctx.signer.Verify(token, std::time(nullptr));
-  if (!claims.ok() || claims->kind != auth::TokenKind::kRefresh) {
-    throw ApiError(401, "unauthenticated", "invalid or expired refresh token");
+  if (!claims.ok() || claims->kind != auth::TokenKind::kRefresh || !claims->session_id) {
+    throw refused;
   }
-  auto user = ctx.db.Transact([&](pqxx::work& tx) { return FindUserById(tx, claims->user_id); });
-  if (!user || !user->is_active) {
-    throw ApiError(401, "unauthenticated", "invalid or expired refresh token");
-  }
-  return Response::Ok(IssueSession(ctx, *user));
+  TokenPair pair = SignPair(ctx, claims->user_id, *claims->session_id);
+  // Whatever the outcome the transaction commits: a reuse revocation must
+  // stick although the request is refused. Only a refused user rolls back.
+  auto user = ctx.db.Transact([&](pqxx::work& tx) -> std::optional<UserRow> {
+    auto r = RotateRefreshToken(tx, *claims->session_id, auth::TokenDigest(token),
+                                auth::TokenDigest(pair.refresh), pair.refresh_expires_at);
+    if (r.outcome == RotateOutcome::kReused) {
+      AppendUserLog(tx, {"system", "refresh_reuse", std::nullopt, std::nullopt, r.user_id});
+    }
+    if (r.outcome != RotateOutcome::kRotated) return std::nullopt;
+    auto u = FindUserById(tx, r.user_id);
+    if (r.user_id != claims->user_id || !u || !u->is_active) throw refused;
+    return u;
+  });
+  if (!user) throw refused;
+  return Response::Ok(SessionJson(ctx, pair, *user));
 }
 
+// Ends the caller's login session: its access and refresh tokens are refused
+// from the next request on. A service-account token is no session; it lives
+// until its account is deleted.
 Response Logout(ApiContext& ctx, Request& req) {
-  ctx.db.Transact([&](pqxx::work& tx) { LogAction(tx, req.caller(), "logout"); });
+  ctx.db.Transact([&](pqxx::work& tx) {
+    if (req.caller().session_id) RevokeSession(tx, *req.caller().session_id, kRevokedLogout);
+    LogAction(tx, req.caller(), "logout");
+  });
   return Response::NoContent();
 }
 
@@ -135,6 +173,8 @@ Response PatchMe(ApiContext& ctx, Request& req) {
           throw ApiError(403, "permission_denied", "current_password is wrong");
       }
       u->hashed_password = new_hash;
+      // Whoever else held a session with the old password loses it.
+      RevokeUserSessions(tx, u->id, req.caller().session_id, kRevokedPasswordChange);
     }
     UpdateUser(tx, *u);
     LogAction(tx, req.caller(), "update");
@@ -150,13 +190,17 @@ void RegisterAuthRoutes(Router& r, ApiContext& ctx) {
       "/auth/login", "Log in with email and password; returns access and refresh tokens",
       [&ctx](Request& q) { return Login(ctx, q); }, Access::kPublic);
   g.Post(
-      "/auth/refresh", "Exchange a refresh token for a new token pair",
+      "/auth/refresh",
+      "Exchange a refresh token for a new token pair; the old one is spent, and presenting it "
+      "again revokes the session",
       [&ctx](Request& q) { return Refresh(ctx, q); }, Access::kPublic);
-  g.Post("/auth/logout", "Log out (recorded in the user log)",
+  g.Post("/auth/logout", "Log out: revokes the caller's session (recorded in the user log)",
          [&ctx](Request& q) { return Logout(ctx, q); });
   g.Get("/me", "The caller, with their env roles and teams",
         [&ctx](Request& q) { return GetMe(ctx, q); });
-  g.Patch("/me", "Change the caller's active env or password",
+  g.Patch("/me",
+          "Change the caller's active env or password; a new password revokes every other "
+          "session",
           [&ctx](Request& q) { return PatchMe(ctx, q); });
 }
 

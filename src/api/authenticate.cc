@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "api/service_accounts_repository.h"
+#include "api/sessions_repository.h"
 #include "api/users_repository.h"
 
 namespace sluice::api {
@@ -34,6 +35,10 @@ common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& autho
   if (claims->kind == auth::TokenKind::kLoader) {
     return common::Unauthenticated("a loader token only authorizes its item's loader endpoints");
   }
+  // Every access token belongs to a login session, so it can be revoked.
+  if (claims->kind == auth::TokenKind::kAccess && !claims->session_id) {
+    return common::Unauthenticated("invalid or expired token");
+  }
   return ctx.db.Transact([&](pqxx::work& tx) -> common::Result<Principal> {
     auto user = FindUserById(tx, claims->user_id);
     if (!user || !user->is_active) return common::Unauthenticated("invalid or expired token");
@@ -41,6 +46,13 @@ common::Result<Principal> Authenticate(ApiContext& ctx, const std::string& autho
     p.user_id = user->id;
     p.email = user->email;
     p.is_superuser = user->is_superuser;
+    if (claims->kind == auth::TokenKind::kAccess) {
+      // Read per request, no cache: a logout or revocation holds from the
+      // next request on.
+      if (!SessionIsLive(tx, *claims->session_id, user->id))
+        return common::Unauthenticated("invalid or expired token");
+      p.session_id = claims->session_id;
+    }
     if (claims->kind == auth::TokenKind::kService) {
       if (!claims->service_account_id) return common::Unauthenticated("invalid or expired token");
       auto sa = FindServiceAccount(tx, *claims->service_account_id);

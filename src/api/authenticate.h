@@ -1,6 +1,8 @@
 // Bearer-token authentication. The token only says who; the user row,
 // read now, says whether they may still act: deactivating a user revokes
 // every token they hold at once, and deleting a service account its tokens.
+// A person's access token also names its login session, read now as well:
+// logout, refresh-token reuse and a password change revoke sessions.
 #pragma once
 
 #include <chrono>

@@ -50,6 +50,8 @@ struct Principal {
   std::string email;
   bool is_superuser = false;
   std::optional<common::Uuid> service_account_id;
+  // The login session of a person's access token (none for a service account).
+  std::optional<common::Uuid> session_id;
 
   // user_log.user_type of whatever this caller does.
   const char* user_type() const { return service_account_id ? "service" : "user"; }

@@ -8,6 +8,7 @@
 #include "api/access.h"
 #include "api/json_fields.h"
 #include "api/routes.h"
+#include "api/sessions_repository.h"
 #include "api/sql_util.h"
 #include "api/users_repository.h"
 #include "common/hex.h"
@@ -116,6 +117,7 @@ Response SyncUsers(ApiContext& ctx, Request& req) {
         u.row.hashed_password = local->hashed_password;
         u.row.active_env_id = local->active_env_id;
         UpdateUserKeepingVersion(tx, u.row);
+        if (!u.row.is_active) RevokeUserSessions(tx, u.row.id, std::nullopt, kRevokedDeactivated);
         outcome = "updated";
       } else {
         InsertUser(tx, u.row);

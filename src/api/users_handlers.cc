@@ -4,6 +4,7 @@
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/sessions_repository.h"
 #include "api/user_log_repository.h"
 #include "api/users_repository.h"
 #include "auth/password.h"
@@ -87,6 +88,13 @@ Response Patch(ApiContext& ctx, Request& req) {
     if (is_superuser) u->is_superuser = *is_superuser;
     if (is_verified) u->is_verified = *is_verified;
     UpdateUser(tx, *u);
+    // Deactivation ends every session (reactivating revives none); a new or
+    // cleared password every session but the caller's own.
+    if (is_active == false) {
+      RevokeUserSessions(tx, id, std::nullopt, kRevokedDeactivated);
+    } else if (hash || clear_password) {
+      RevokeUserSessions(tx, id, req.caller().session_id, kRevokedPasswordChange);
+    }
     LogAction(tx, req.caller(), "update", id);
     return UserJson(*FindUserById(tx, id));
   }));
@@ -115,7 +123,9 @@ void RegisterUsersRoutes(Router& r, ApiContext& ctx) {
   g.Post("/users", "Create a user (superuser)", [&ctx](Request& q) { return Create(ctx, q); });
   g.Get("/users/{user_id}", "Read a user (superuser, or oneself)",
         [&ctx](Request& q) { return Get(ctx, q); });
-  g.Patch("/users/{user_id}", "Change a user; is_active=false revokes all their tokens",
+  g.Patch("/users/{user_id}",
+          "Change a user; is_active=false revokes all their sessions, a new password all "
+          "but the caller's",
           [&ctx](Request& q) { return Patch(ctx, q); });
   g.Delete("/users/{user_id}", "Delete a user; their history stays in the user log",
            [&ctx](Request& q) { return Delete(ctx, q); });

@@ -1,5 +1,6 @@
 #include "api/users_repository.h"
 
+#include "api/sessions_repository.h"
 #include "api/sql_util.h"
 
 namespace sluice::api {
@@ -114,6 +115,7 @@ void DeleteUser(pqxx::work& tx, const common::Uuid& id) {
   tx.exec_params("DELETE FROM env_request WHERE from_user_id = $1 OR to_user_id = $1", uid);
   tx.exec_params("DELETE FROM team_request WHERE from_user_id = $1 OR to_user_id = $1", uid);
   tx.exec_params("DELETE FROM \"user\" WHERE id = $1", uid);
+  DeleteUserSessions(tx, id);
 }
 
 }  // namespace sluice::api

@@ -41,7 +41,8 @@ void UpdateUser(pqxx::work& tx, const UserRow& u);
 // Writes u including its version as given (control-plane sync decides it).
 void UpdateUserKeepingVersion(pqxx::work& tx, const UserRow& u);
 // Removes the user's pending requests (they reference the user without
-// cascade), then the user; memberships cascade, user_log rows keep the email.
+// cascade), then the user and their login sessions; memberships cascade,
+// user_log rows keep the email.
 void DeleteUser(pqxx::work& tx, const common::Uuid& id);
 
 }  // namespace sluice::api

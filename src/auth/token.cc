@@ -43,6 +43,12 @@ std::optional<TokenKind> ParseKind(const std::string& s) {
 
 }  // namespace
 
+std::string TokenDigest(std::string_view token) {
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(token.data()), token.size());
+  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
+}
+
 const char* TokenKindName(TokenKind kind) {
   switch (kind) {
     case TokenKind::kAccess:
@@ -79,6 +85,7 @@ std::string TokenSigner::Sign(const TokenClaims& c) const {
   if (!c.name.empty()) j["name"] = c.name;
   if (c.connector_id) j["cid"] = c.connector_id->ToString();
   if (c.generation) j["gen"] = c.generation->ToString();
+  if (c.session_id) j["sid"] = c.session_id->ToString();
   // A nonce keeps two tokens issued in the same second distinct.
   unsigned char nonce[8];
   randombytes_buf(nonce, sizeof nonce);
@@ -118,7 +125,8 @@ common::Result<TokenClaims> TokenSigner::Verify(std::string_view token, std::int
       c.service_account_id = *sa;
     }
     if (j.contains("name")) c.name = j["name"].get<std::string>();
-    for (auto [key, field] : {std::pair{"cid", &c.connector_id}, std::pair{"gen", &c.generation}}) {
+    for (auto [key, field] : {std::pair{"cid", &c.connector_id}, std::pair{"gen", &c.generation},
+                              std::pair{"sid", &c.session_id}}) {
       if (!j.contains(key)) continue;
       auto id = common::Uuid::Parse(j[key].get<std::string>());
       if (!id) return bad;

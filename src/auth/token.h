@@ -1,7 +1,8 @@
 // Signed bearer tokens, table-free: "slu1.<payload>.<mac>", where payload is
 // base64url JSON claims and mac its HMAC-SHA256 under the deployment secret.
 // A token proves who signed it, never that the identity may still act: the
-// caller re-reads the user (is_active) on every request.
+// caller re-reads the user (is_active), and for a login token its session,
+// on every request.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,14 @@ struct TokenClaims {
   // Worker tokens: the connector and launch generation the pod runs.
   std::optional<common::Uuid> connector_id;
   std::optional<common::Uuid> generation;
+  // Access and refresh tokens: the login session (refresh-token family) they
+  // belong to; the API refuses them once that session is revoked.
+  std::optional<common::Uuid> session_id;
 };
+
+// The SHA-256 of a token (32 raw bytes): what the session store keeps
+// instead of a refresh token.
+std::string TokenDigest(std::string_view token);
 
 class TokenSigner {
  public:

@@ -32,15 +32,23 @@ bool SaveCredentials(const Credentials& c) {
   std::string path = CredentialsPath();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return false;
-  ::chmod(path.c_str(), 0600);  // tokens are credentials
-  out << nlohmann::json{{"url", c.url},
-                        {"access_token", c.access_token},
-                        {"refresh_token", c.refresh_token}}
-             .dump(2)
-      << "\n";
-  return static_cast<bool>(out);
+  // Written aside and renamed over: refresh tokens are single-use, so a torn
+  // file would lose the only live one and force a new login.
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return false;
+    ::chmod(tmp.c_str(), 0600);  // tokens are credentials
+    out << nlohmann::json{{"url", c.url},
+                          {"access_token", c.access_token},
+                          {"refresh_token", c.refresh_token}}
+               .dump(2)
+        << "\n";
+    out.flush();
+    if (!out) return false;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
 }
 
 ApiReply CallApi(const std::string& url, const std::string& method, const std::string& path,
@@ -77,7 +85,8 @@ std::optional<nlohmann::json> CallOrReport(const std::string& method, const std:
   }
   ApiReply r = CallApi(creds->url, method, path, body, creds->access_token);
   if (r.status == 401 && !creds->refresh_token.empty()) {
-    // One silent refresh, then the original call again.
+    // One silent refresh, then the original call again. The refresh token
+    // is single-use: the rotated one is saved at once.
     ApiReply fresh = CallApi(creds->url, "POST", "/api/v1/auth/refresh",
                              {{"refresh_token", creds->refresh_token}}, "");
     if (fresh.status == 200 && fresh.body.is_object()) {
@@ -85,6 +94,11 @@ std::optional<nlohmann::json> CallOrReport(const std::string& method, const std:
       creds->refresh_token = fresh.body.value("refresh_token", creds->refresh_token);
       SaveCredentials(*creds);
       r = CallApi(creds->url, method, path, body, creds->access_token);
+    } else if (fresh.status == 401) {
+      std::fprintf(stderr,
+                   "sluice: the session has ended (logged out, revoked or expired); run `sluice "
+                   "login` again\n");
+      return std::nullopt;
     }
   }
   if (r.status == 0) {

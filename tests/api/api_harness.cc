@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "api/sessions_repository.h"
 #include "api/users_repository.h"
 #include "auth/password.h"
 
@@ -63,8 +64,18 @@ TestUser ApiHarness::CreateUser(const std::string& email, bool superuser) {
 
 std::string ApiHarness::TokenFor(const common::Uuid& user) {
   const std::int64_t now = std::time(nullptr);
-  return server_->context().signer.Sign(
-      {auth::TokenKind::kAccess, user, std::nullopt, "", now, now + 3600});
+  auth::TokenClaims c;
+  c.kind = auth::TokenKind::kAccess;
+  c.user_id = user;
+  c.issued_at = now;
+  c.expires_at = now + 3600;
+  c.session_id = common::Uuid::V4();
+  // A session of its own, as a login opens (its refresh token is never handed out).
+  db_->Transact([&](pqxx::work& tx) {
+    api::InsertSession(tx, *c.session_id, user, auth::TokenDigest(c.session_id->ToString()),
+                       c.expires_at);
+  });
+  return server_->context().signer.Sign(c);
 }
 
 common::Uuid ApiHarness::CreateEnv(const std::string& name) {

@@ -1,7 +1,8 @@
 // An in-process ApiServer on an ephemeral port over a fresh migrated
 // database, and a small JSON-over-HTTP client. Tokens for test users are
-// minted with the server's own signer: the same thing login returns, minus
-// an Argon2 verification per user (login itself is tested on its own).
+// minted with the server's own signer, each with a session row of its own:
+// the same thing login returns, minus an Argon2 verification per user (login
+// itself is tested on its own).
 #pragma once
 
 #include <httplib.h>

@@ -1,13 +1,44 @@
 // Login, tokens and what revokes them, over real HTTP and PostgreSQL.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <ctime>
+#include <thread>
+#include <vector>
+
 #include "api_harness.h"
+#include "common/hex.h"
 
 namespace sluice::testing {
 namespace {
 
 HttpResult Login(ApiHarness& h, const std::string& email, const std::string& password) {
   return h.Call("POST", "/api/v1/auth/login", {{"email", email}, {"password", password}});
+}
+
+// A login's token pair.
+struct Pair {
+  std::string access, refresh;
+};
+
+Pair LogIn(ApiHarness& h, const std::string& email, const std::string& password = kTestPassword) {
+  auto r = Login(h, email, password);
+  EXPECT_EQ(r.status, 200) << r.raw;
+  return {r.body.value("access_token", ""), r.body.value("refresh_token", "")};
+}
+
+HttpResult Refresh(ApiHarness& h, const std::string& refresh_token) {
+  return h.Call("POST", "/api/v1/auth/refresh", {{"refresh_token", refresh_token}});
+}
+
+Pair Rotate(ApiHarness& h, const Pair& p) {
+  auto r = Refresh(h, p.refresh);
+  EXPECT_EQ(r.status, 200) << r.raw;
+  return {r.body.value("access_token", ""), r.body.value("refresh_token", "")};
+}
+
+int Me(ApiHarness& h, const std::string& access) {
+  return h.Call("GET", "/api/v1/me", nullptr, access).status;
 }
 
 TEST(Session, LoginWithTheRightPasswordReturnsWorkingTokens) {
@@ -70,6 +101,193 @@ TEST(Session, DeactivatingAUserRevokesEveryTokenAtOnce) {
   EXPECT_EQ(h.Call("GET", "/api/v1/me", nullptr, access).status, 401);
   EXPECT_EQ(h.Call("POST", "/api/v1/auth/refresh", {{"refresh_token", refresh}}).status, 401);
   EXPECT_EQ(Login(h, "ada@example.com", kTestPassword).status, 401);
+}
+
+TEST(Session, RefreshRotatesTheRefreshTokenAndTheSpentOneIsRefused) {
+  ApiHarness h;
+  h.CreateUser("ada@example.com");
+  Pair first = LogIn(h, "ada@example.com");
+  Pair second = Rotate(h, first);
+  EXPECT_NE(second.refresh, first.refresh);
+  EXPECT_NE(second.access, first.access);
+  EXPECT_EQ(Me(h, second.access), 200);
+  Pair third = Rotate(h, second);  // the successor is live, once
+  EXPECT_EQ(Me(h, third.access), 200);
+  auto spent = Refresh(h, first.refresh);
+  EXPECT_EQ(spent.status, 401) << spent.raw;
+  EXPECT_EQ(spent.body["error"]["code"], "unauthenticated");
+}
+
+TEST(Session, ReusingASpentRefreshTokenRevokesItsWholeFamily) {
+  ApiHarness h;
+  auto u = h.CreateUser("ada@example.com");
+  Pair stolen = LogIn(h, "ada@example.com");
+  Pair other_login = LogIn(h, "ada@example.com");  // another session of the same user
+  Pair newest = Rotate(h, Rotate(h, stolen));
+  ASSERT_EQ(Me(h, newest.access), 200);
+  // The thief replays what they copied: refused, and the family ends.
+  EXPECT_EQ(Refresh(h, stolen.refresh).status, 401);
+  EXPECT_EQ(Me(h, newest.access), 401);
+  EXPECT_EQ(Refresh(h, newest.refresh).status, 401);
+  EXPECT_EQ(Me(h, stolen.access), 401);
+  // Other sessions are not that family.
+  EXPECT_EQ(Me(h, other_login.access), 200);
+  EXPECT_EQ(Refresh(h, other_login.refresh).status, 200);
+  EXPECT_EQ(h.Count("SELECT count(*) FROM user_log WHERE action = 'refresh_reuse' AND "
+                    "target_user_id = '" +
+                    u.id.ToString() + "'"),
+            1);
+  EXPECT_EQ(h.Count("SELECT count(*) FROM sluice_state.auth_session WHERE revoked_reason = "
+                    "'refresh_token_reuse'"),
+            1);
+}
+
+TEST(Session, ConcurrentRefreshesOfOneTokenCannotBothSucceed) {
+  ApiHarness h;
+  h.CreateUser("ada@example.com");
+  Pair p = LogIn(h, "ada@example.com");
+  constexpr int kRacers = 8;
+  std::atomic<int> ok{0}, refused{0};
+  std::vector<std::string> winners(kRacers);
+  std::vector<std::thread> racers;
+  for (int i = 0; i < kRacers; ++i) {
+    racers.emplace_back([&, i] {
+      auto r = Refresh(h, p.refresh);
+      if (r.status == 200) {
+        ++ok;
+        winners[i] = r.body.value("refresh_token", "");
+      } else if (r.status == 401) {
+        ++refused;
+      }
+    });
+  }
+  for (auto& t : racers) t.join();
+  EXPECT_EQ(ok.load(), 1);
+  EXPECT_EQ(refused.load(), kRacers - 1);
+  // The losers were reuse: the winner's tokens died with the family.
+  for (const auto& w : winners) {
+    if (!w.empty()) {
+      EXPECT_EQ(Refresh(h, w).status, 401);
+    }
+  }
+}
+
+TEST(Session, LogoutRevokesTheSessionsAccessAndRefreshTokens) {
+  ApiHarness h;
+  h.CreateUser("ada@example.com");
+  Pair leaving = LogIn(h, "ada@example.com");
+  Pair staying = LogIn(h, "ada@example.com");
+  ASSERT_EQ(Me(h, leaving.access), 200);
+  auto out = h.Call("POST", "/api/v1/auth/logout", Json::object(), leaving.access);
+  ASSERT_EQ(out.status, 204) << out.raw;
+  // Checked per request, no cache: refused on the very next one.
+  EXPECT_EQ(Me(h, leaving.access), 401);
+  EXPECT_EQ(Refresh(h, leaving.refresh).status, 401);
+  EXPECT_EQ(h.Call("POST", "/api/v1/auth/logout", Json::object(), leaving.access).status, 401);
+  EXPECT_EQ(Me(h, staying.access), 200);
+  EXPECT_EQ(Refresh(h, staying.refresh).status, 200);
+}
+
+TEST(Session, PasswordChangeRevokesEverySessionButTheCallers) {
+  ApiHarness h;
+  auto u = h.CreateUser("ada@example.com");
+  Pair caller = LogIn(h, "ada@example.com");
+  Pair laptop = LogIn(h, "ada@example.com");
+  Pair phone = Rotate(h, LogIn(h, "ada@example.com"));
+  auto changed = h.Call("PATCH", "/api/v1/me",
+                        {{"password", "another-password"}, {"current_password", kTestPassword}},
+                        caller.access);
+  ASSERT_EQ(changed.status, 200) << changed.raw;
+  EXPECT_EQ(Me(h, caller.access), 200);
+  EXPECT_EQ(Me(h, laptop.access), 401);
+  EXPECT_EQ(Me(h, phone.access), 401);
+  EXPECT_EQ(Me(h, u.token), 401);
+  EXPECT_EQ(Refresh(h, laptop.refresh).status, 401);
+  EXPECT_EQ(Refresh(h, phone.refresh).status, 401);
+  Pair renewed = Rotate(h, caller);  // the caller's family lives on
+  EXPECT_EQ(Me(h, renewed.access), 200);
+  EXPECT_EQ(Me(h, LogIn(h, "ada@example.com", "another-password").access), 200);
+}
+
+TEST(Session, PasswordSetByASuperuserRevokesEverySessionOfThatUser) {
+  ApiHarness h;
+  auto u = h.CreateUser("ada@example.com");
+  Pair ada = LogIn(h, "ada@example.com");
+  Pair root = LogIn(h, "root@example.com");
+  auto set = h.Call("PATCH", "/api/v1/users/" + u.id.ToString(), {{"password", "chosen-by-root"}},
+                    root.access);
+  ASSERT_EQ(set.status, 200) << set.raw;
+  EXPECT_EQ(Me(h, ada.access), 401);
+  EXPECT_EQ(Refresh(h, ada.refresh).status, 401);
+  EXPECT_EQ(Me(h, u.token), 401);
+  EXPECT_EQ(Me(h, root.access), 200);
+  EXPECT_EQ(Me(h, h.root().token), 200);  // another user's sessions are untouched
+}
+
+TEST(Session, DeactivationRevokesEverySessionForGood) {
+  ApiHarness h;
+  auto u = h.CreateUser("ada@example.com");
+  Pair one = LogIn(h, "ada@example.com");
+  Pair two = Rotate(h, LogIn(h, "ada@example.com"));
+  const std::string path = "/api/v1/users/" + u.id.ToString();
+  ASSERT_EQ(h.Call("PATCH", path, {{"is_active", false}}, h.root().token).status, 200);
+  for (const auto& access : {one.access, two.access, u.token}) EXPECT_EQ(Me(h, access), 401);
+  EXPECT_EQ(Refresh(h, one.refresh).status, 401);
+  EXPECT_EQ(Refresh(h, two.refresh).status, 401);
+  // Reactivating revives none of them: a new login is needed.
+  ASSERT_EQ(h.Call("PATCH", path, {{"is_active", true}}, h.root().token).status, 200);
+  for (const auto& access : {one.access, two.access, u.token}) EXPECT_EQ(Me(h, access), 401);
+  EXPECT_EQ(Refresh(h, one.refresh).status, 401);
+  EXPECT_EQ(Refresh(h, two.refresh).status, 401);
+  EXPECT_EQ(Me(h, LogIn(h, "ada@example.com").access), 200);
+}
+
+TEST(Session, RefreshTokensAreStoredOnlyAsTheirSha256) {
+  ApiHarness h;
+  h.CreateUser("ada@example.com");
+  Pair first = LogIn(h, "ada@example.com");
+  Pair second = Rotate(h, first);
+  // Every row of both tables, as text, against every token issued.
+  for (const char* table : {"sluice_state.auth_refresh_token", "sluice_state.auth_session"}) {
+    for (const auto& token : {first.refresh, second.refresh, first.access, second.access}) {
+      // Any 24 characters of a token's signed part are already unique to it.
+      const std::string piece = token.substr(token.size() / 2, 24);
+      // As text, or as the bytes of a BYTEA column (rendered \x<hex>).
+      EXPECT_EQ(h.Count(std::string("SELECT count(*) FROM ") + table + " t WHERE t::text LIKE '%" +
+                        piece + "%' OR t::text LIKE '%" + common::ToHex(piece) + "%'"),
+                0)
+          << table;
+    }
+  }
+  // What is there: the digests, one spent, one live, of the same session.
+  for (const auto& token : {first.refresh, second.refresh}) {
+    EXPECT_EQ(h.Count("SELECT count(*) FROM sluice_state.auth_refresh_token WHERE "
+                      "encode(token_sha256, 'hex') = '" +
+                      common::Sha256Hex(token) + "'"),
+              1);
+  }
+  EXPECT_EQ(h.Count("SELECT count(*) FROM sluice_state.auth_refresh_token WHERE rotated_at IS "
+                    "NOT NULL AND encode(token_sha256, 'hex') = '" +
+                    common::Sha256Hex(first.refresh) + "'"),
+            1);
+  EXPECT_EQ(
+      h.Count("SELECT count(DISTINCT session_id) FROM sluice_state.auth_refresh_token "
+              "WHERE encode(token_sha256, 'hex') IN ('" +
+              common::Sha256Hex(first.refresh) + "', '" + common::Sha256Hex(second.refresh) + "')"),
+      1);
+}
+
+TEST(Session, AnAccessTokenWithoutASessionIsRefused) {
+  ApiHarness h;
+  const std::int64_t now = std::time(nullptr);
+  auth::TokenClaims c;
+  c.kind = auth::TokenKind::kAccess;
+  c.user_id = h.root().id;
+  c.issued_at = now;
+  c.expires_at = now + 600;
+  EXPECT_EQ(Me(h, h.server().context().signer.Sign(c)), 401);
+  c.session_id = common::Uuid::V4();  // signed, but no such session
+  EXPECT_EQ(Me(h, h.server().context().signer.Sign(c)), 401);
 }
 
 TEST(Session, RefreshTokenRenewsButNeverAuthorizesARequest) {

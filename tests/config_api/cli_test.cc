@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <pqxx/pqxx>
+#include <sstream>
 
 #include "api/config_keys.h"
 #include "common/subprocess.h"
@@ -24,6 +26,19 @@ class SluiceCli : public ApiHarness {
     return common::RunProcess(args);
   }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string CredentialsFile() const { return dir_ + "/credentials.json"; }
+  Json ReadCredentials() const {
+    std::ifstream in(CredentialsFile());
+    std::stringstream text;
+    text << in.rdbuf();
+    return Json::parse(text.str(), nullptr, false);
+  }
+  // What an expired access token does to the next command: a 401.
+  void SpoilAccessToken() {
+    Json c = ReadCredentials();
+    c["access_token"] = "slu1.expired";
+    std::ofstream(CredentialsFile(), std::ios::trunc) << c.dump();
+  }
   std::string dir_;
 };
 
@@ -58,6 +73,36 @@ TEST_F(SluiceCli, PipelineCreateAndList) {
   auto list = Run({"pipeline", "--json", "list", "--team", team_id_});
   ASSERT_EQ(list.exit_code, 0) << list.output;
   EXPECT_NE(list.output.find("\"nightly\""), std::string::npos);
+}
+
+// Refresh tokens are single-use: after each silent refresh the CLI must keep
+// the rotated refresh token, or its next refresh would be a reuse that ends
+// the session.
+TEST_F(SluiceCli, SilentRefreshSavesTheRotatedRefreshTokenEachTime) {
+  ASSERT_EQ(
+      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", "root-password-1"})
+          .exit_code,
+      0);
+  const std::string first = ReadCredentials()["refresh_token"];
+  std::string previous = first;
+  for (int round = 0; round < 3; ++round) {
+    SpoilAccessToken();
+    auto list = Run({"pipeline", "list", "--team", team_id_});
+    ASSERT_EQ(list.exit_code, 0) << "round " << round << ": " << list.output;
+    Json c = ReadCredentials();
+    EXPECT_NE(c["access_token"], "slu1.expired");
+    EXPECT_NE(c["refresh_token"], previous) << "round " << round;
+    previous = c["refresh_token"];
+  }
+  // Someone replays the first, long spent, refresh token: the whole session
+  // ends, the CLI's newest tokens included.
+  EXPECT_EQ(Post("/api/v1/auth/refresh", {{"refresh_token", first}}).status, 401);
+  auto after = Run({"pipeline", "list", "--team", team_id_});
+  EXPECT_NE(after.exit_code, 0);
+  SpoilAccessToken();
+  after = Run({"pipeline", "list", "--team", team_id_});
+  EXPECT_NE(after.exit_code, 0);
+  EXPECT_NE(after.output.find("session has ended"), std::string::npos) << after.output;
 }
 
 TEST_F(SluiceCli, RotateKeyReencryptsEveryConnectorUnderTheNewKey) {

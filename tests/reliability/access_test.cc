@@ -320,7 +320,6 @@ std::vector<Row> Rows() {
       // auth and the caller
       {"POST", "/api/v1/auth/login", R::kPublic, Empty},
       {"POST", "/api/v1/auth/refresh", R::kPublic, Empty},
-      {"POST", "/api/v1/auth/logout", R::kSelf, nullptr},
       {"GET", "/api/v1/me", R::kSelf, nullptr},
       {"PATCH", "/api/v1/me", R::kSelf, Empty},
       {"GET", "/api/v1/me/requests", R::kSelf, nullptr},
@@ -531,6 +530,9 @@ std::vector<Row> Rows() {
     rows.push_back({"POST", std::string("/api/v1/pipelines/{pipeline_id}/") + verb,
                     R::kTeamResourceWrite, nullptr});
   }
+  // Last: a logout revokes the caller's session, so its token (root's too)
+  // opens nothing afterwards.
+  rows.push_back({"POST", "/api/v1/auth/logout", R::kSelf, nullptr});
   return rows;
 }
 

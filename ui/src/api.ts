@@ -1,5 +1,6 @@
 // The API client: bearer tokens kept in sessionStorage, one refresh attempt
-// on 401, and errors carrying the API's own message ({"error":{code,message}}).
+// on 401 (shared by concurrent requests: refresh tokens are single-use), and
+// errors carrying the API's own message ({"error":{code,message}}).
 
 export class ApiError extends Error {
   constructor(
@@ -40,20 +41,28 @@ export function setUnauthenticatedHandler(f: () => void) {
   onUnauthenticated = f;
 }
 
-async function send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+async function send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<[Response, string | null]> {
   const headers: Record<string, string> = {};
   const t = load();
   if (t) headers["Authorization"] = `Bearer ${t.access_token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  return fetch(`/api/v1${path}`, {
+  const res = await fetch(`/api/v1${path}`, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
     signal,
   });
+  return [res, t?.access_token ?? null];
 }
 
-async function refresh(): Promise<boolean> {
+// Refresh tokens are single-use: the server answers each refresh with a new
+// pair, and presenting a spent refresh token again ends the whole session.
+// So one refresh at a time (concurrent 401s share it), the new pair is
+// stored before anything else runs, and a request that failed with an
+// access token already replaced just retries with the new one.
+let refreshing: Promise<boolean> | null = null;
+
+async function doRefresh(): Promise<boolean> {
   const t = load();
   if (!t) return false;
   const res = await fetch("/api/v1/auth/refresh", {
@@ -66,10 +75,25 @@ async function refresh(): Promise<boolean> {
   return true;
 }
 
+async function refresh(failedAccessToken: string | null): Promise<boolean> {
+  const t = load();
+  if (!t) return false;
+  if (failedAccessToken !== null && t.access_token !== failedAccessToken) return true;
+  if (!refreshing) {
+    refreshing = doRefresh().finally(() => {
+      refreshing = null;
+    });
+  }
+  return refreshing;
+}
+
 export async function api<T = any>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-  let res = await send(method, path, body, signal);
-  if (res.status === 401 && !path.startsWith("/auth/") && (await refresh())) {
-    res = await send(method, path, body, signal);
+  let [res, used] = await send(method, path, body, signal);
+  // A logout with an expired access token still has to reach the server,
+  // or the session would outlive it.
+  const renewable = !path.startsWith("/auth/") || path === "/auth/logout";
+  if (res.status === 401 && renewable && (await refresh(used))) {
+    [res] = await send(method, path, body, signal);
   }
   if (res.status === 401 && !path.startsWith("/auth/")) {
     saveTokens(null);

@@ -291,4 +291,49 @@ describe("web UI", { timeout: 240_000 }, () => {
     assert.equal(await waitForCount(dstDb, "SELECT count(*) FROM customers_copy", 50, 30_000), 50);
     await shot("12-backfills");
   });
+
+  // Refresh tokens are single-use, and a page fires several requests at
+  // once: with an expired access token they all get 401 together, and only
+  // one refresh may be sent (a second one with the same token would be
+  // reuse, which ends the session). Logout ends it on the server.
+  it("refreshes once for a page of 401s, keeps the rotated token, and logout ends the session", async () => {
+    const tokens = async () => JSON.parse(await page.evaluate(() => sessionStorage.getItem("sluice.tokens")));
+    const spoil = () =>
+      page.evaluate(() => {
+        const t = JSON.parse(sessionStorage.getItem("sluice.tokens"));
+        sessionStorage.setItem("sluice.tokens", JSON.stringify({ ...t, access_token: "slu1.expired" }));
+      });
+    let previous = await tokens();
+    await page.getByRole("link", { name: "Pipelines" }).click();
+    await page.getByRole("heading", { name: "Pipelines" }).waitFor();
+    // Teams, Backfills and Workspace each load several things at once.
+    for (const [link, shows] of [
+      ["Teams", page.getByRole("heading", { name: "analytics" })],
+      ["Backfills", page.getByRole("heading", { name: "Backfills" })],
+      ["Workspace", page.getByRole("heading", { name: "Workspace" })],
+      ["Teams", page.getByRole("heading", { name: "analytics" })],
+    ]) {
+      await spoil();
+      await page.getByRole("link", { name: link }).click();
+      await expectVisible(shows.first(), `${link} after a refresh`, 15_000);
+      await page.waitForFunction((old) => JSON.parse(sessionStorage.getItem("sluice.tokens") ?? "null")?.refresh_token !== old, previous.refresh_token);
+      assert.match(await page.locator(".topbar").innerText(), new RegExp(EMAIL), `still logged in on ${link}`);
+      const now = await tokens();
+      assert.notEqual(now.access_token, "slu1.expired");
+      previous = now;
+    }
+    assert.equal(await page.getByRole("alert").count(), 0, "no request of the last page failed");
+    const me = await fetch(`${sluice.base}/api/v1/me`, { headers: { Authorization: `Bearer ${previous.access_token}` } });
+    assert.equal(me.status, 200);
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    const after = await fetch(`${sluice.base}/api/v1/me`, { headers: { Authorization: `Bearer ${previous.access_token}` } });
+    assert.equal(after.status, 401, "the access token of a logged-out session");
+    const renewed = await fetch(`${sluice.base}/api/v1/auth/refresh`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ refresh_token: previous.refresh_token }),
+    });
+    assert.equal(renewed.status, 401, "the refresh token of a logged-out session");
+  });
 });
