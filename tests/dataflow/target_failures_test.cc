@@ -408,6 +408,11 @@ TEST_F(TargetFailures, AReplayAfterKill9CarriesTheSameIdempotencyKey) {
   EXPECT_NE(requests[0].idempotency_key.find(topic_ + "/0/0-"), std::string::npos)
       << requests[0].idempotency_key;
   EXPECT_EQ(Delivered(), Range(1, 50));
+  // Not by luck of the fetch sizes: the restarted worker re-formed the batch
+  // its predecessor noted with the group's offset.
+  EXPECT_NE(Logs().find("replaying the batch a previous run left in flight (50 records)"),
+            std::string::npos)
+      << Logs();
 }
 
 // REVOKE INSERT on the target table is an outage: the worker says so in
