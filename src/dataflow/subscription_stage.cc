@@ -347,6 +347,9 @@ common::Status SubscriptionStage::StopAt(std::vector<RejectedRecord> undecodable
       first->message.key.empty() ? "null" : first->message.key, first->message.topic,
       first->message.partition, first->message.offset, first->error);
   spdlog::error("subscription {}: {}", spec_.id, *stopped_);
+  // It polls no more until restarted: leave the group now rather than be
+  // dropped from it for not polling.
+  consumer_->Close();
   RejectedRecord at = *first;
   at.disposition = Disposition::kStopped;
   counters_.delivered += landed;
