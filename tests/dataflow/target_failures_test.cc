@@ -415,6 +415,33 @@ TEST_F(TargetFailures, AReplayAfterKill9CarriesTheSameIdempotencyKey) {
       << Logs();
 }
 
+// The JSONL target's disk is full (its file is /dev/full): an outage in the
+// file system's words, nothing committed; with space again every line lands.
+TEST_F(TargetFailures, AFullDiskUnderAJsonlTargetIsAnOutageAndLosesNothing) {
+  auto files = dir_ / "jsonl";
+  std::filesystem::create_directories(files);
+  std::filesystem::create_symlink("/dev/full", files / "orders.jsonl");
+  Produce(1, 20);
+  StartTarget({{"type", "jsonl"}, {"directory", files.string()}});
+  EXPECT_TRUE(Eventually([&] {
+    auto row = Row();
+    return row.state == runtime::WorkerState::kError && row.reason &&
+           row.reason->find("No space left on device") != std::string::npos;
+  })) << Logs();
+  std::filesystem::remove(files / "orders.jsonl");
+  std::set<int> lines;
+  EXPECT_TRUE(Eventually([&] {
+    lines.clear();
+    std::ifstream in(files / "orders.jsonl");
+    for (std::string l; std::getline(in, l);) lines.insert(json::parse(l)["key"]["id"].get<int>());
+    return lines == Range(1, 20);
+  })) << lines.size()
+      << " of 20\n"
+      << Logs();
+  EXPECT_EQ(Events("subscription.stopped"), 0);
+  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+}
+
 // REVOKE INSERT on the target table is an outage: the worker says so in
 // PostgreSQL's words, nothing is refused or skipped, and once the grant is
 // back every row is there.

@@ -117,6 +117,13 @@ class Webhook : public ::testing::Test {
       }
       last_ = json::parse(req.body);
       auth_ = req.get_header_value("Authorization");
+      if (max_changes_ > 0 && last_["changes"].size() > max_changes_) {
+        res.status = 413;
+        res.set_content("request entity too large", "text/plain");
+        return;
+      }
+      if (max_changes_ > 0)
+        for (const auto& c : last_["changes"]) landed_.push_back(c["key"]["id"].get<int>());
       if (refuse_id_ >= 0) {
         for (const auto& c : last_["changes"])
           if (c["key"]["id"] == refuse_id_) {
@@ -152,7 +159,8 @@ class Webhook : public ::testing::Test {
   std::atomic<int> calls_{0};
   int fail_first_ = 0;
   int status_ = 200;
-  int refuse_id_ = -1;  // 422 for any body holding this id
+  int refuse_id_ = -1;           // 422 for any body holding this id
+  std::size_t max_changes_ = 0;  // 413 for a body holding more changes
   std::string retry_after_;
   std::vector<std::string> keys_;
   std::vector<int> landed_;
@@ -265,6 +273,19 @@ TEST_F(Webhook, ARefusedRecordIsFoundByBisectionAndTheOthersLand) {
     if (id != 17) want.push_back(id);
   EXPECT_EQ(landed_, want) << "49 land, in order";
   EXPECT_LE(calls_.load(), 2 * 6 + 1) << "bisection, not one request per record";
+}
+
+TEST_F(Webhook, A413IsBisectedDownToBodiesThatFitAndNothingIsRefused) {
+  max_changes_ = 10;
+  std::vector<TargetChange> batch;
+  for (int id = 1; id <= 50; ++id) batch.push_back(Change(id));
+  HttpTarget target(Options());
+  auto r = target.Apply(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->empty());
+  std::vector<int> want;
+  for (int id = 1; id <= 50; ++id) want.push_back(id);
+  EXPECT_EQ(landed_, want);
 }
 
 TEST_F(Webhook, TheIdempotencyKeyNamesTheRecordsAndRepeatsOnAReplay) {
