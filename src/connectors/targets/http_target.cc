@@ -4,6 +4,7 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 #include <thread>
