@@ -415,6 +415,31 @@ TEST_F(TargetFailures, AReplayAfterKill9CarriesTheSameIdempotencyKey) {
       << Logs();
 }
 
+// A row PostgreSQL refuses (a CHECK constraint) with no error table stops
+// the subscription at it, the other rows of its batch landed; once the
+// constraint is fixed and the worker restarted, it lands too.
+TEST_F(TargetFailures, APostgresDataErrorWithoutAnErrorTableStopsAtTheRow) {
+  Sql(target_db_.url(),
+      "CREATE TABLE public.orders (id int PRIMARY KEY, name text CONSTRAINT not_n17 CHECK (name "
+      "<> 'n17'))");
+  Produce(1, 50);
+  StartTarget({{"type", "postgresql"}, {"url", target_db_.url()}});
+  ASSERT_TRUE(Eventually([&] {
+    auto row = Row();
+    return row.state == runtime::WorkerState::kError && row.reason &&
+           row.reason->find("not_n17") != std::string::npos;
+  })) << Logs();
+  EXPECT_NE(Row().reason->find(R"(key {"id":17} at )" + topic_ + "/0/16"), std::string::npos)
+      << *Row().reason;
+  EXPECT_EQ(Count(target_db_.url(), "SELECT count(*) FROM orders"), 49);
+  EXPECT_TRUE(Eventually([&] { return Events("subscription.stopped", "not_n17") >= 1; }, 10s));
+  Sql(target_db_.url(), "ALTER TABLE orders DROP CONSTRAINT not_n17");
+  kill(*supervisor_->Pid("target"), SIGKILL);
+  EXPECT_TRUE(Eventually([&] {
+    return Count(target_db_.url(), "SELECT count(*) FROM orders WHERE name = 'n' || id") == 50;
+  })) << Logs();
+}
+
 // The JSONL target's disk is full (its file is /dev/full): an outage in the
 // file system's words, nothing committed; with space again every line lands.
 TEST_F(TargetFailures, AFullDiskUnderAJsonlTargetIsAnOutageAndLosesNothing) {
