@@ -85,6 +85,11 @@ void OnDestinationClash(pqxx::work& tx, const SubscriptionRow& s, Fn&& fn) {
 
 }  // namespace
 
+std::string OnRefusal(const SubscriptionRow& s) {
+  auto v = s.config.is_object() ? s.config.value("on_refusal", Json()) : Json();
+  return v.is_string() ? v.get<std::string>() : "stop";
+}
+
 Json SubscriptionJson(const SubscriptionRow& s) {
   return {{"id", s.id.ToString()},
           {"name", s.name},
@@ -102,6 +107,7 @@ Json SubscriptionJson(const SubscriptionRow& s) {
           {"enabled", s.enabled},
           {"shard_index", s.shard_index ? Json(*s.shard_index) : Json(nullptr)},
           {"requires_unique_destination", s.requires_unique_destination},
+          {"on_refusal", OnRefusal(s)},
           {"created_at", s.created_at},
           {"updated_at", s.updated_at}};
 }
@@ -114,6 +120,22 @@ void ReadSubscriptionFields(FieldReader& f, SubscriptionRow& s, bool create) {
     s.name = *n;
   }
   if (auto c = f.OptionalObject("config")) s.config = *c;
+  // on_refusal lives in config (the spec's subscription row has no column
+  // for it); the top-level field is the same setting, and wins.
+  if (f.Has("config") && s.config.contains("on_refusal") && !s.config["on_refusal"].is_null() &&
+      s.config["on_refusal"] != "stop" && s.config["on_refusal"] != "skip")
+    InvalidField("config.on_refusal", "must be stop or skip");
+  if (f.Has("on_refusal")) {
+    bool clear = f.IsNull("on_refusal");
+    auto v = f.OptionalString("on_refusal", 16);
+    if (clear) {
+      s.config.erase("on_refusal");
+    } else if (!v || (*v != "stop" && *v != "skip")) {
+      InvalidField("on_refusal", "must be stop or skip");
+    } else {
+      s.config["on_refusal"] = *v;
+    }
+  }
   if (auto c = f.OptionalObject("transform_config")) s.transform_config = *c;
   OptRef(f, "pipeline_id", s.pipeline_id);
   if (create) {

@@ -32,6 +32,9 @@ struct SubscriptionRow {
   std::string created_at, updated_at;
 };
 
+// What a record the target refuses does when there is no error table:
+// "stop" (the default) or "skip", kept in config.on_refusal.
+std::string OnRefusal(const SubscriptionRow& s);
 Json SubscriptionJson(const SubscriptionRow& s);
 void ReadSubscriptionFields(FieldReader& f, SubscriptionRow& s, bool create);
 

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <memory>
 
 namespace sluice::common {
@@ -11,6 +12,23 @@ namespace {
 
 size_t Collect(char* data, size_t size, size_t count, void* out) {
   static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+// One response header line "Name: value" into reply->headers (a status
+// line or the blank line ending the block has no colon and is skipped).
+size_t CollectHeader(char* data, size_t size, size_t count, void* out) {
+  std::string line(data, size * count);
+  auto colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    auto begin = line.find_first_not_of(" \t", colon + 1);
+    auto end = line.find_last_not_of(" \t\r\n");
+    static_cast<HttpReply*>(out)->headers[name] = begin == std::string::npos || end < begin
+                                                      ? std::string()
+                                                      : line.substr(begin, end - begin + 1);
+  }
   return size * count;
 }
 
@@ -44,6 +62,8 @@ Result<HttpReply> SendHttp(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &reply.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, CollectHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply);
   CURLcode rc = curl_easy_perform(c);
   if (rc != CURLE_OK)
     return Unavailable(

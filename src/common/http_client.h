@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,14 @@ struct HttpRequest {
 struct HttpReply {
   long status = 0;
   std::string body;
+  // Response headers, names lower-cased, values trimmed (the last of a repeated name).
+  std::map<std::string, std::string> headers;
   bool ok() const { return status >= 200 && status < 300; }
+  // A header's value, or empty; `name` lower-case.
+  std::string Header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
 };
 
 // Unavailable when no answer came (connection refused, timeout, TLS); any

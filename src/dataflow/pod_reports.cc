@@ -13,7 +13,8 @@ using nlohmann::json;
 std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records) {
   std::vector<RejectedRef> refs;
   for (const auto& r : records)
-    refs.push_back({r.message.topic, r.message.partition, r.message.offset, r.error});
+    refs.push_back({r.message.topic, r.message.partition, r.message.offset, r.error, r.disposition,
+                    r.message.key});
   return refs;
 }
 
@@ -110,10 +111,27 @@ common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
     ev->ts = common::Clock::now();
     ev->level = events::Level::kError;
     ev->type = events::Type::kDlq;
-    ev->code = "subscription.record_rejected";
-    ev->summary = "A record was refused by the target";
     ev->reason = r.error;
     ev->details = {{"topic", r.topic}, {"partition", r.partition}, {"offset", r.offset}};
+    switch (r.disposition) {
+      case Disposition::kErrorTable:
+        ev->code = "subscription.record_rejected";
+        ev->summary = "A record was refused by the target";
+        break;
+      case Disposition::kSkipped:
+        ev->level = events::Level::kWarn;
+        ev->code = "subscription.record_skipped";
+        ev->summary = "A record refused by the target was skipped (on_refusal: skip)";
+        break;
+      case Disposition::kStopped:
+        ev->type = events::Type::kConnector;
+        ev->code = "subscription.stopped";
+        ev->summary = "Subscription stopped at a record the target refused";
+        ev->reason = fmt::format("key {} at {}/{}/{}: {}", r.key.empty() ? "null" : r.key, r.topic,
+                                 r.partition, r.offset, r.error);
+        break;
+    }
+    if (!r.key.empty()) ev->details["key"] = r.key;
     auto recorded = events::EventStore::Record(tx, *ev, {});
     if (!recorded.ok()) return recorded.status();
   }
@@ -209,8 +227,12 @@ common::Result<DeliveryCounters> CountersFromJson(const json& j) {
 json RejectedToJson(const std::vector<RejectedRef>& records) {
   json out = json::array();
   for (const auto& r : records)
-    out.push_back(
-        {{"topic", r.topic}, {"partition", r.partition}, {"offset", r.offset}, {"error", r.error}});
+    out.push_back({{"topic", r.topic},
+                   {"partition", r.partition},
+                   {"offset", r.offset},
+                   {"error", r.error},
+                   {"disposition", DispositionName(r.disposition)},
+                   {"key", r.key}});
   return out;
 }
 
@@ -233,6 +255,15 @@ common::Result<std::vector<RejectedRef>> RejectedFromJson(const json& j) {
     ReadInt(e, "partition", &partition, &problems, where);
     r.partition = static_cast<std::int32_t>(partition);
     ReadInt(e, "offset", &r.offset, &problems, where);
+    if (e.contains("disposition")) {
+      auto d = e["disposition"].is_string() ? ParseDisposition(e["disposition"].get<std::string>())
+                                            : std::nullopt;
+      if (!d)
+        problems.push_back(where + ".disposition: error_table, skipped or stopped");
+      else
+        r.disposition = *d;
+    }
+    if (e.contains("key") && e["key"].is_string()) r.key = e["key"].get<std::string>();
     out.push_back(r);
   }
   SLUICE_RETURN_IF_ERROR(Problems(problems));

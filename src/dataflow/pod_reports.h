@@ -37,6 +37,10 @@ struct RejectedRef {
   std::int32_t partition = 0;
   std::int64_t offset = 0;
   std::string error;
+  // What became of it (wire: "disposition", default error_table) and its
+  // message key (wire: "key", may be absent), which a stop names.
+  Disposition disposition = Disposition::kErrorTable;
+  std::string key;
 };
 
 std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records);
@@ -50,6 +54,10 @@ common::Status IngestProductionIntervals(pqxx::work& tx,
                                          const std::vector<connectors::TopicInterval>& intervals);
 common::Status IngestDelivery(pqxx::work& tx, const std::string& subscription_id,
                               const std::string& topic, const DeliveryCounters& counters);
+// One event per record, by what became of it: subscription.record_rejected
+// (error table), subscription.record_skipped (on_refusal skip), or
+// subscription.stopped (on_refusal stop, naming the key and position). Each
+// folds by its reason.
 common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
                               const std::string& subscription_id,
                               const std::vector<RejectedRef>& records);

@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <tuple>
+
 #include "common/time.h"
 #include "dataflow/envelope.h"
 
@@ -61,15 +66,129 @@ common::Result<std::unique_ptr<SubscriptionStage>> SubscriptionStage::Create(
   return stage;
 }
 
+std::optional<SubscriptionSpec::OnRefusal> ParseOnRefusal(const std::string& text) {
+  if (text == "stop") return SubscriptionSpec::OnRefusal::kStop;
+  if (text == "skip") return SubscriptionSpec::OnRefusal::kSkip;
+  return std::nullopt;
+}
+
+const char* DispositionName(Disposition d) {
+  switch (d) {
+    case Disposition::kErrorTable:
+      return "error_table";
+    case Disposition::kSkipped:
+      return "skipped";
+    case Disposition::kStopped:
+      return "stopped";
+  }
+  return "error_table";
+}
+
+std::optional<Disposition> ParseDisposition(const std::string& text) {
+  for (auto d : {Disposition::kErrorTable, Disposition::kSkipped, Disposition::kStopped})
+    if (text == DispositionName(d)) return d;
+  return std::nullopt;
+}
+
 common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout) {
+  if (stopped_) return common::FailedPrecondition(*stopped_);
+  retry_after_.reset();
+  const bool stable = target_->StableBatches();
   if (pending_.empty()) {
-    auto polled = consumer_->Poll(2000, poll_timeout);
-    if (!polled.ok()) return polled.status();
-    pending_ = std::move(polled).value();
-    counters_.consumed += static_cast<std::int64_t>(pending_.size());
+    if (!held_.empty()) {
+      pending_ = std::move(held_);
+      held_.clear();
+    } else {
+      auto polled = consumer_->Poll(2000, poll_timeout);
+      if (!polled.ok()) return polled.status();
+      pending_ = std::move(polled).value();
+      counters_.consumed += static_cast<std::int64_t>(pending_.size());
+    }
+    // One partition after the other, each in offset order: the same
+    // records make the same body whatever order the fetches came in.
+    if (stable)
+      std::stable_sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+      });
+    marked_ = false;
   }
   if (pending_.empty()) return common::Status::Ok();
+  if (stable && !marked_) {
+    if (!replay_checked_) {
+      SLUICE_RETURN_IF_ERROR(TrimToReplay());
+      replay_checked_ = true;
+    }
+    SLUICE_RETURN_IF_ERROR(MarkInFlight());
+    marked_ = true;
+  }
   return Deliver();
+}
+
+namespace {
+// The note a stable batch leaves with the group's offset of each of its
+// partitions: the last offset of the batch in that partition.
+constexpr std::string_view kInFlight = "sluice.inflight:";
+}  // namespace
+
+common::Status SubscriptionStage::TrimToReplay() {
+  std::vector<kafka::TopicPartition> parts;
+  std::map<kafka::TopicPartition, std::int64_t> first;
+  for (const auto& m : pending_)
+    if (first.try_emplace({m.topic, m.partition}, m.offset).second)
+      parts.push_back({m.topic, m.partition});
+  auto committed = consumer_->Committed(parts, std::chrono::seconds(10));
+  if (!committed.ok()) return committed.status();
+  // Partitions whose group offset is where this batch starts and carries a
+  // note: the previous run sent [first, last] and crashed before committing.
+  std::map<kafka::TopicPartition, std::int64_t> last;
+  for (const auto& [tp, c] : *committed) {
+    if (c.metadata.rfind(kInFlight, 0) != 0 || c.offset != first[tp]) continue;
+    try {
+      last[tp] = std::stoll(c.metadata.substr(kInFlight.size()));
+    } catch (const std::exception&) {
+    }
+  }
+  if (last.empty()) return common::Status::Ok();
+  // A poll may hand over less than the batch had: read on to its end.
+  auto short_of_it = [&] {
+    std::map<kafka::TopicPartition, std::int64_t> reached;
+    for (const auto& m : pending_) reached[{m.topic, m.partition}] = m.offset;
+    for (const auto& [tp, end] : last)
+      if (reached[tp] < end) return true;
+    return false;
+  };
+  for (int i = 0; i < 25 && short_of_it(); ++i) {
+    auto more = consumer_->Poll(2000, std::chrono::milliseconds(200));
+    if (!more.ok()) return more.status();
+    counters_.consumed += static_cast<std::int64_t>(more->size());
+    for (auto& m : *more) pending_.push_back(std::move(m));
+    std::stable_sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+    });
+  }
+  // The same batch: its records, and none of a partition it did not hold.
+  std::vector<kafka::Message> batch;
+  for (auto& m : pending_) {
+    auto it = last.find({m.topic, m.partition});
+    if (it != last.end() && m.offset <= it->second)
+      batch.push_back(std::move(m));
+    else
+      held_.push_back(std::move(m));
+  }
+  spdlog::info("subscription {}: replaying the batch a previous run left in flight ({} records)",
+               spec_.id, batch.size());
+  pending_ = std::move(batch);
+  return common::Status::Ok();
+}
+
+common::Status SubscriptionStage::MarkInFlight() {
+  std::map<kafka::TopicPartition, kafka::CommittedOffset> marks;
+  for (const auto& m : pending_) {
+    auto [it, fresh] = marks.try_emplace({m.topic, m.partition});
+    if (fresh) it->second.offset = m.offset;  // the group stays where the batch starts
+    it->second.metadata = std::string(kInFlight) + std::to_string(m.offset);
+  }
+  return consumer_->CommitWithMetadata(marks);
 }
 
 common::Result<bool> SubscriptionStage::DeliverInserts() {
@@ -88,6 +207,7 @@ common::Result<bool> SubscriptionStage::DeliverInserts() {
   const auto* described = ColumnsFromText(columns);
   if (!described) return false;
   auto landed = target_->InsertJsonRows(rows, *described);
+  if (!landed.ok()) retry_after_ = target_->RetryAfter();
   if (!landed.ok() || !*landed) return landed;
   SLUICE_RETURN_IF_ERROR(consumer_->Commit(pending_));
   counters_.delivered += static_cast<std::int64_t>(pending_.size());
@@ -140,12 +260,24 @@ common::Status SubscriptionStage::Deliver() {
     origin.push_back(i);
   }
   std::vector<RejectedRecord> refused = std::move(undecodable);
-  std::size_t refused_by_target = 0;
+  std::vector<RejectedRecord> by_target;
   if (!batch.empty()) {
     auto result = target_->Apply(batch);
-    if (!result.ok()) return result.status();  // keep pending_, retry later
-    refused_by_target = result->size();
-    for (const auto& r : *result) refused.push_back({pending_[origin[r.index]], r.error});
+    if (!result.ok()) {  // an outage: keep pending_, commit nothing, retry later
+      retry_after_ = target_->RetryAfter();
+      return result.status();
+    }
+    for (const auto& r : *result) by_target.push_back({pending_[origin[r.index]], r.error});
+  }
+  const auto refused_by_target = static_cast<std::int64_t>(by_target.size());
+  const auto undecodable_count = static_cast<std::int64_t>(refused.size());
+  if (!by_target.empty() && !error_target_ &&
+      spec_.on_refusal == SubscriptionSpec::OnRefusal::kStop)
+    return StopAt(std::move(refused), std::move(by_target),
+                  static_cast<std::int64_t>(batch.size()) - refused_by_target, skipped);
+  for (auto& r : by_target) {
+    r.disposition = error_target_ ? Disposition::kErrorTable : Disposition::kSkipped;
+    refused.push_back(std::move(r));
   }
   if (!refused.empty() && error_target_) {
     std::vector<TargetChange> rows;
@@ -164,18 +296,69 @@ common::Status SubscriptionStage::Deliver() {
     }
     auto written = error_target_->Apply(rows);
     if (!written.ok()) return written.status();
+    // The error table refusing its own rows leaves nowhere to put them:
+    // nothing is committed, and the words say why.
+    if (!written->empty())
+      return common::Unavailable(
+          fmt::format("error table {} refused a row: {}", *spec_.error_table, (*written)[0].error));
   }
   SLUICE_RETURN_IF_ERROR(consumer_->Commit(pending_));
   // Skipped is not error (#3958): a filtered or undecodable record was not
-  // delivered on purpose; only the target's refusals are errors. Both kinds
-  // still reach the error table above, as evidence.
-  const auto undecodable_count = static_cast<std::int64_t>(refused.size() - refused_by_target);
-  counters_.delivered += static_cast<std::int64_t>(batch.size() - refused_by_target);
+  // delivered on purpose; only the target's refusals are errors (or skips,
+  // under on_refusal skip). Undecodable records still reach the error table
+  // above, as evidence.
+  counters_.delivered += static_cast<std::int64_t>(batch.size()) - refused_by_target;
   counters_.skipped += skipped + undecodable_count;
-  counters_.errored += static_cast<std::int64_t>(refused_by_target);
+  if (error_target_)
+    counters_.errored += refused_by_target;
+  else
+    counters_.skipped += refused_by_target;
   for (auto& r : refused) rejected_.push_back(std::move(r));
   pending_.clear();
   return common::Status::Ok();
+}
+
+common::Status SubscriptionStage::StopAt(std::vector<RejectedRecord> undecodable,
+                                         std::vector<RejectedRecord> by_target, std::int64_t landed,
+                                         std::int64_t filtered) {
+  // Per partition, the first record refused: offsets are committed up to
+  // it and no further, so a restart starts at that record.
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> stop_at;
+  for (const auto& r : by_target) {
+    auto [it, fresh] =
+        stop_at.try_emplace({r.message.topic, r.message.partition}, r.message.offset);
+    if (!fresh) it->second = std::min(it->second, r.message.offset);
+  }
+  std::vector<kafka::Message> before;
+  for (const auto& m : pending_) {
+    auto it = stop_at.find({m.topic, m.partition});
+    if (it == stop_at.end() || m.offset < it->second) before.push_back(m);
+  }
+  SLUICE_RETURN_IF_ERROR(consumer_->Commit(before));
+  const RejectedRecord* first = &by_target.front();
+  for (const auto& r : by_target)
+    if (r.message.offset == stop_at[{r.message.topic, r.message.partition}]) {
+      first = &r;
+      break;
+    }
+  stopped_ = fmt::format(
+      "stopped at a record the target refused (key {} at {}/{}/{}); fix the target or set "
+      "on_refusal, then restart the subscription: {}",
+      first->message.key.empty() ? "null" : first->message.key, first->message.topic,
+      first->message.partition, first->message.offset, first->error);
+  spdlog::error("subscription {}: {}", spec_.id, *stopped_);
+  // It polls no more until restarted: leave the group now rather than be
+  // dropped from it for not polling.
+  consumer_->Close();
+  RejectedRecord at = *first;
+  at.disposition = Disposition::kStopped;
+  counters_.delivered += landed;
+  counters_.skipped += filtered + static_cast<std::int64_t>(undecodable.size());
+  counters_.errored += static_cast<std::int64_t>(by_target.size());
+  for (auto& r : undecodable) rejected_.push_back(std::move(r));
+  rejected_.push_back(std::move(at));
+  pending_.clear();
+  return common::FailedPrecondition(*stopped_);
 }
 
 DeliveryCounters SubscriptionStage::TakeCounters() {

@@ -1,8 +1,16 @@
 // One subscription's delivery loop: consume its datamodel's topic with its
-// own consumer group, shape each row, apply the batch to the target, send
-// refused rows to the error table, and only then commit the offsets, so a
-// crash anywhere redelivers rather than loses (the target applies
-// idempotently, so a redelivery ends in the same state).
+// own consumer group, shape each row, apply the batch to the target, and
+// only then commit the offsets, so a crash anywhere redelivers rather than
+// loses (the target applies idempotently, so a redelivery ends in the same
+// state).
+//
+// A target failure is one of two kinds (connectors/targets/target.h). An
+// outage keeps the batch and commits nothing; the caller retries it with
+// backoff. Records the target refuses go to the error table when the
+// subscription has one; without one, on_refusal decides: `stop` (the
+// default) commits only what lies before the refused record and stops the
+// subscription there until it is restarted, `skip` commits past it and
+// counts it skipped. Nothing is ever committed past a record silently.
 #pragma once
 
 #include <atomic>
@@ -31,7 +39,15 @@ struct SubscriptionSpec {
   // Where the error table lives: a PostgreSQL URL (the error-table target
   // connector's, or the target's own when it is PostgreSQL).
   std::optional<std::string> error_target_url;
+  // Without an error table, what a record the target refuses does:
+  // kStop halts the subscription at it, kSkip commits past it (counted
+  // skipped, with an event). subscription.config.on_refusal.
+  enum class OnRefusal { kStop, kSkip };
+  OnRefusal on_refusal = OnRefusal::kStop;
 };
+
+// "stop" | "skip" (subscription.config.on_refusal); nullopt for anything else.
+std::optional<SubscriptionSpec::OnRefusal> ParseOnRefusal(const std::string& text);
 
 // The target the stage writes to: its connector type and config.
 struct TargetSpec {
@@ -47,9 +63,19 @@ struct DeliveryCounters {
   std::optional<std::int64_t> consumer_lag;
 };
 
+// What became of a record the target refused.
+enum class Disposition {
+  kErrorTable,  // written to the subscription's error table, offset committed
+  kSkipped,     // on_refusal skip: offset committed, counted skipped
+  kStopped,     // on_refusal stop: the subscription stopped at it, not committed
+};
+const char* DispositionName(Disposition d);
+std::optional<Disposition> ParseDisposition(const std::string& text);
+
 struct RejectedRecord {
   kafka::Message message;
   std::string error;
+  Disposition disposition = Disposition::kErrorTable;
 };
 
 class SubscriptionStage {
@@ -59,9 +85,16 @@ class SubscriptionStage {
       const kafka::ClientConfig& broker, SubscriptionSpec spec, const TargetSpec& target,
       std::shared_ptr<RegistryClient> registry = nullptr);
 
-  // Polls one batch and delivers it. A target that is unreachable returns
-  // Unavailable and keeps the batch for the next call (nothing committed).
+  // Polls one batch and delivers it. A target outage returns Unavailable
+  // and keeps the batch for the next call (nothing committed); RetryAfter()
+  // then says how long the target asked to be left alone, if it did. Once
+  // stopped (a refusal under on_refusal stop) it does nothing and returns
+  // FailedPrecondition with the reason.
   common::Status RunOnce(std::chrono::milliseconds poll_timeout);
+  std::optional<std::chrono::milliseconds> RetryAfter() const { return retry_after_; }
+  // Set once the subscription stopped at a refused record: why, naming the
+  // record's key and position, in the target's words.
+  const std::optional<std::string>& stopped() const { return stopped_; }
   DeliveryCounters TakeCounters();
   // Records refused since the last call (for dlq events).
   std::vector<RejectedRecord> TakeRejected();
@@ -75,6 +108,16 @@ class SubscriptionStage {
   // The whole batch as inserts read in place (Target::InsertJsonRows);
   // false when it is not that, or the target does not take it.
   common::Result<bool> DeliverInserts();
+  // on_refusal stop: commits what lies before the first refused record of
+  // each partition, and stops (FailedPrecondition naming that record).
+  // `landed`/`filtered`: the batch's changes delivered / filtered out.
+  // Stable batches: re-forms the batch a previous run noted in flight
+  // (same records; the rest held for later), then notes this one.
+  common::Status TrimToReplay();
+  common::Status MarkInFlight();
+  common::Status StopAt(std::vector<RejectedRecord> undecodable,
+                        std::vector<RejectedRecord> by_target, std::int64_t landed,
+                        std::int64_t filtered);
 
   SubscriptionSpec spec_;
   std::vector<RowTransform> transforms_;  // datamodel's, then subscription's
@@ -86,6 +129,14 @@ class SubscriptionStage {
   DeliveryCounters counters_;
   std::vector<RejectedRecord> rejected_;
   bool inserts_in_place_ = false;  // DeliverInserts has landed a batch (logged once)
+  std::optional<std::chrono::milliseconds> retry_after_;
+  std::optional<std::string> stopped_;
+  // Stable batches (Target::StableBatches): polled messages left for the
+  // next batch, whether this batch's range is noted with the group's
+  // offsets yet, and whether a note left by a previous run was looked for.
+  std::vector<kafka::Message> held_;
+  bool marked_ = false;
+  bool replay_checked_ = false;
 };
 
 }  // namespace sluice::dataflow

@@ -108,6 +108,15 @@ common::Result<WorkerLaunch> Parse(const json& j) {
         spec.error_table = s["error_table"].get<std::string>();
       if (s.contains("error_target_url") && s["error_target_url"].is_string())
         spec.error_target_url = s["error_target_url"].get<std::string>();
+      if (s.contains("on_refusal")) {
+        auto on_refusal = s["on_refusal"].is_string()
+                              ? ParseOnRefusal(s["on_refusal"].get<std::string>())
+                              : std::nullopt;
+        if (!on_refusal)
+          problems.push_back("subscriptions[].on_refusal: stop or skip");
+        else
+          spec.on_refusal = *on_refusal;
+      }
       if (spec.id.empty() || spec.topic.empty() || spec.target_table.empty())
         problems.push_back("subscriptions[]: id, topic and target_table are required");
       w.subscriptions.push_back(std::move(spec));

@@ -14,7 +14,8 @@
 //                    "key": [...], "input": "envelope" | "json", "format": "json" | "avro"}],
 //    "target": {"type": "postgresql" | "http" | "jsonl", ...its config: url / directory...},
 //    "subscriptions": [{"id", "name", "topic", "consumer_group", "target_table",
-//                       "target_schema", "transform_config", "error_table"}]}
+//                       "target_schema", "transform_config", "error_table",
+//                       "on_refusal": "stop" | "skip"}]}
 #pragma once
 
 #include <nlohmann/json.hpp>

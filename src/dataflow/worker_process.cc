@@ -202,7 +202,14 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   bool in_error = false;
   std::string reported_error;
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
-  std::chrono::milliseconds backoff(0);
+  // Per subscription: its outage backoff, when it may next try, and what
+  // is wrong with it now (empty when nothing is).
+  struct Retry {
+    std::chrono::milliseconds backoff{0};
+    Steady::time_point next_attempt{};
+    std::string failure;
+  };
+  std::vector<Retry> retries(stages.size());
   std::vector<LagProbe::Target> lag_targets;
   for (const auto& stage : stages)
     lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
@@ -211,31 +218,58 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     // With no subscription there is nothing to poll, and nothing would wait:
     // an idle target spun a whole core (found by bench/api).
     if (stages.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    common::Status failure;
-    for (auto& stage : stages) {
+    bool ran = false;
+    auto earliest = Steady::now() + std::chrono::milliseconds(200);
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      auto& stage = stages[i];
+      auto& retry = retries[i];
+      if (stage->stopped()) continue;  // until the subscription is restarted
+      if (Steady::now() < retry.next_attempt) {
+        earliest = std::min(earliest, retry.next_attempt);
+        continue;
+      }
+      ran = true;
       auto st = stage->RunOnce(std::chrono::milliseconds(stages.size() > 1 ? 50 : 200));
-      if (!st.ok()) failure = st;
       (void)reporter.Rejected(stage->spec(), stage->TakeRejected());
+      if (st.ok()) {
+        retry = {};
+      } else if (stage->stopped()) {
+        retry.failure = *stage->stopped();
+      } else {
+        // An outage: retried with capped exponential backoff, never sooner
+        // than the target asked (Retry-After). Nothing is committed
+        // meanwhile, so nothing is lost.
+        retry.backoff = std::min(std::max(retry.backoff * 2, std::chrono::milliseconds(200)),
+                                 std::chrono::milliseconds(5000));
+        auto wait = std::max(retry.backoff, stage->RetryAfter().value_or(retry.backoff));
+        retry.next_attempt = Steady::now() + wait;
+        retry.failure = st.message();
+      }
     }
-    // A target that went away is reported with its own words, and retried
-    // with backoff; nothing is committed meanwhile, so nothing is lost. A
-    // failure that changes its words (connection lost, then refused) is
-    // reported again, so the reason says what is wrong now.
-    if (!failure.ok()) {
-      if (!in_error || failure.message() != reported_error) {
+    // The pod's state says what is wrong now, in the target's own words: a
+    // subscription stopped at a refused record first (it stays until
+    // restarted), else the latest outage. A failure that changes its words
+    // (connection lost, then refused) is reported again.
+    std::string failure;
+    for (std::size_t i = 0; i < stages.size() && failure.empty(); ++i)
+      if (stages[i]->stopped()) failure = retries[i].failure;
+    for (std::size_t i = 0; i < stages.size() && failure.empty(); ++i) failure = retries[i].failure;
+    if (!failure.empty()) {
+      if (!in_error || failure != reported_error) {
         if (!in_error) wm.OnError();
-        (void)reporter.ReportState(WorkerState::kError, failure.message());
-        reported_error = failure.message();
+        (void)reporter.ReportState(WorkerState::kError, failure);
+        reported_error = failure;
       }
       in_error = true;
-      backoff = std::min(std::max(backoff * 2, std::chrono::milliseconds(200)),
-                         std::chrono::milliseconds(5000));
-      std::this_thread::sleep_for(backoff);
     } else if (in_error) {
       in_error = false;
-      backoff = std::chrono::milliseconds(0);
       (void)reporter.ReportState(WorkerState::kLive, std::nullopt);
     }
+    // Every subscription waiting out a backoff (or stopped): sleep until
+    // the first may try again, in slices short enough for heartbeats.
+    if (!ran && !stages.empty())
+      std::this_thread::sleep_until(
+          std::min(earliest, Steady::now() + std::chrono::milliseconds(200)));
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;

@@ -1,8 +1,12 @@
 #include "kafka/consumer.h"
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
 #include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
 
 namespace sluice::kafka {
 
@@ -100,6 +104,60 @@ Status Consumer::Commit(const std::vector<Message>& processed) {
     return common::Unavailable(fmt::format("commit: {}", RdKafka::err2str(rc)));
   if (!failure.empty()) return common::Unavailable("commit " + failure);
   return {};
+}
+
+Status Consumer::CommitWithMetadata(const std::map<TopicPartition, CommittedOffset>& offsets) {
+  if (offsets.empty()) return {};
+  // The C++ API of this librdkafka cannot set a commit's metadata: the C
+  // list can (its destroy frees each metadata with free()).
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  for (const auto& [tp, committed] : offsets) {
+    auto* p = rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second);
+    p->offset = committed.offset;
+    if (!committed.metadata.empty()) {
+      p->metadata = std::malloc(committed.metadata.size());
+      std::memcpy(p->metadata, committed.metadata.data(), committed.metadata.size());
+      p->metadata_size = committed.metadata.size();
+    }
+  }
+  auto rc = rd_kafka_commit(consumer_->c_ptr(), list, 0);
+  std::string failure;
+  for (int i = 0; i < list->cnt; ++i) {
+    const auto& p = list->elems[i];
+    if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR && failure.empty())
+      failure = fmt::format("{}-{}: {}", p.topic, p.partition, rd_kafka_err2str(p.err));
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  if (rc != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return common::Unavailable(fmt::format("commit: {}", rd_kafka_err2str(rc)));
+  if (!failure.empty()) return common::Unavailable("commit " + failure);
+  return {};
+}
+
+Result<std::map<TopicPartition, CommittedOffset>> Consumer::Committed(
+    const std::vector<TopicPartition>& partitions, std::chrono::milliseconds timeout) {
+  std::map<TopicPartition, CommittedOffset> out;
+  if (partitions.empty()) return out;
+  rd_kafka_topic_partition_list_t* list =
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
+  for (const auto& tp : partitions)
+    rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second);
+  auto rc = rd_kafka_committed(consumer_->c_ptr(), list, static_cast<int>(timeout.count()));
+  if (rc != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rd_kafka_topic_partition_list_destroy(list);
+    return common::Unavailable(fmt::format("committed offsets: {}", rd_kafka_err2str(rc)));
+  }
+  for (int i = 0; i < list->cnt; ++i) {
+    const auto& p = list->elems[i];
+    CommittedOffset c;
+    c.offset = p.offset < 0 ? -1 : p.offset;
+    if (p.metadata && p.metadata_size)
+      c.metadata.assign(static_cast<const char*>(p.metadata), p.metadata_size);
+    out[{p.topic, p.partition}] = c;
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  return out;
 }
 
 }  // namespace sluice::kafka

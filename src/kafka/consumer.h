@@ -28,6 +28,15 @@ struct Message {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// A partition of a topic.
+using TopicPartition = std::pair<std::string, std::int32_t>;
+
+// A group's committed position in one partition, and the note kept with it.
+struct CommittedOffset {
+  std::int64_t offset = -1;  // -1: nothing committed
+  std::string metadata;
+};
+
 struct ConsumerOptions {
   std::string auto_offset_reset = "earliest";
   std::chrono::milliseconds session_timeout{10000};
@@ -47,6 +56,13 @@ class Consumer {
                                             std::chrono::milliseconds timeout);
   // Synchronously commits, per partition, the offset after the last processed message.
   common::Status Commit(const std::vector<Message>& processed);
+  // Synchronously commits these offsets with a metadata note each (the
+  // group keeps it beside the offset until the next commit, which clears
+  // it: Commit sends none).
+  common::Status CommitWithMetadata(const std::map<TopicPartition, CommittedOffset>& offsets);
+  // The group's committed offsets and notes for these partitions.
+  common::Result<std::map<TopicPartition, CommittedOffset>> Committed(
+      const std::vector<TopicPartition>& partitions, std::chrono::milliseconds timeout);
   // Leaves the group cleanly (a LeaveGroup, so the rest rebalance at once).
   void Close();
 

@@ -173,7 +173,7 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
            "SELECT s.id, d.source_topic, coalesce(s.consumer_id, s.id::text), "
            "s.target_table_name, s.transform_config, s.error_table_enabled, s.error_table_name, "
            "s.shard_index, s.name, d.config, et.json_configuration, et.connector_type, "
-           "d.target_topic, sc.connector_type FROM subscription s "
+           "d.target_topic, sc.connector_type, s.config FROM subscription s "
            "JOIN datamodel d ON d.id = s.datamodel_id "
            "LEFT JOIN connector sc ON sc.id = d.source_connector_id "
            "LEFT JOIN connector et ON et.id = s.error_table_target_id "
@@ -197,6 +197,12 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
                 // datamodel.config carries its shaping under "transform"; read
                 // from the raw CDC topic, it runs here before the subscription's.
                 {"datamodel_config", datamodel_shaping}};
+    // What a record the target refuses does without an error table
+    // (subscription.config.on_refusal; the API only stores stop or skip).
+    auto sub_config = ParseJson(r[14]);
+    if (sub_config.is_object() && (sub_config.value("on_refusal", json()) == "stop" ||
+                                   sub_config.value("on_refusal", json()) == "skip"))
+      sub["on_refusal"] = sub_config["on_refusal"];
     if (!r[5].is_null() && r[5].as<bool>()) {
       sub["error_table"] = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
       // Rejected rows go to the error-table target connector when one is

@@ -90,6 +90,45 @@ TEST_F(PipelinesApi, UniqueDestinationClashIs409NamingTheHolder) {
       std::string::npos);
 }
 
+// on_refusal: stop (the default) or skip, kept in config.on_refusal (the
+// spec's subscription row has no column for it); anything else is 422.
+TEST_F(PipelinesApi, OnRefusalIsStopOrSkipKeptInConfig) {
+  auto s = NewSubscription("orders");
+  ASSERT_EQ(s.status, 201) << s.body.dump();
+  EXPECT_EQ(s.body["on_refusal"], "stop");
+  std::string path = "/api/v1/subscriptions/" + s.body["id"].get<std::string>();
+  auto skip = Patch(path, {{"on_refusal", "skip"}});
+  ASSERT_EQ(skip.status, 200) << skip.body.dump();
+  EXPECT_EQ(skip.body["on_refusal"], "skip");
+  EXPECT_EQ(skip.body["config"]["on_refusal"], "skip");
+  EXPECT_EQ(Get(path).body["on_refusal"], "skip");
+  {
+    pqxx::connection c(tdb_->url());
+    pqxx::work tx(c);
+    EXPECT_EQ(tx.exec1("SELECT config->>'on_refusal' FROM subscription")[0].as<std::string>(),
+              "skip");
+  }
+  EXPECT_EQ(Patch(path, {{"on_refusal", "ignore"}}).status, 422);
+  EXPECT_EQ(Patch(path, {{"on_refusal", 1}}).status, 422);
+  EXPECT_EQ(Patch(path, {{"config", {{"on_refusal", "drop"}}}}).status, 422);
+  EXPECT_EQ(Get(path).body["on_refusal"], "skip") << "a refused change leaves it as it was";
+  EXPECT_EQ(Patch(path, {{"on_refusal", nullptr}}).body["on_refusal"], "stop");
+  auto created =
+      Post("/api/v1/teams/" + team_id_ + "/subscriptions", {{"name", "s-skip"},
+                                                            {"datamodel_id", datamodel_},
+                                                            {"target_connector_id", target_},
+                                                            {"target_table_name", "skipped"},
+                                                            {"config", {{"on_refusal", "skip"}}}});
+  ASSERT_EQ(created.status, 201) << created.body.dump();
+  EXPECT_EQ(created.body["on_refusal"], "skip");
+  auto bad = Post("/api/v1/teams/" + team_id_ + "/subscriptions", {{"name", "s-bad"},
+                                                                   {"datamodel_id", datamodel_},
+                                                                   {"target_connector_id", target_},
+                                                                   {"target_table_name", "bad"},
+                                                                   {"on_refusal", "sometimes"}});
+  EXPECT_EQ(bad.status, 422) << bad.body.dump();
+}
+
 TEST_F(PipelinesApi, NonExclusiveDestinationsMayRepeat) {
   EXPECT_EQ(NewSubscription("crm", false).status, 201);
   EXPECT_EQ(NewSubscription("crm", false).status, 201);

@@ -315,6 +315,11 @@ TEST_F(OrchestratorTest, DatamodelWithATargetTopicIsRepublishedBySourceAndReadBy
   auto target = launch(target_id_);
   EXPECT_EQ(target["subscriptions"][0]["topic"], "items.shaped");
   EXPECT_EQ(target["subscriptions"][0]["datamodel_config"], nlohmann::json::object());
+  EXPECT_FALSE(target["subscriptions"][0].contains("on_refusal")) << "stop, the default";
+  db_->Transact([&](pqxx::work& tx) {
+    tx.exec("UPDATE subscription SET config = '{\"on_refusal\": \"skip\"}'");
+  });
+  EXPECT_EQ(launch(target_id_)["subscriptions"][0]["on_refusal"], "skip");
   auto kafka = launch(kafka_id);
   EXPECT_EQ(kafka["source"]["type"], "kafka");
   ASSERT_EQ(kafka["datamodels"].size(), 1u) << kafka.dump();

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -68,17 +69,71 @@ TEST(JsonlTarget, RotatesPastTheSizeLimit) {
   std::filesystem::remove_all(dir);
 }
 
+// A full disk: the file is /dev/full, where every write fails with ENOSPC.
+TEST(JsonlTarget, AFullDiskIsAnOutageAndNothingIsHalfWritten) {
+  auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("/dev/full", dir / "orders.jsonl");
+  JsonlTarget target({dir.string(), "orders", 10});
+  auto r = target.Apply({Change(1)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+  EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "orders.jsonl")) << "a device never rotates";
+  // Space again: the same batch lands whole.
+  std::filesystem::remove(dir / "orders.jsonl");
+  ASSERT_TRUE(target.Apply({Change(1)}).ok());
+  std::ifstream in(dir / "orders.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(json::parse(line)["key"]["id"], 1);
+  std::filesystem::remove_all(dir);
+}
+
+// A file that cannot be opened for writing (EACCES for a user, EISDIR here
+// as root can write anywhere) is an outage too, never a refusal.
+TEST(JsonlTarget, AFileThatCannotBeWrittenIsAnOutage) {
+  auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
+  std::filesystem::create_directories(dir / "orders.jsonl");
+  JsonlTarget target({dir.string(), "orders", 1 << 20});
+  auto r = target.Apply({Change(1)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+  EXPECT_NE(r.status().message().find("cannot open"), std::string::npos) << r.status().message();
+  std::filesystem::remove_all(dir);
+}
+
 class Webhook : public ::testing::Test {
  protected:
   void SetUp() override {
     server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
       ++calls_;
+      keys_.push_back(req.get_header_value("Idempotency-Key"));
       if (calls_ <= fail_first_) {
         res.status = 503;
+        if (!retry_after_.empty()) res.set_header("Retry-After", retry_after_);
         return;
       }
       last_ = json::parse(req.body);
       auth_ = req.get_header_value("Authorization");
+      if (max_changes_ > 0 && last_["changes"].size() > max_changes_) {
+        res.status = 413;
+        res.set_content("request entity too large", "text/plain");
+        return;
+      }
+      if (max_changes_ > 0)
+        for (const auto& c : last_["changes"]) landed_.push_back(c["key"]["id"].get<int>());
+      if (refuse_id_ >= 0) {
+        for (const auto& c : last_["changes"])
+          if (c["key"]["id"] == refuse_id_) {
+            res.status = 422;
+            res.set_content("id " + std::to_string(refuse_id_) + " is not acceptable",
+                            "text/plain");
+            return;
+          }
+        for (const auto& c : last_["changes"]) landed_.push_back(c["key"]["id"].get<int>());
+      }
       res.status = status_;
       res.set_content(status_ >= 400 ? "bad payload: name must be upper case" : "{}", "text/plain");
     });
@@ -104,6 +159,11 @@ class Webhook : public ::testing::Test {
   std::atomic<int> calls_{0};
   int fail_first_ = 0;
   int status_ = 200;
+  int refuse_id_ = -1;           // 422 for any body holding this id
+  std::size_t max_changes_ = 0;  // 413 for a body holding more changes
+  std::string retry_after_;
+  std::vector<std::string> keys_;
+  std::vector<int> landed_;
   json last_;
   std::string auth_;
 };
@@ -133,13 +193,110 @@ TEST_F(Webhook, PersistentServerErrorIsAnErrorSoNothingIsCommitted) {
   EXPECT_EQ(target.Apply({Change(1)}).status().code(), common::Code::kUnavailable);
 }
 
-TEST_F(Webhook, ClientErrorRejectsTheBatchWithTheServersWords) {
+TEST_F(Webhook, ARefusalOfEveryChangeRefusesEachWithTheServersWords) {
   status_ = 422;
   HttpTarget target(Options());
   auto r = target.Apply({Change(1), Change(2)});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 2u);
   EXPECT_NE((*r)[0].error.find("name must be upper case"), std::string::npos);
+}
+
+TEST(HttpVerdicts, OnlyTheRecordsOwnFaultsAreRefusalsEverythingElseIsAnOutage) {
+  for (long s : {200L, 201L, 202L, 204L})
+    EXPECT_EQ(ClassifyHttpStatus(s), HttpVerdict::kDelivered) << s;
+  for (long s : {400L, 413L, 422L}) EXPECT_EQ(ClassifyHttpStatus(s), HttpVerdict::kRefused) << s;
+  for (long s : {301L, 401L, 403L, 404L, 405L, 408L, 409L, 429L, 500L, 502L, 503L, 504L})
+    EXPECT_EQ(ClassifyHttpStatus(s), HttpVerdict::kOutage) << s;
+}
+
+TEST(HttpVerdicts, RetryAfterReadsSecondsAndDates) {
+  EXPECT_EQ(ParseRetryAfter("2"), std::chrono::milliseconds(2000));
+  EXPECT_EQ(ParseRetryAfter(""), std::nullopt);
+  EXPECT_EQ(ParseRetryAfter("soon"), std::nullopt);
+  EXPECT_EQ(ParseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT"), std::chrono::milliseconds(0));
+  auto later = std::time(nullptr) + 30;
+  char text[64];
+  std::tm tm{};
+  gmtime_r(&later, &tm);
+  std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  auto wait = ParseRetryAfter(text);
+  ASSERT_TRUE(wait.has_value()) << text;
+  EXPECT_GE(*wait, std::chrono::milliseconds(28000));
+  EXPECT_LE(*wait, std::chrono::milliseconds(30000));
+}
+
+TEST_F(Webhook, ExpiredCredentialsAreAnOutageNotARefusal) {
+  status_ = 401;
+  HttpTarget target(Options());
+  auto r = target.Apply({Change(1), Change(2)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+  EXPECT_NE(r.status().message().find("401"), std::string::npos) << r.status().message();
+  EXPECT_EQ(calls_.load(), 1) << "a 401 is not retried in place";
+}
+
+TEST_F(Webhook, NotFoundAndTooManyRequestsAreOutages) {
+  for (int status : {403, 404, 408, 429}) {
+    status_ = status;
+    HttpTarget target(Options());
+    EXPECT_EQ(target.Apply({Change(1)}).status().code(), common::Code::kUnavailable) << status;
+  }
+}
+
+TEST_F(Webhook, RetryAfterIsHandedToTheCallerInsteadOfRetryingAtOnce) {
+  fail_first_ = 1;
+  retry_after_ = "3";
+  HttpTarget target(Options());
+  auto r = target.Apply({Change(1)});
+  EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+  EXPECT_EQ(calls_.load(), 1);
+  EXPECT_EQ(target.RetryAfter(), std::chrono::milliseconds(3000));
+  r = target.Apply({Change(1)});
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(target.RetryAfter(), std::nullopt);
+}
+
+TEST_F(Webhook, ARefusedRecordIsFoundByBisectionAndTheOthersLand) {
+  refuse_id_ = 17;
+  std::vector<TargetChange> batch;
+  for (int id = 1; id <= 50; ++id) batch.push_back(Change(id));
+  HttpTarget target(Options());
+  auto r = target.Apply(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].index, 16u);
+  EXPECT_NE((*r)[0].error.find("422"), std::string::npos);
+  EXPECT_NE((*r)[0].error.find("id 17 is not acceptable"), std::string::npos);
+  std::vector<int> want;
+  for (int id = 1; id <= 50; ++id)
+    if (id != 17) want.push_back(id);
+  EXPECT_EQ(landed_, want) << "49 land, in order";
+  EXPECT_LE(calls_.load(), 2 * 6 + 1) << "bisection, not one request per record";
+}
+
+TEST_F(Webhook, A413IsBisectedDownToBodiesThatFitAndNothingIsRefused) {
+  max_changes_ = 10;
+  std::vector<TargetChange> batch;
+  for (int id = 1; id <= 50; ++id) batch.push_back(Change(id));
+  HttpTarget target(Options());
+  auto r = target.Apply(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->empty());
+  std::vector<int> want;
+  for (int id = 1; id <= 50; ++id) want.push_back(id);
+  EXPECT_EQ(landed_, want);
+}
+
+TEST_F(Webhook, TheIdempotencyKeyNamesTheRecordsAndRepeatsOnAReplay) {
+  HttpTarget target(Options());
+  ASSERT_TRUE(target.Apply({Change(5), Change(6), Change(7)}).ok());
+  ASSERT_TRUE(target.Apply({Change(5), Change(6), Change(7)}).ok());
+  ASSERT_TRUE(target.Apply({Change(5), Change(6)}).ok());
+  ASSERT_EQ(keys_.size(), 3u);
+  EXPECT_EQ(keys_[0], "orders@t/0/5-7");
+  EXPECT_EQ(keys_[1], keys_[0]);
+  EXPECT_NE(keys_[2], keys_[0]) << "other records, another key";
 }
 
 }  // namespace

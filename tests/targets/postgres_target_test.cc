@@ -4,6 +4,7 @@
 
 #include <pqxx/pqxx>
 
+#include "common/uuid.h"
 #include "connectors/targets/postgres_target.h"
 #include "support/test_database.h"
 
@@ -124,6 +125,56 @@ TEST_F(PostgresTargetTest, PoisonRowIsRejectedWithTheDatabasesWordsWhileOthersLa
   EXPECT_EQ(rejected[0].index, 1u);
   EXPECT_NE(rejected[0].error.find("short_name"), std::string::npos) << rejected[0].error;
   EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 3);
+}
+
+TEST_F(PostgresTargetTest, OnePoisonRowInFiftyIsFoundByBisectionAndFortyNineLand) {
+  Apply({Upsert(1000, "a")});
+  Query("ALTER TABLE orders ADD CONSTRAINT short_name CHECK (length(name) < 5)");
+  std::vector<TargetChange> batch;
+  for (int id = 1; id <= 50; ++id) batch.push_back(Upsert(id, id == 17 ? "far too long" : "ok"));
+  auto rejected = Apply(batch);
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].index, 16u);
+  EXPECT_NE(rejected[0].error.find("short_name"), std::string::npos) << rejected[0].error;
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE id <= 50")[0][0].as<int>(), 49);
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE id = 17")[0][0].as<int>(), 0);
+}
+
+TEST(PostgresOutages, SqlStatesOfTheDatabasesStateAreOutagesAndDataErrorsAreRefusals) {
+  for (const char* outage : {"08006", "08001", "42501", "53100", "53200", "53300", "40001", "40P01",
+                             "57P01", "57014", "58030", "25006", "55P03", "XX000", ""})
+    EXPECT_TRUE(PostgresTarget::IsOutage(outage)) << outage;
+  for (const char* refusal : {"22001", "22P02", "23505", "23514", "23502", "42804", "P0001"})
+    EXPECT_FALSE(PostgresTarget::IsOutage(refusal)) << refusal;
+}
+
+// A role that lost INSERT on the table: the database's state, not the
+// rows'. Nothing is refused, and once the grant is back the batch lands.
+TEST_F(PostgresTargetTest, PermissionDeniedIsAnOutageNotARejection) {
+  std::string role = "pt_writer_" + common::Uuid::V4().ToString().substr(0, 8);
+  Query("CREATE ROLE " + role + " LOGIN");
+  Query(
+      "CREATE TABLE public.orders (id int PRIMARY KEY, name text, amount numeric, tags text[], "
+      "doc jsonb, at timestamptz); GRANT USAGE ON SCHEMA public TO " +
+      role + "; GRANT SELECT, INSERT, UPDATE, DELETE ON public.orders TO " + role);
+  std::string url = db_.url();
+  url.replace(url.find("postgres@"), 9, role + "@");
+  {
+    PostgresTarget writer({url, "public", "orders", true});
+    ASSERT_TRUE(writer.Apply({Upsert(1, "a")}).ok());
+    Query("REVOKE INSERT ON public.orders FROM " + role);
+    auto r = writer.Apply({Upsert(2, "b"), Upsert(3, "c")});
+    ASSERT_FALSE(r.ok()) << "refused " << (r.ok() ? r->size() : 0) << " rows";
+    EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+    EXPECT_NE(r.status().message().find("permission denied"), std::string::npos)
+        << r.status().message();
+    Query("GRANT INSERT ON public.orders TO " + role);
+    auto again = writer.Apply({Upsert(2, "b"), Upsert(3, "c")});
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_TRUE(again->empty());
+  }
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 3);
+  Query("DROP OWNED BY " + role + "; DROP ROLE " + role);
 }
 
 TEST_F(PostgresTargetTest, UnreachableTargetIsAnErrorNotARejection) {

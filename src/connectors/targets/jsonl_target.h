@@ -1,6 +1,8 @@
 // The JSONL file target: one line per change, {"op", "key", "after",
 // "position"}, appended to <directory>/<table>.jsonl and fsynced per batch;
-// the file is rotated to <table>.<epoch ms>.jsonl past rotate_bytes. A file
+// the file is rotated to <table>.<epoch ms>.jsonl past rotate_bytes. Every
+// failure (ENOSPC, EACCES, EIO) is an outage: nothing is refused, nothing
+// counts as delivered before the fsync, and a failed append is cut back. A file
 // is a log, so a redelivered change appears again: `position` (topic/
 // partition/offset) lets a reader drop the repeat.
 #pragma once

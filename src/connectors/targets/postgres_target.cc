@@ -73,9 +73,9 @@ struct PostgresTarget::BulkConnection {
   }
   // One transaction: the backfill fence (when `fence_key` is set), `before`,
   // COPY `copy_sql` of `rows` (COPY text), `after`, COMMIT. Anything refused
-  // rolls it all back: Unavailable when the connection is gone,
-  // AlreadyExists for a unique violation, else InvalidArgument, each with
-  // the server's words.
+  // rolls it all back: Unavailable when the connection is gone or for an
+  // outage (PostgresTarget::IsOutage), AlreadyExists for a unique
+  // violation, else InvalidArgument, each with the server's words.
   common::Status CopyIn(const std::string& fence_key, const std::vector<std::string>& before,
                         const std::string& copy_sql, const std::string& rows,
                         const std::vector<std::string>& after) {
@@ -119,6 +119,8 @@ struct PostgresTarget::BulkConnection {
     (void)Exec("ROLLBACK");
     if (!connected()) return common::Unavailable("target connection lost: " + error);
     if (sqlstate == "23505") return common::AlreadyExists(error);
+    if (PostgresTarget::IsOutage(sqlstate))
+      return common::Unavailable("target database refused the write: " + error);
     return common::InvalidArgument(error);
   }
 };
@@ -644,34 +646,82 @@ common::Result<std::vector<RejectedChange>> PostgresTarget::Apply(
     return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
   } catch (const std::exception& e) {
     known_columns_.clear();  // the failed transaction may have rolled DDL back
-    spdlog::warn("batch refused by {} ({}); retrying row by row", Qualified(), FirstLine(e.what()));
+    if (auto outage = Outage(e)) return *outage;
+    spdlog::warn("batch refused by {} ({}); bisecting it", Qualified(), FirstLine(e.what()));
   }
-  // Row by row, each in a savepoint: the poison rows are rejected with the
-  // database's own words, the rest commit together.
+  // Bisected, each part in a savepoint: the rows at fault are rejected with
+  // the database's own words, the rest commit together. An outage met on
+  // the way (the connection, a privilege, the disk) rolls everything back.
   try {
     pqxx::work tx(*conn_);
     Fence(tx);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      tx.exec("SAVEPOINT sluice_row");
-      try {
-        ApplyFolded(tx, {batch[i]});
-        tx.exec("RELEASE SAVEPOINT sluice_row");
-      } catch (const pqxx::broken_connection&) {
-        throw;
-      } catch (const std::exception& e) {
-        tx.exec("ROLLBACK TO SAVEPOINT sluice_row");
-        known_columns_.clear();
-        rejected.push_back({i, FirstLine(e.what())});
-      }
-    }
+    auto st = Bisect(tx, batch, 0, batch.size(), rejected);
+    if (!st.ok()) return st;
     tx.commit();
     return rejected;
   } catch (const pqxx::broken_connection& e) {
     conn_.reset();
     return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
   } catch (const std::exception& e) {
-    return common::Internal(fmt::format("target write failed: {}", FirstLine(e.what())));
+    if (auto outage = Outage(e)) return *outage;
+    return common::Unavailable(fmt::format("target write failed: {}", FirstLine(e.what())));
   }
+}
+
+common::Status PostgresTarget::Bisect(pqxx::transaction_base& tx,
+                                      const std::vector<TargetChange>& batch, std::size_t begin,
+                                      std::size_t end, std::vector<RejectedChange>& rejected) {
+  tx.exec("SAVEPOINT sluice_part");
+  try {
+    ApplyFolded(tx, std::vector<TargetChange>(batch.begin() + static_cast<std::ptrdiff_t>(begin),
+                                              batch.begin() + static_cast<std::ptrdiff_t>(end)));
+    tx.exec("RELEASE SAVEPOINT sluice_part");
+    return common::Status::Ok();
+  } catch (const pqxx::broken_connection&) {
+    throw;
+  } catch (const std::exception& e) {
+    tx.exec("ROLLBACK TO SAVEPOINT sluice_part");
+    tx.exec("RELEASE SAVEPOINT sluice_part");
+    known_columns_.clear();
+    if (auto outage = Outage(e)) return *outage;
+    if (end - begin == 1) {
+      rejected.push_back({begin, FirstLine(e.what())});
+      return common::Status::Ok();
+    }
+  }
+  std::size_t mid = begin + (end - begin) / 2;
+  SLUICE_RETURN_IF_ERROR(Bisect(tx, batch, begin, mid, rejected));
+  return Bisect(tx, batch, mid, end, rejected);
+}
+
+bool PostgresTarget::IsOutage(const std::string& sqlstate) {
+  // The rows' own fault: bad data (22), a constraint (23), a type or column
+  // the row does not fit (42, but for 42501), a trigger refusing it (P0),
+  // a cardinality problem (21), a check option (44), or an unsupported
+  // value (0A). Everything else, and no SQLSTATE at all, is the database's
+  // state: connection (08), resources and disk (53), operator (57), system
+  // (58), serialization and deadlocks (40), privileges (42501, 28), read
+  // only (25006), locks (55).
+  if (sqlstate.size() != 5) return true;
+  if (sqlstate == "42501") return true;
+  for (const char* refusal : {"22", "23", "42", "P0", "21", "44", "0A", "2F", "27", "39"})
+    if (sqlstate.compare(0, 2, refusal) == 0) return false;
+  return true;
+}
+
+std::optional<common::Status> PostgresTarget::Outage(const std::exception& e) {
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    if (!IsOutage(sql->sqlstate())) return std::nullopt;
+  } else if (!dynamic_cast<const pqxx::failure*>(&e)) {
+    // Not the database's word (a table without a key, a value that does
+    // not convert): about the rows.
+    return std::nullopt;
+  }
+  // The database's state (a rollback it forced, a transaction in doubt, a
+  // lost connection, or an SQLSTATE above): nothing of the batch counts.
+  if (conn_ && !conn_->is_open()) conn_.reset();
+  return common::Unavailable(
+      fmt::format("target database refused the write: {}", FirstLine(e.what())));
 }
 
 }  // namespace sluice::connectors::targets

@@ -2,8 +2,12 @@
 // the source grows, and applies each batch in one transaction as set-based
 // upserts and deletes (json_populate_recordset turns one JSON parameter into
 // typed rows, so a batch is a handful of statements whatever its size).
-// A batch the database refuses is retried row by row so one poison row is
-// rejected with the database's message while the others land.
+// A failure is either an outage (the connection, a privilege, the disk, a
+// serialization failure: IsOutage of its SQLSTATE), returned as Unavailable
+// so nothing counts as delivered, or a refusal of rows (bad data, a
+// constraint): the batch is then bisected inside one transaction, each part
+// in a savepoint, so only the rows at fault are rejected, with the
+// database's message, while the others land.
 //
 // A large insert-only batch (a snapshot, a bulk load, a catch-up) takes the
 // COPY path instead: straight into the table when its key is a primary key
@@ -15,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <pqxx/pqxx>
 #include <set>
 #include <string>
@@ -47,8 +52,8 @@ class PostgresTarget {
   ~PostgresTarget();
 
   // Applies the batch; returns the changes refused (empty when all landed).
-  // A connection or transaction failure is an error status (nothing is
-  // acknowledged, so the caller retries the whole batch).
+  // An outage is an Unavailable status (nothing is acknowledged, so the
+  // caller retries the whole batch).
   common::Result<std::vector<RejectedChange>> Apply(const std::vector<TargetChange>& batch);
 
   // Inserts read in place from their messages, of the table's `columns`,
@@ -63,6 +68,10 @@ class PostgresTarget {
   // lock pg_advisory_*lock*(hashtextextended(key, 0)) on the target database.
   static std::string BackfillFenceKey(const std::string& schema, const std::string& table);
 
+  // Whether an error of this SQLSTATE is the database's state (an outage:
+  // retry, never drop) rather than the row's fault. Unknown ones are outages.
+  static bool IsOutage(const std::string& sqlstate);
+
   // PostgreSQL type for a source type name (int4 -> integer, _text -> text[] ...).
   static std::string TargetType(const std::string& source_type);
 
@@ -76,6 +85,13 @@ class PostgresTarget {
   void Fence(pqxx::transaction_base& tx);
   void EnsureTable(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
   void ApplyFolded(pqxx::transaction_base& tx, const std::vector<TargetChange>& batch);
+  // batch[begin, end) in a savepoint, halved on a refusal until the rows at
+  // fault are alone (appended to `rejected`); Unavailable on an outage.
+  common::Status Bisect(pqxx::transaction_base& tx, const std::vector<TargetChange>& batch,
+                        std::size_t begin, std::size_t end, std::vector<RejectedChange>& rejected);
+  // The outage `e` is (Unavailable, the database's words), or nullopt when
+  // it is about the rows.
+  std::optional<common::Status> Outage(const std::exception& e);
   // An update that changed the key: its row moves to the new key.
   void MoveKey(pqxx::transaction_base& tx, const TargetChange& change);
   // "a.k1 = b.k1 AND ..." over the key columns.

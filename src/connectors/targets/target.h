@@ -1,10 +1,25 @@
-// What every target does: apply a batch in order and say which changes it
-// refused, in its own words. An error status means nothing of the batch may
-// count as delivered (the caller retries it whole).
+// What every target does: apply a batch in order and tell two kinds of
+// failure apart, in the target's own words.
+//
+//  - An OUTAGE: the target cannot take anything right now (unreachable,
+//    credentials refused, out of disk, permission denied, overloaded). Apply
+//    returns an error status (Unavailable); nothing of the batch may count as
+//    delivered, the caller keeps it and retries it whole with backoff (no
+//    sooner than RetryAfter() when the target asked for a pause), and no
+//    offset moves past it. Part of the batch may have landed already: every
+//    target applies idempotently or marks what it sends so a receiver can
+//    drop a replay.
+//  - A REFUSAL of particular records: the target takes the batch but not
+//    these rows (a constraint, a type error, a webhook's 400/413/422 about
+//    them). The batch is bisected until only the records at fault are left,
+//    so the good ones in the same batch land; Apply returns those few as
+//    RejectedChange, and the caller decides (error table, stop, skip).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +43,15 @@ class Target {
     (void)columns;
     return false;
   }
+  // After an outage: how long the target asked to be left alone (an HTTP
+  // Retry-After), if it said; the caller waits at least that long.
+  virtual std::optional<std::chrono::milliseconds> RetryAfter() const { return std::nullopt; }
+  // True when a replay must be the very same batch (same records, same
+  // order) because the target names batches to its receiver (the HTTP
+  // target's Idempotency-Key): the caller then notes each batch's range
+  // with the group's offsets before applying it, and re-forms the same
+  // batch from that note after a crash.
+  virtual bool StableBatches() const { return false; }
 };
 
 // A target for one destination table of a connector of `type`

@@ -1,0 +1,508 @@
+// Target failures with real processes: a `sluice worker` target consuming
+// from `sluice broker`, reporting into a data-plane database, delivering to
+// a webhook run by this test (cpp-httplib, in process) or to PostgreSQL.
+// An outage (401, 503, permission denied) is retried until it passes and
+// loses nothing; a refusal (422) bisects the batch so only the record at
+// fault is parked, or stops the subscription at it when there is nowhere
+// to park it.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <set>
+#include <thread>
+
+#include "broker/broker_harness.h"
+#include "common/uuid.h"
+#include "kafka/producer.h"
+#include "runtime/process_supervisor.h"
+#include "runtime/worker_repository.h"
+#include "store/database.h"
+#include "support/test_database.h"
+
+namespace sluice::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+// One webhook request as the receiver saw it.
+struct Request {
+  Steady::time_point at;
+  std::string idempotency_key;
+  std::vector<int> ids;
+  int status = 0;
+};
+
+class TargetFailures : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    broker_.Start();
+    dir_ = std::filesystem::temp_directory_path() / ("sluice-tf-" + common::Uuid::V4().ToString());
+    std::filesystem::create_directories(dir_);
+    topic_ = "tf." + common::Uuid::V4().ToString().substr(0, 8);
+    server_.Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+      auto body = json::parse(req.body, nullptr, false);
+      Request seen{Steady::now(), req.get_header_value("Idempotency-Key"), {}, 0};
+      if (body.is_object())
+        for (const auto& c : body.value("changes", json::array()))
+          seen.ids.push_back(c["key"].value("id", -1));
+      std::function<int(const Request&, httplib::Response&)> answer;
+      {
+        std::lock_guard lock(mu_);
+        answer = answer_;
+      }
+      seen.status = answer ? answer(seen, res) : 200;
+      res.status = seen.status;
+      std::lock_guard lock(mu_);
+      requests_.push_back(seen);
+      if (seen.status >= 200 && seen.status < 300)
+        for (int id : seen.ids) delivered_.insert(id);
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(5ms);
+  }
+  void TearDown() override {
+    supervisor_.reset();
+    server_.stop();
+    thread_.join();
+    if (!role_.empty()) {
+      try {
+        pqxx::connection c(ClusterUrl("postgres"));
+        pqxx::nontransaction tx(c);
+        tx.exec("DROP OWNED BY " + role_ + " CASCADE");
+      } catch (...) {
+      }
+      try {
+        pqxx::connection c(ClusterUrl("postgres"));
+        pqxx::nontransaction(c).exec("DROP ROLE IF EXISTS " + role_);
+      } catch (...) {
+      }
+    }
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  // How the webhook answers each request (default 200).
+  void Answer(std::function<int(const Request&, httplib::Response&)> answer) {
+    std::lock_guard lock(mu_);
+    answer_ = std::move(answer);
+  }
+  std::set<int> Delivered() {
+    std::lock_guard lock(mu_);
+    return delivered_;
+  }
+  std::vector<Request> Requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+  std::string Hook() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+
+  // Change events for ids [from, to] on the topic, as a source would write
+  // them (one partition: the broker's default).
+  void Produce(int from, int to) {
+    auto config = kafka::ClientConfig::FromJson({{"bootstrap_servers", broker_.bootstrap()}});
+    ASSERT_TRUE(config.ok());
+    auto producer = kafka::Producer::Create(*config);
+    ASSERT_TRUE(producer.ok()) << producer.status().message();
+    for (int id = from; id <= to; ++id) {
+      json key = {{"id", id}};
+      json value = {{"op", "c"},
+                    {"after", {{"id", id}, {"name", "n" + std::to_string(id)}}},
+                    {"columns",
+                     {{{"name", "id"}, {"type", "int4"}, {"key", true}},
+                      {{"name", "name"}, {"type", "text"}, {"key", false}}}}};
+      ASSERT_TRUE((*producer)->Send(topic_, key.dump(), value.dump(), id).ok());
+    }
+    auto flushed = (*producer)->Flush(30s);
+    ASSERT_TRUE(flushed.ok()) << flushed.status().message();
+    for (const auto& d : *flushed) ASSERT_TRUE(d.status.ok()) << d.status.message();
+  }
+
+  // A target connector's worker row in the data-plane database, so the
+  // worker's reports (state, reason, events) land where the API reads them.
+  void NewWorkerRow() {
+    row_ = plane_db().Transact([&](pqxx::work& tx) {
+      auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
+      tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
+                     env);
+      tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
+      auto id = common::Uuid::V4();
+      tx.exec_params(
+          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+          "env_id) VALUES ($1, 'tf-target', 'http', '{}', 'target', $2, $3)",
+          id.ToString(), team, env);
+      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
+      w.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, w);
+      return w;
+    });
+  }
+  store::Database& plane_db() {
+    if (!db_) db_ = std::make_unique<store::Database>(plane_.url(), 2);
+    return *db_;
+  }
+
+  // `sluice worker` (target) with `target` and one subscription (`extra`
+  // merged into it), supervised as "target".
+  void StartTarget(const json& target, const json& extra = json::object()) {
+    if (row_.id.is_nil()) NewWorkerRow();
+    json sub = {{"id", subscription_},
+                {"topic", topic_},
+                {"consumer_group", "tf-" + topic_},
+                {"target_table", "orders"}};
+    sub.update(extra);
+    json config = {{"worker_id", row_.id.ToString()},
+                   {"connector_id", row_.connector_id.ToString()},
+                   {"generation", row_.launch_generation.ToString()},
+                   {"kind", "target"},
+                   {"broker", {{"bootstrap_servers", broker_.bootstrap()}}},
+                   {"report", {{"database_url", plane_.url()}}},
+                   {"target", target},
+                   {"subscriptions", {sub}}};
+    auto path = (dir_ / "target.json").string();
+    std::ofstream(path) << config.dump(2);
+    if (!supervisor_)
+      supervisor_ = std::make_unique<runtime::ProcessSupervisor>(
+          runtime::SupervisorOptions{.initial_backoff = 200ms, .max_backoff = 2000ms});
+    supervisor_->Ensure("target", {{std::getenv("SLUICE_BIN"), "worker", "--config", path},
+                                   {},
+                                   (dir_ / "target.log").string()});
+  }
+  json HttpTarget() { return {{"type", "http"}, {"url", Hook()}, {"timeout_ms", 5000}}; }
+
+  runtime::Worker Row() {
+    return plane_db().Transact(
+        [&](pqxx::work& tx) { return *runtime::WorkerRepository::Find(tx, row_.id); });
+  }
+  // Occurrences of events `code` about this connector whose reason contains `words`.
+  long Events(const std::string& code, const std::string& words = "") {
+    return plane_db().Transact([&](pqxx::work& tx) {
+      return tx
+          .exec_params1(
+              "SELECT coalesce(sum(count), 0) FROM resource_event WHERE code = $1 AND "
+              "connector_id = $2 AND coalesce(reason, '') LIKE '%' || $3 || '%'",
+              code, row_.connector_id.ToString(), words)[0]
+          .as<long>();
+    });
+  }
+  std::string Logs() {
+    std::ifstream in(dir_ / "target.log");
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    return "--- target.log\n" + all.substr(all.size() > 4000 ? all.size() - 4000 : 0);
+  }
+  template <typename Pred>
+  bool Eventually(Pred pred, std::chrono::seconds limit = 60s) {
+    auto deadline = Steady::now() + limit;
+    while (Steady::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return pred();
+  }
+  static std::set<int> Range(int from, int to) {
+    std::set<int> out;
+    for (int i = from; i <= to; ++i) out.insert(i);
+    return out;
+  }
+  void Sql(const std::string& url, const std::string& sql) {
+    pqxx::connection c(url);
+    pqxx::nontransaction(c).exec(sql);
+  }
+  long Count(const std::string& url, const std::string& sql) {
+    try {
+      pqxx::connection c(url);
+      return pqxx::nontransaction(c).exec1(sql)[0].as<long>();
+    } catch (...) {
+      return -1;
+    }
+  }
+
+  BrokerProcess broker_;
+  TestDatabase plane_, target_db_;
+  std::unique_ptr<store::Database> db_;
+  std::filesystem::path dir_;
+  std::string topic_;
+  std::string subscription_ = common::Uuid::V4().ToString();
+  std::string role_;
+  runtime::Worker row_;
+  std::unique_ptr<runtime::ProcessSupervisor> supervisor_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::function<int(const Request&, httplib::Response&)> answer_;
+  std::vector<Request> requests_;
+  std::set<int> delivered_;
+};
+
+// Expired credentials, then an overloaded receiver, then recovery: both are
+// outages, retried; nothing is refused, nothing skipped, all 1000 land.
+TEST_F(TargetFailures, Http401Then503ThenRecoveryDeliversEveryChange) {
+  Produce(1, 1000);
+  std::optional<Steady::time_point> first;
+  std::mutex first_mu;
+  Answer([&](const Request& r, httplib::Response& res) {
+    std::lock_guard lock(first_mu);
+    if (!first) first = r.at;
+    auto since = r.at - *first;
+    if (since < 3s) {
+      res.set_content("token expired", "text/plain");
+      return 401;
+    }
+    if (since < 5s) {
+      res.set_content("overloaded", "text/plain");
+      return 503;
+    }
+    return 200;
+  });
+  StartTarget(HttpTarget());
+  EXPECT_TRUE(Eventually([&] { return Delivered() == Range(1, 1000); }, 90s))
+      << Delivered().size() << " of 1000 delivered\n"
+      << Logs();
+  // Visible while it lasted, in the webhook's words.
+  EXPECT_GE(Events("worker.error", "401: token expired"), 1) << Logs();
+  EXPECT_GE(Events("worker.error", "503: overloaded"), 1) << Logs();
+  EXPECT_EQ(Events("subscription.record_rejected"), 0);
+  EXPECT_EQ(Events("subscription.record_skipped"), 0);
+  EXPECT_EQ(Events("subscription.stopped"), 0);
+  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+}
+
+// One record of a batch of 50 is refused: the batch is bisected, 49 land,
+// the one at fault reaches the error table with the webhook's words.
+TEST_F(TargetFailures, A422OnOneRecordOfABatchParksOnlyThatRecord) {
+  Produce(1, 50);
+  Answer([](const Request& r, httplib::Response& res) {
+    if (std::find(r.ids.begin(), r.ids.end(), 17) != r.ids.end()) {
+      res.set_content("id 17: name is not acceptable", "text/plain");
+      return 422;
+    }
+    return 200;
+  });
+  StartTarget(HttpTarget(),
+              {{"error_table", "orders_errors"}, {"error_target_url", target_db_.url()}});
+  auto want = Range(1, 50);
+  want.erase(17);
+  EXPECT_TRUE(Eventually([&] {
+    return Delivered() == want &&
+           Count(target_db_.url(), "SELECT count(*) FROM orders_errors") == 1;
+  })) << Delivered().size()
+      << " delivered\n"
+      << Logs();
+  pqxx::connection c(target_db_.url());
+  auto parked = pqxx::nontransaction(c).exec1("SELECT \"offset\", key, error FROM orders_errors");
+  EXPECT_EQ(parked[0].as<long>(), 16);
+  EXPECT_STREQ(parked[1].c_str(), R"({"id":17})");
+  EXPECT_NE(std::string(parked[2].c_str()).find("name is not acceptable"), std::string::npos);
+  EXPECT_EQ(Delivered().count(17), 0u);
+  EXPECT_TRUE(Eventually([&] { return Events("subscription.record_rejected") == 1; }, 10s));
+}
+
+// No error table and on_refusal left at its default: the subscription stops
+// at the refused record (ERROR, its key and offset in the reason and an
+// event) and goes no further; fixed and restarted, everything lands.
+TEST_F(TargetFailures, WithoutAnErrorTableARefusalStopsTheSubscriptionUntilRestarted) {
+  Produce(1, 50);
+  std::atomic<bool> fixed{false};
+  Answer([&](const Request& r, httplib::Response& res) {
+    if (!fixed && std::find(r.ids.begin(), r.ids.end(), 17) != r.ids.end()) {
+      res.set_content("id 17: name is not acceptable", "text/plain");
+      return 422;
+    }
+    return 200;
+  });
+  StartTarget(HttpTarget());
+  ASSERT_TRUE(Eventually([&] {
+    auto row = Row();
+    return row.state == runtime::WorkerState::kError && row.reason &&
+           row.reason->find("stopped") != std::string::npos;
+  })) << Logs();
+  auto reason = *Row().reason;
+  EXPECT_NE(reason.find(R"(key {"id":17})"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(topic_ + "/0/16"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("name is not acceptable"), std::string::npos) << reason;
+  EXPECT_TRUE(Eventually([&] { return Events("subscription.stopped", R"({"id":17})") >= 1; }, 10s));
+  EXPECT_EQ(Events("subscription.record_skipped"), 0);
+  EXPECT_EQ(Delivered().count(17), 0u);
+  // Stopped means stopped: later changes wait.
+  Produce(51, 60);
+  std::this_thread::sleep_for(2s);
+  for (int id = 51; id <= 60; ++id) EXPECT_EQ(Delivered().count(id), 0u) << id;
+  // The receiver is fixed and the subscription restarted (its worker).
+  fixed = true;
+  kill(*supervisor_->Pid("target"), SIGKILL);
+  EXPECT_TRUE(Eventually([&] { return Delivered() == Range(1, 60); }, 60s))
+      << Delivered().size() << " of 60 delivered\n"
+      << Logs();
+  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+}
+
+// on_refusal: skip commits past the refused record, counted skipped, with an event.
+TEST_F(TargetFailures, OnRefusalSkipGoesPastTheRecordWithAnEvent) {
+  Produce(1, 50);
+  Answer([](const Request& r, httplib::Response& res) {
+    if (std::find(r.ids.begin(), r.ids.end(), 17) != r.ids.end()) {
+      res.set_content("id 17: name is not acceptable", "text/plain");
+      return 422;
+    }
+    return 200;
+  });
+  StartTarget(HttpTarget(), {{"on_refusal", "skip"}});
+  auto want = Range(1, 50);
+  want.erase(17);
+  EXPECT_TRUE(Eventually([&] { return Delivered() == want; })) << Logs();
+  EXPECT_TRUE(Eventually([&] { return Events("subscription.record_skipped") == 1; }, 10s));
+  Produce(51, 60);
+  want.merge(Range(51, 60));
+  EXPECT_TRUE(Eventually([&] { return Delivered() == want; })) << Logs();
+  EXPECT_EQ(Events("subscription.stopped"), 0);
+}
+
+// A 503 with Retry-After: 2 is not asked again before 2 s have passed.
+TEST_F(TargetFailures, RetryAfterIsHonoured) {
+  Produce(1, 10);
+  std::atomic<int> calls{0};
+  Answer([&](const Request&, httplib::Response& res) {
+    if (calls++ == 0) {
+      res.set_header("Retry-After", "2");
+      res.set_content("come back later", "text/plain");
+      return 503;
+    }
+    return 200;
+  });
+  StartTarget(HttpTarget());
+  ASSERT_TRUE(Eventually([&] { return Delivered() == Range(1, 10); })) << Logs();
+  auto requests = Requests();
+  ASSERT_GE(requests.size(), 2u);
+  EXPECT_EQ(requests[0].status, 503);
+  EXPECT_GE(requests[1].at - requests[0].at, 1900ms);
+  EXPECT_GE(Events("worker.error", "come back later"), 1);
+}
+
+// The webhook takes a batch but answers only after the worker was killed:
+// the replay after the restart is the same records under the same key, so
+// the receiver can drop it.
+TEST_F(TargetFailures, AReplayAfterKill9CarriesTheSameIdempotencyKey) {
+  Produce(1, 50);
+  std::atomic<int> calls{0};
+  Answer([&](const Request&, httplib::Response&) {
+    if (calls++ == 0) std::this_thread::sleep_for(3s);  // the worker dies meanwhile
+    return 200;
+  });
+  StartTarget(HttpTarget());
+  ASSERT_TRUE(Eventually([&] { return calls.load() >= 1; })) << Logs();
+  kill(*supervisor_->Pid("target"), SIGKILL);
+  ASSERT_TRUE(Eventually([&] { return Requests().size() >= 2; }, 60s)) << Logs();
+  auto requests = Requests();
+  EXPECT_FALSE(requests[0].idempotency_key.empty());
+  EXPECT_EQ(requests[1].idempotency_key, requests[0].idempotency_key);
+  EXPECT_EQ(requests[1].ids, requests[0].ids);
+  EXPECT_NE(requests[0].idempotency_key.find(topic_ + "/0/0-"), std::string::npos)
+      << requests[0].idempotency_key;
+  EXPECT_EQ(Delivered(), Range(1, 50));
+  // Not by luck of the fetch sizes: the restarted worker re-formed the batch
+  // its predecessor noted with the group's offset.
+  EXPECT_NE(Logs().find("replaying the batch a previous run left in flight (50 records)"),
+            std::string::npos)
+      << Logs();
+}
+
+// A row PostgreSQL refuses (a CHECK constraint) with no error table stops
+// the subscription at it, the other rows of its batch landed; once the
+// constraint is fixed and the worker restarted, it lands too.
+TEST_F(TargetFailures, APostgresDataErrorWithoutAnErrorTableStopsAtTheRow) {
+  Sql(target_db_.url(),
+      "CREATE TABLE public.orders (id int PRIMARY KEY, name text CONSTRAINT not_n17 CHECK (name "
+      "<> 'n17'))");
+  Produce(1, 50);
+  StartTarget({{"type", "postgresql"}, {"url", target_db_.url()}});
+  ASSERT_TRUE(Eventually([&] {
+    auto row = Row();
+    return row.state == runtime::WorkerState::kError && row.reason &&
+           row.reason->find("not_n17") != std::string::npos;
+  })) << Logs();
+  EXPECT_NE(Row().reason->find(R"(key {"id":17} at )" + topic_ + "/0/16"), std::string::npos)
+      << *Row().reason;
+  EXPECT_EQ(Count(target_db_.url(), "SELECT count(*) FROM orders"), 49);
+  EXPECT_TRUE(Eventually([&] { return Events("subscription.stopped", "not_n17") >= 1; }, 10s));
+  Sql(target_db_.url(), "ALTER TABLE orders DROP CONSTRAINT not_n17");
+  kill(*supervisor_->Pid("target"), SIGKILL);
+  EXPECT_TRUE(Eventually([&] {
+    return Count(target_db_.url(), "SELECT count(*) FROM orders WHERE name = 'n' || id") == 50;
+  })) << Logs();
+}
+
+// The JSONL target's disk is full (its file is /dev/full): an outage in the
+// file system's words, nothing committed; with space again every line lands.
+TEST_F(TargetFailures, AFullDiskUnderAJsonlTargetIsAnOutageAndLosesNothing) {
+  auto files = dir_ / "jsonl";
+  std::filesystem::create_directories(files);
+  std::filesystem::create_symlink("/dev/full", files / "orders.jsonl");
+  Produce(1, 20);
+  StartTarget({{"type", "jsonl"}, {"directory", files.string()}});
+  EXPECT_TRUE(Eventually([&] {
+    auto row = Row();
+    return row.state == runtime::WorkerState::kError && row.reason &&
+           row.reason->find("No space left on device") != std::string::npos;
+  })) << Logs();
+  std::filesystem::remove(files / "orders.jsonl");
+  std::set<int> lines;
+  EXPECT_TRUE(Eventually([&] {
+    lines.clear();
+    std::ifstream in(files / "orders.jsonl");
+    for (std::string l; std::getline(in, l);) lines.insert(json::parse(l)["key"]["id"].get<int>());
+    return lines == Range(1, 20);
+  })) << lines.size()
+      << " of 20\n"
+      << Logs();
+  EXPECT_EQ(Events("subscription.stopped"), 0);
+  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+}
+
+// REVOKE INSERT on the target table is an outage: the worker says so in
+// PostgreSQL's words, nothing is refused or skipped, and once the grant is
+// back every row is there.
+TEST_F(TargetFailures, PostgresPermissionDeniedIsAnOutageAndLosesNothing) {
+  role_ = "tf_writer_" + common::Uuid::V4().ToString().substr(0, 8);
+  Sql(ClusterUrl("postgres"), "CREATE ROLE " + role_ + " LOGIN");
+  Sql(target_db_.url(),
+      "CREATE TABLE public.orders (id int PRIMARY KEY, name text); "
+      "GRANT USAGE ON SCHEMA public TO " +
+          role_ + "; GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON public.orders TO " + role_);
+  std::string url = target_db_.url();
+  url.replace(url.find("postgres@"), 9, role_ + "@");
+  Produce(1, 200);
+  StartTarget({{"type", "postgresql"}, {"url", url}});
+  ASSERT_TRUE(Eventually([&] {
+    return Count(target_db_.url(), "SELECT count(*) FROM orders") == 200;
+  })) << Logs();
+  Sql(target_db_.url(), "REVOKE INSERT ON public.orders FROM " + role_);
+  Produce(201, 400);
+  EXPECT_TRUE(Eventually([&] {
+    auto row = Row();
+    return row.state == runtime::WorkerState::kError && row.reason &&
+           row.reason->find("permission denied") != std::string::npos;
+  })) << Logs();
+  std::this_thread::sleep_for(3s);
+  Sql(target_db_.url(), "GRANT INSERT ON public.orders TO " + role_);
+  EXPECT_TRUE(Eventually([&] {
+    return Count(target_db_.url(),
+                 "SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 400 AND name = 'n' || id") ==
+           400;
+  })) << Logs();
+  EXPECT_GE(Events("worker.error", "permission denied"), 1);
+  EXPECT_EQ(Events("subscription.stopped"), 0);
+  EXPECT_EQ(Events("subscription.record_rejected"), 0);
+  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+}
+
+}  // namespace
+}  // namespace sluice::testing
