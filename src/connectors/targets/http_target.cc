@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/http_client.h"
+#include "guard/http_destination.h"
 
 namespace sluice::connectors::targets {
 
@@ -36,7 +37,16 @@ common::Result<std::vector<RejectedChange>> HttpTarget::Apply(
   auto backoff = options_.initial_backoff;
   common::Result<common::HttpReply> sent = common::Unavailable("not sent");
   for (int attempt = 1; attempt <= options_.attempts; ++attempt) {
-    sent = common::SendHttp(request);
+    // The connect policy, at connect time: resolved once, every address
+    // checked, and the request made to the checked one.
+    auto pinned = guard::PinHttp(*guard::ProcessPolicy(), options_.url);
+    if (!pinned.ok() && guard::IsRefusal(pinned.status())) return pinned.status();
+    if (pinned.ok()) {
+      request.pinned_resolve = pinned->resolve;
+      sent = common::SendHttp(request);
+    } else {
+      sent = pinned.status();
+    }
     bool retryable = !sent.ok() || sent->status >= 500 || sent->status == 429;
     if (!retryable) break;
     if (attempt < options_.attempts) {
@@ -51,6 +61,13 @@ common::Result<std::vector<RejectedChange>> HttpTarget::Apply(
   if (reply.status >= 500 || reply.status == 429)
     return common::Unavailable(
         fmt::format("webhook answered {}: {}", reply.status, reply.body.substr(0, 500)));
+  // Redirects are never followed: the batch was not delivered where it
+  // was sent, and wherever it points was never checked.
+  if (reply.status >= 300 && reply.status < 400)
+    return common::Unavailable(fmt::format(
+        "webhook answered {} (a redirect); the HTTP target does not follow redirects, nothing "
+        "was delivered",
+        reply.status));
   std::vector<RejectedChange> rejected;
   if (reply.status >= 400) {
     std::string why = fmt::format("webhook refused the batch with {}: {}", reply.status,

@@ -3,6 +3,9 @@
 // with the configured headers. 2xx delivers the batch; a network error or a
 // 5xx / 429 is retried with backoff and then reported as an error (nothing
 // delivered); any other 4xx refuses the batch, with the response as reason.
+// Only http and https are spoken, each request goes to an address the
+// connect policy checked (guard/http_destination.h), and no redirect is
+// followed: a 3xx is an error saying so, with nothing delivered.
 #pragma once
 
 #include <chrono>

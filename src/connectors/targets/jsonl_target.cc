@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "common/time.h"
+#include "guard/jsonl_path.h"
 
 namespace sluice::connectors::targets {
 
@@ -16,13 +18,13 @@ namespace fs = std::filesystem;
 
 common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
     const std::vector<TargetChange>& batch) {
+  auto dir = guard::JsonlDirectory(options_.root, options_.directory, options_.table);
+  if (!dir.ok()) return dir.status();
   std::error_code ec;
-  fs::create_directories(options_.directory, ec);
-  fs::path path = fs::path(options_.directory) / (options_.table + ".jsonl");
+  fs::create_directories(*dir, ec);
+  fs::path path = *dir / (options_.table + ".jsonl");
   if (fs::exists(path, ec) && fs::file_size(path, ec) >= options_.rotate_bytes) {
-    fs::rename(path,
-               fs::path(options_.directory) /
-                   fmt::format("{}.{}.jsonl", options_.table, common::NowEpochMillis()),
+    fs::rename(path, *dir / fmt::format("{}.{}.jsonl", options_.table, common::NowEpochMillis()),
                ec);
   }
   std::string lines;
@@ -38,9 +40,11 @@ common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
     if (!c.position.empty()) line["position"] = c.position;
     lines += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Not through a link planted in the directory; 0640 whatever the umask.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd < 0)
     return common::Unavailable(fmt::format("cannot open {}: {}", path.string(), strerror(errno)));
+  fchmod(fd, 0640);
   std::size_t written = 0;
   while (written < lines.size()) {
     ssize_t n = write(fd, lines.data() + written, lines.size() - written);

@@ -1,5 +1,8 @@
 // The JSONL file target: one line per change, {"op", "key", "after",
-// "position"}, appended to <directory>/<table>.jsonl and fsynced per batch;
+// "position"}, appended to <root>/<directory>/<table>.jsonl (mode 0640) and
+// fsynced per batch. `root` is the operator's --jsonl-root; `directory` is
+// relative inside it and `table` one file name (guard/jsonl_path.h), so
+// nothing is written anywhere else;
 // the file is rotated to <table>.<epoch ms>.jsonl past rotate_bytes. A file
 // is a log, so a redelivered change appears again: `position` (topic/
 // partition/offset) lets a reader drop the repeat.
@@ -12,7 +15,8 @@
 namespace sluice::connectors::targets {
 
 struct JsonlTargetOptions {
-  std::string directory;
+  std::string root;       // the operator's --jsonl-root
+  std::string directory;  // relative to root
   std::string table;
   std::size_t rotate_bytes = 64 * 1024 * 1024;
 };
