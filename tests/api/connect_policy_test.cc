@@ -204,9 +204,10 @@ TEST_F(ConnectPolicyApi, DenyAndAllowListsHold) {
 // database the crafted text asks for.
 TEST_F(ConnectPolicyApi, ACraftedHostCannotInjectLibpqParameters) {
   const std::string control = ControlName();
-  for (const std::string host : {"127.0.0.1 dbname=" + control, "127.0.0.1' dbname='" + control,
-                                 "127.0.0.1/" + control + "?host=127.0.0.1",
-                                 "h?sslmode=disable&host=127.0.0.1&dbname=" + control}) {
+  int n = 0;
+  for (const std::string& host : {"127.0.0.1 dbname=" + control, "127.0.0.1' dbname='" + control,
+                                  "127.0.0.1/" + control + "?host=127.0.0.1",
+                                  "h?sslmode=disable&host=127.0.0.1&dbname=" + control}) {
     Json config = Pg("no_such_database_here", host);
     std::string conninfo = guard::ConninfoFromConfig(config);
     PGconn* conn = PQconnectdb(conninfo.c_str());
@@ -217,9 +218,10 @@ TEST_F(ConnectPolicyApi, ACraftedHostCannotInjectLibpqParameters) {
     PQfinish(conn);
     // And through the API: saved (the name does not resolve yet), the
     // warehouse test fails to resolve it and never reaches any database.
-    auto wh =
-        AsMember("POST", "/api/v1/teams/" + Team() + "/warehouses",
-                 {{"name", "w"}, {"warehouse_type", "postgresql"}, {"configuration", config}});
+    auto wh = AsMember("POST", "/api/v1/teams/" + Team() + "/warehouses",
+                       {{"name", "w" + std::to_string(++n)},
+                        {"warehouse_type", "postgresql"},
+                        {"configuration", config}});
     ASSERT_EQ(wh.status, 201) << wh.raw;
     auto tested = AsMember(
         "POST", "/api/v1/warehouses/" + wh.body["id"].get<std::string>() + "/test", Json::object());

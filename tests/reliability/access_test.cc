@@ -821,8 +821,9 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
         ASSERT_TRUE(launch.ok()) << launch.status().ToString();
         std::string text = launch->dump();
         // B's files land under B's part of the JSONL root.
-        if (launch->contains("target") && (*launch)["target"].value("type", "") == "jsonl")
+        if (launch->contains("target") && (*launch)["target"].value("type", "") == "jsonl") {
           EXPECT_EQ((*launch)["target"].value("directory", "").rfind(b + "/", 0), 0u) << text;
+        }
         for (const auto& a_name :
              {w.topic, a_datamodel_group, a_subscription_group, w.team + "/sluice-access"}) {
           if (text.find(a_name) != std::string::npos) ++leaks;
