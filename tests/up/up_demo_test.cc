@@ -78,7 +78,7 @@ void RunDemo(const std::string& format) {
       port_file >> pg;
       pqxx::connection c("postgresql://postgres@127.0.0.1:" + std::to_string(pg) + "/sluice");
       schemas =
-          pqxx::nontransaction(c).exec1("SELECT count(*) FROM registry_schema_id")[0].as<long>();
+          pqxx::nontransaction(c).exec1("SELECT count(*) FROM sluice_state.registry_schema_id")[0].as<long>();
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what();
     }
