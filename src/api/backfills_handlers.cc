@@ -7,6 +7,7 @@
 #include <set>
 
 #include "api/access.h"
+#include "api/connect_checks.h"
 #include "api/json_fields.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
@@ -175,6 +176,10 @@ Response Trigger(ApiContext& ctx, Request& req) {
     }
     for (const auto& c : connectors)
       RequireConnectorTeam(tx, caller, c, Action::kTeamResourceWrite);
+    // The loader connects to both ends on the team's behalf.
+    for (const auto& c : connectors)
+      if (auto row = FindConnector(tx, c))
+        RequireConnectorAllowed(row->connector_type, row->configuration);
     auto created = backfill::CreateRuns(tx, q, *pairs);
     if (!created.ok()) {
       if (created.status().code() == common::Code::kConflict)

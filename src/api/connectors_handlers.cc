@@ -2,6 +2,7 @@
 // and mirrors its env; its way comes from the type; its configuration is
 // validated against the type, encrypted at rest and redacted on every read.
 #include "api/access.h"
+#include "api/connect_checks.h"
 #include "api/connectors_repository.h"
 #include "api/idempotency.h"
 #include "api/json_fields.h"
@@ -70,6 +71,7 @@ Response Create(ApiContext& ctx, Request& req) {
     TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     c.team_id = team_id;
     c.env_id = team.env_id;
+    RequireConnectorAllowed(c.connector_type, c.configuration);
     CheckConnectorTopics(tx, c, nullptr);
     InsertConnector(tx, c);
     LogAction(tx, req.caller(), "connector.create");
@@ -107,6 +109,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       // The configuration is replaced whole; echoed "********" keeps a secret.
       c.configuration = ValidatedConfiguration(
           *type, catalog::KeepUnchangedSecrets(*type, *config, c.configuration));
+      RequireConnectorAllowed(c.connector_type, c.configuration);
       CheckConnectorTopics(tx, c, &before);
     }
     UpdateConnector(tx, c);

@@ -1,6 +1,7 @@
 // Environments and their members.
 #include "api/access.h"
 #include "api/config_keys.h"
+#include "api/connect_checks.h"
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
@@ -54,6 +55,7 @@ Response Create(ApiContext& ctx, Request& req) {
   e.config_hash = common::Sha256Hex(e.retention_configuration.dump());
   return Response::Created(ctx.db.Transact([&](pqxx::work& tx) {
     if (FindEnv(tx, e.id)) throw ApiError(409, "already_exists", "an env with this id exists");
+    RequireBootstrapAllowed(e.retention_configuration);
     if (FindEnvByName(tx, *e.name)) {
       throw ApiError(409, "already_exists", "an env with this name exists");
     }
@@ -88,6 +90,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       e.name = name;
     }
     if (config) {
+      RequireBootstrapAllowed(*config);
       e.retention_configuration = *config;
       e.config_hash = common::Sha256Hex(config->dump());
     }

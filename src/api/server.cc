@@ -12,6 +12,8 @@
 #include "api/authenticate.h"
 #include "api/routes.h"
 #include "api/static_files.h"
+#include "guard/connect_policy.h"
+#include "guard/postgres_conninfo.h"
 
 namespace sluice::api {
 
@@ -205,6 +207,11 @@ common::Status ApiServer::Start(const std::string& host, int port) {
     port_ = port;
   }
   if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
+  // No team's connection may reach this API or the control database it runs
+  // on (guard/connect_policy.h).
+  guard::ProtectInProcess(
+      guard::ProtectedEndpoint::Make("api", "the data-plane's API", host, port_));
+  guard::ProtectInProcess(guard::ControlDatabaseEndpoint(db_.url()));
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   // listen_after_bind sets is_running once its accept loop starts.
   for (int i = 0; i < 5000 && !http_->is_running(); ++i) {

@@ -1,5 +1,6 @@
 #include "api/subscriptions_repository.h"
 
+#include "api/connect_checks.h"
 #include "api/connectors_repository.h"
 #include "api/datamodels_repository.h"
 #include "api/pipelines_repository.h"
@@ -245,7 +246,13 @@ std::optional<common::Uuid> SubscriptionTeam(pqxx::work& tx, const SubscriptionR
 void CheckSubscriptionReferences(pqxx::work& tx, const common::Uuid& team,
                                  const SubscriptionRow& s) {
   if (s.target_connector_id) {
-    RequireTeamConnector(tx, team, *s.target_connector_id, "target_connector_id", "target");
+    auto target =
+        RequireTeamConnector(tx, team, *s.target_connector_id, "target_connector_id", "target");
+    // A JSONL target's table is one file name under its directory.
+    if (target.connector_type == "jsonl") {
+      RequireJsonlTableName("target_table_name", s.target_table_name.value_or(""));
+      if (s.error_table_name) RequireJsonlTableName("error_table_name", *s.error_table_name);
+    }
   }
   if (s.error_table_target_id) {
     RequireTeamConnector(tx, team, *s.error_table_target_id, "error_table_target_id", "target");

@@ -1,6 +1,7 @@
 // Warehouses (configuration side): a credentialed connection to a compute
 // engine, owned by a team. Its token is encrypted at rest and redacted.
 #include "api/access.h"
+#include "api/connect_checks.h"
 #include "api/connectors_repository.h"
 #include "api/idempotency.h"
 #include "api/json_fields.h"
@@ -50,6 +51,7 @@ Response Create(ApiContext& ctx, Request& req) {
   return IdempotentCreate(ctx, req, "warehouses:create", body, [&](pqxx::work& tx) {
     TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     if (!team.env_id) throw ApiError(409, "failed_precondition", "the team has no env");
+    RequireWarehouseAllowed(w.warehouse_type, w.configuration);
     w.team_id = team_id;
     w.env_id = *team.env_id;
     InsertWarehouse(tx, w);
@@ -80,6 +82,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       const auto& type = RequireWarehouseType(w.warehouse_type);
       w.configuration = ValidatedConfiguration(
           type, catalog::KeepUnchangedSecrets(type, *config, w.configuration));
+      RequireWarehouseAllowed(w.warehouse_type, w.configuration);
     }
     UpdateWarehouse(tx, w);
     LogAction(tx, req.caller(), "warehouse.update");

@@ -2,6 +2,7 @@
 // a datamodel per chosen table, (or reuses) the target, one subscription per
 // table and the pipeline itself, in one transaction: all of it or nothing.
 #include "api/access.h"
+#include "api/connect_checks.h"
 #include "api/connectors_repository.h"
 #include "api/datamodels_repository.h"
 #include "api/idempotency.h"
@@ -53,6 +54,7 @@ ConnectorRow Materialise(pqxx::work& tx, const common::Uuid& team,
     return RequireTeamConnector(tx, team, *spec.existing, role + "_connector_id", way);
   spec.fresh.team_id = team;
   spec.fresh.env_id = env;
+  RequireConnectorAllowed(spec.fresh.connector_type, spec.fresh.configuration);
   CheckConnectorTopics(tx, spec.fresh, nullptr);
   InsertConnector(tx, spec.fresh);
   return *FindConnector(tx, spec.fresh.id);

@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "api/access.h"
+#include "api/connect_checks.h"
 #include "api/connectors_repository.h"
 #include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
 #include "api/warehouses_repository.h"
+#include "guard/connect_policy.h"
 #include "warehouse/engine.h"
 #include "warehouse/run_store.h"
 #include "warehouse/runner.h"
@@ -33,10 +35,14 @@ Response TestConnection(ApiContext& ctx, Request& req) {
   WarehouseRow w = ctx.db.Transact([&](pqxx::work& tx) {
     return RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
   });
+  // A warehouse saved before the connect policy refused it is refused here.
+  RequireWarehouseAllowed(w.warehouse_type, w.configuration);
   // No transaction is held while the engine answers (it may take seconds).
   bool ok = false;
   std::string message;
   auto engine = warehouse::ConnectEngine(w.warehouse_type, w.configuration);
+  if (!engine.ok() && guard::IsRefusal(engine.status()))
+    throw ApiError(422, "connect_refused", engine.status().message());
   if (!engine.ok()) {
     message = engine.status().message();
   } else {
@@ -61,6 +67,7 @@ Response StartRun(ApiContext& ctx, Request& req, warehouse::RunExecutor& executo
   WarehouseRow w;
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
     w = RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireWarehouseAllowed(w.warehouse_type, w.configuration);
     auto statements =
         warehouse::SplitStatements(*sql, {warehouse::UsesBackslashEscapes(w.warehouse_type)});
     if (statements.empty()) InvalidField("sql", "contains no statement");

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "backfill/repository.h"
+#include "guard/connect_policy.h"
+#include "guard/jsonl_path.h"
 #include "orchestrator/launch_builder.h"
 #include "secrets/configuration_cipher.h"
 
@@ -38,9 +40,9 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
     return common::FailedPrecondition(fmt::format("no loader for a {} source", src[0][0].c_str()));
   auto source_config = Config(src[0][1], keys);
   if (!source_config.ok()) return source_config.status();
-  auto dst =
-      tx.exec_params("SELECT connector_type, json_configuration FROM connector WHERE id = $1",
-                     item.target_connector_id.ToString());
+  auto dst = tx.exec_params(
+      "SELECT connector_type, json_configuration, team_id FROM connector WHERE id = $1",
+      item.target_connector_id.ToString());
   if (dst.empty()) return common::NotFound("the destination connector no longer exists");
   auto target_config = Config(dst[0][1], keys);
   if (!target_config.ok()) return target_config.status();
@@ -48,15 +50,24 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
   LoaderConfig c;
   c.item_id = item.id.ToString();
   if (item.started_at) c.attempt_micros = Micros(*item.started_at);
-  c.source_url = orchestrator::PostgresUrl(*source_config);
+  c.source_url = orchestrator::PostgresConninfo(*source_config);
   c.source_table = item.source_table_name;
   c.target_type = dst[0][0].c_str();
   if (c.target_type == "postgresql") {
-    c.target = {{"type", c.target_type}, {"url", orchestrator::PostgresUrl(*target_config)}};
+    c.target = {{"type", c.target_type}, {"url", orchestrator::PostgresConninfo(*target_config)}};
   } else {
     c.target = *target_config;
     c.target["type"] = c.target_type;
+    // As the connector's worker writes it: under its team's part of the root.
+    if (c.target_type == "jsonl") {
+      c.target["directory"] =
+          guard::TeamJsonlDirectory(dst[0][2].is_null() ? std::string() : dst[0][2].c_str(),
+                                    target_config->value("directory", std::string()));
+      c.target["root"] = guard::ProcessJsonlRoot();
+    }
   }
+  // The loader checks its connections at connect time with this policy.
+  c.connect_policy = guard::ProcessPolicy()->ToJson();
   c.target_schema = target_config->value("schema", std::string("public"));
   c.target_table = item.target_table_name;
   c.truncate_history = run.truncate_history;

@@ -15,6 +15,7 @@
 #include "connectors/targets/postgres_target.h"
 #include "connectors/targets/target.h"
 #include "dataflow/row_transform.h"
+#include "guard/postgres_conninfo.h"
 
 namespace sluice::backfill {
 
@@ -42,6 +43,7 @@ json LoaderConfig::ToJson() const {
   if (attempt_micros) j["attempt_micros"] = *attempt_micros;
   if (partition_column) j["partition_column"] = *partition_column;
   if (report_database_url) j["report"] = {{"database_url", *report_database_url}};
+  if (!connect_policy.is_null()) j["connect_policy"] = connect_policy;
   return j;
 }
 
@@ -66,6 +68,7 @@ common::Result<LoaderConfig> LoaderConfig::FromJson(const json& j) {
     c.chunk_rows = std::max(1, j.value("chunk_rows", 20000));
     if (j.contains("report") && j["report"].contains("database_url"))
       c.report_database_url = j["report"]["database_url"].get<std::string>();
+    if (j.contains("connect_policy")) c.connect_policy = j["connect_policy"];
   } catch (const std::exception& e) {
     return common::InvalidArgument(fmt::format("bad loader config: {}", e.what()));
   }
@@ -749,16 +752,37 @@ common::Result<Prepared> Prepare(const LoaderConfig& c) {
   return out;
 }
 
+// The connect policy at connect time: both ends resolved once and checked,
+// and every connection of this load made to the checked addresses.
+common::Result<LoaderConfig> Pinned(const LoaderConfig& config) {
+  LoaderConfig c = config;
+  auto source = guard::PinPostgres(c.source_url);
+  if (!source.ok()) return source.status();
+  c.source_url = *source;
+  if (c.target_type == "postgresql") {
+    auto target = guard::PinPostgres(TargetUrl(c));
+    if (!target.ok()) return target.status();
+    c.target["url"] = *target;
+  }
+  return c;
+}
+
 }  // namespace
 
-common::Result<CheckVerdict> CheckPair(const LoaderConfig& config) {
+common::Result<CheckVerdict> CheckPair(const LoaderConfig& unpinned) {
+  auto pinned = Pinned(unpinned);
+  if (!pinned.ok()) return pinned.status();
+  const LoaderConfig& config = *pinned;
   auto prepared = Prepare(config);
   if (!prepared.ok()) return prepared.status();
   return prepared->verdict;
 }
 
-common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHooks& hooks,
+common::Result<std::int64_t> LoadPair(const LoaderConfig& unpinned, const LoadHooks& hooks,
                                       const std::atomic<bool>& stop) {
+  auto pinned = Pinned(unpinned);
+  if (!pinned.ok()) return pinned.status();
+  const LoaderConfig& config = *pinned;
   // The same rules as the pre-check, before anything is emptied.
   auto prepared = Prepare(config);
   if (!prepared.ok()) return prepared.status();

@@ -53,6 +53,9 @@ struct LoaderConfig {
   std::optional<std::string> report_database_url;
   int partitions = 4;
   int chunk_rows = 20000;  // rows per chunk (the fence is held for one chunk)
+  // The launcher's connect policy (guard/connect_policy.h), so the loader's
+  // connect-time check is serve's; null: this process's own.
+  nlohmann::json connect_policy;
 
   nlohmann::json ToJson() const;
   static common::Result<LoaderConfig> FromJson(const nlohmann::json& j);

@@ -25,6 +25,8 @@
 #include "backfill/report.h"
 #include "backfill/repository.h"
 #include "cli/command_registry.h"
+#include "guard/connect_policy.h"
+#include "guard/postgres_conninfo.h"
 #include "secrets/key_ring.h"
 
 namespace {
@@ -52,6 +54,8 @@ sluice::common::Result<LoaderConfig> ConfigFromItem(const LoaderFlags& f) {
   if (!id) return sluice::common::InvalidArgument("--item is not a UUID");
   auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
   if (!keys.ok()) return keys.status();
+  // Run by hand beside the data plane: its database is closed to the load.
+  sluice::guard::ProtectInProcess(sluice::guard::ControlDatabaseEndpoint(url));
   pqxx::connection conn(url);
   pqxx::work tx(conn);
   auto item = sluice::backfill::Repository::FindItem(tx, *id);
@@ -104,6 +108,15 @@ int RunLoader(const LoaderFlags& f) {
   }
   auto id = sluice::common::Uuid::Parse(config.item_id);
   if (!id) return 2;
+  // The launcher's connect policy: this loader's connect-time check is serve's.
+  if (!config.connect_policy.is_null()) {
+    auto policy = sluice::guard::ConnectPolicy::FromJson(config.connect_policy);
+    if (!policy.ok()) {
+      std::fprintf(stderr, "sluice loader: %s\n", policy.status().message().c_str());
+      return 2;
+    }
+    sluice::guard::SetProcessPolicy(std::move(policy).value());
+  }
   if (!reporter && config.report_database_url)
     reporter =
         std::make_unique<ItemReporter>(*config.report_database_url, *id, config.attempt_micros);

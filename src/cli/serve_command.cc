@@ -18,8 +18,10 @@
 #include "api/static_files.h"
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
+#include "cli/connect_flags.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "guard/connect_policy.h"
 #include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
@@ -49,6 +51,10 @@ struct ServeFlags {
   std::string metrics_token;         // bearer a Prometheus scraper presents at GET /metrics
   int backfill_source_cap = 2;       // running backfill items per source connector
   int backfill_destination_cap = 2;  // ... and per destination connector
+  // The connect policy's operator lists (guard/connect_policy.h) and the
+  // JSONL root (empty: <data-dir>/jsonl).
+  std::vector<std::string> connect_allow, connect_deny;
+  std::string jsonl_root;
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -76,6 +82,12 @@ int Serve(const ServeFlags& f) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  if (auto st =
+          sluice::cli::ApplyConnectFlags(f.connect_allow, f.connect_deny, f.jsonl_root, f.data_dir);
+      !st.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", st.message().c_str());
+    return 2;
+  }
   auto provisioned = sluice::store::ProvisionDatabase(f.data_dir);
   if (!provisioned.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", provisioned.status().ToString().c_str());
@@ -118,6 +130,8 @@ int Serve(const ServeFlags& f) {
     return 1;
   }
   std::printf("registry listening on %s:%d\n", reg_host.c_str(), registry.port());
+  sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
+      "registry", "the data-plane's schema registry", reg_host, registry.port()));
 #endif
   // The orchestrator launches workers as local processes (the embedded
   // launcher); background jobs keep rollups, retention and the outbox going.
@@ -251,6 +265,7 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
                   "only a superuser's token is accepted)")
       ->envname("SLUICE_METRICS_TOKEN");
+  sluice::cli::AddConnectFlags(*cmd, flags->connect_allow, flags->connect_deny, flags->jsonl_root);
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 

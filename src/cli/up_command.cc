@@ -25,10 +25,12 @@
 #include "auth/secret_key.h"
 #include "cli/broker_access.h"
 #include "cli/command_registry.h"
+#include "cli/connect_flags.h"
 #include "cli/demo_pipeline.h"
 #include "common/net.h"
 #include "common/subprocess.h"
 #include "common/uuid.h"
+#include "guard/connect_policy.h"
 #include "kafka/client_config.h"
 #include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
@@ -58,6 +60,10 @@ struct UpFlags {
   // The broker's connection caps (`sluice broker --max-connections...`).
   int broker_max_connections = 4096;
   int broker_max_connections_per_address = 512;
+  // The connect policy's operator lists (guard/connect_policy.h) and the
+  // JSONL root (empty: <data-dir>/jsonl).
+  std::vector<std::string> connect_allow, connect_deny;
+  std::string jsonl_root;
 };
 
 bool WaitForPort(const std::string& host, int port, std::chrono::seconds limit) {
@@ -110,6 +116,10 @@ int Up(const UpFlags& f) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   std::filesystem::create_directories(f.data_dir);
+  if (auto st =
+          sluice::cli::ApplyConnectFlags(f.connect_allow, f.connect_deny, f.jsonl_root, f.data_dir);
+      !st.ok())
+    return Fail(st.message());
   auto provisioned = sluice::store::ProvisionDatabase(f.data_dir);
   if (!provisioned.ok()) return Fail(provisioned.status().message());
   const auto& url = (*provisioned)->url();
@@ -161,6 +171,8 @@ int Up(const UpFlags& f) {
   sluice::registry::RegistryServer registry(db, &registry_gate);
   if (auto st = registry.Start(reg_host, reg_port); !st.ok()) return Fail(st.message());
   std::printf("registry listening on %s\n", f.registry_listen.c_str());
+  sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
+      "registry", "the data-plane's schema registry", reg_host, registry.port()));
 #endif
 
   sluice::orchestrator::OrchestratorOptions options;
@@ -267,6 +279,7 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "connect from this machine's address (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  sluice::cli::AddConnectFlags(*cmd, f->connect_allow, f->connect_deny, f->jsonl_root);
   cmd->callback([f] { sluice::cli::ExitCode() = Up(*f); });
 });
 

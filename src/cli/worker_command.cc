@@ -18,6 +18,7 @@
 #include "dataflow/worker_metrics.h"
 #include "dataflow/worker_process.h"
 #include "dataflow/worker_reporter.h"
+#include "guard/connect_policy.h"
 
 namespace {
 
@@ -52,6 +53,7 @@ struct WorkerFlags {
   std::string state_dir = "/tmp";
   std::string shard, generation;  // informational: the token carries both
   std::string metrics_listen;     // empty: the launch config's, else 127.0.0.1:0
+  std::string jsonl_root;         // empty: the launch config's jsonl_root
 };
 
 int RunWorkerCommand(const WorkerFlags& flags) {
@@ -108,6 +110,25 @@ int RunWorkerCommand(const WorkerFlags& flags) {
                  launch->connector_id.ToString().c_str(), flags.connector.c_str());
     return 2;
   }
+  // serve's connect policy: every connection this worker opens for its
+  // team is checked again here, at connect time.
+  if (!launch->connect_policy.is_null()) {
+    auto policy = sluice::guard::ConnectPolicy::FromJson(launch->connect_policy);
+    if (!policy.ok()) {
+      std::fprintf(stderr, "sluice worker: %s\n", policy.status().message().c_str());
+      return 2;
+    }
+    sluice::guard::SetProcessPolicy(std::move(policy).value());
+  }
+  // The env's broker bootstrap, checked at connect time too.
+  if (auto st = sluice::guard::CheckBootstrap(*sluice::guard::ProcessPolicy(),
+                                              launch->broker.bootstrap_servers, true);
+      !st.ok() && sluice::guard::IsRefusal(st)) {
+    std::fprintf(stderr, "sluice worker: broker bootstrap: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (!flags.jsonl_root.empty() && launch->target.type == "jsonl")
+    launch->target.config["root"] = flags.jsonl_root;
   // Snapshot progress lives beside the launch file, so a restarted process
   // resumes; a pod keeps it on its own disk (a new pod re-reads, which the
   // idempotent targets absorb).
@@ -149,6 +170,9 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--generation", flags->generation, "Launch generation (from the token)");
   cmd->add_option("--state-dir", flags->state_dir, "Where a pod keeps snapshot progress")
       ->capture_default_str();
+  cmd->add_option("--jsonl-root", flags->jsonl_root,
+                  "The only directory a jsonl target writes under (default: the launch "
+                  "config's jsonl_root)");
   cmd->add_option(
       "--metrics-listen", flags->metrics_listen,
       "HOST:PORT of the worker's Prometheus /metrics (default: the launch config's "

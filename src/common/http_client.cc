@@ -56,6 +56,15 @@ Result<HttpReply> SendHttp(const HttpRequest& request) {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
   }
+  std::unique_ptr<curl_slist, HeaderListDeleter> resolve;
+  if (!request.pinned_resolve.empty()) {
+    resolve.reset(curl_slist_append(nullptr, request.pinned_resolve.c_str()));
+    curl_easy_setopt(c, CURLOPT_RESOLVE, resolve.get());
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+  }
   if (!request.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, request.ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
   // Signals would interrupt other threads' work; the timeout does the job.

@@ -20,6 +20,11 @@ struct HttpRequest {
   std::string body;                  // sent when non-empty or when method is not GET
   std::chrono::milliseconds timeout{10'000};
   std::string ca_file;  // PEM bundle to verify the server with; empty: the system's
+  // A team's destination (guard/http_destination.h): "host:port:address",
+  // the checked address the connection must use (CURLOPT_RESOLVE). When
+  // set, only http and https are spoken, no redirect is followed and no
+  // proxy from the environment is used.
+  std::string pinned_resolve;
 };
 
 struct HttpReply {

@@ -88,10 +88,15 @@ common::Result<WorkerLaunch> Parse(const json& j) {
       w.datamodels.push_back(std::move(spec));
     }
   }
+  if (j.contains("connect_policy")) w.connect_policy = j["connect_policy"];
   if (w.kind == "target") {
     const auto& t = j.value("target", json::object());
     w.target.type = t.value("type", std::string("postgresql"));
     w.target.config = t;
+    // A jsonl target writes under the operator's root, which the launch names.
+    if (w.target.type == "jsonl" && !t.contains("root") && j.contains("jsonl_root") &&
+        j["jsonl_root"].is_string())
+      w.target.config["root"] = j["jsonl_root"];
     if (w.target.type == "jsonl" ? !t.contains("directory") : !t.contains("url"))
       problems.push_back(w.target.type == "jsonl" ? "target.directory is required"
                                                   : "target.url is required");

@@ -13,6 +13,8 @@
 //    "datamodels": [{"id", "source_topic", "target_topic", "consumer_group", "transform",
 //                    "key": [...], "input": "envelope" | "json", "format": "json" | "avro"}],
 //    "target": {"type": "postgresql" | "http" | "jsonl", ...its config: url / directory...},
+//    "jsonl_root": "/var/sluice/jsonl"            where a jsonl target's directory lives
+//    "connect_policy": {...}                      guard/connect_policy.h, checked at connect time
 //    "subscriptions": [{"id", "name", "topic", "consumer_group", "target_table",
 //                       "target_schema", "transform_config", "error_table",
 //                       "on_refusal": "stop" | "skip"}]}
@@ -68,6 +70,9 @@ struct WorkerLaunch {
   std::vector<DatamodelSpec> datamodels;
   TargetSpec target;
   std::vector<SubscriptionSpec> subscriptions;
+  // serve's connect policy (ConnectPolicy::ToJson), null when the launch
+  // carries none; the worker command makes it the process's.
+  nlohmann::json connect_policy;
 
   // Every problem in one error, not the first only.
   static common::Result<WorkerLaunch> FromJson(const nlohmann::json& j);

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "connectors/topic_naming.h"
+#include "guard/connect_policy.h"
+#include "guard/jsonl_path.h"
+#include "guard/postgres_conninfo.h"
 #include "orchestrator/broker_grants.h"
 #include "runtime/shard_planner.h"
 #include "secrets/configuration_cipher.h"
@@ -12,18 +15,6 @@ namespace sluice::orchestrator {
 using nlohmann::json;
 
 namespace {
-
-std::string UriEscape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
 
 std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.c_str(); }
 
@@ -42,18 +33,7 @@ common::Result<json> ConnectorConfig(const pqxx::field& f, const secrets::KeyRin
 
 }  // namespace
 
-std::string PostgresUrl(const json& c) {
-  if (c.contains("url") && c["url"].is_string()) return c["url"].get<std::string>();
-  std::string url = "postgresql://" + UriEscape(c.value("user", std::string("postgres")));
-  if (c.contains("password") && c["password"].is_string() &&
-      !c["password"].get<std::string>().empty())
-    url += ":" + UriEscape(c["password"].get<std::string>());
-  url += "@" + c.value("host", std::string("127.0.0.1")) + ":" +
-         std::to_string(c.value("port", 5432)) + "/" +
-         UriEscape(c.value("database", std::string()));
-  if (c.contains("sslmode")) url += "?sslmode=" + c["sslmode"].get<std::string>();
-  return url;
-}
+std::string PostgresConninfo(const json& c) { return guard::ConninfoFromConfig(c); }
 
 std::optional<std::string> RepublishedTopic(const std::string& source_type,
                                             const std::string& source_topic,
@@ -74,7 +54,8 @@ std::string DefaultSlotName(const runtime::Worker& worker) {
 common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker,
                                        const secrets::KeyRing* keys) {
   auto rows = tx.exec_params(
-      "SELECT c.connector_type, c.way, c.json_configuration, e.retention_configuration, c.name "
+      "SELECT c.connector_type, c.way, c.json_configuration, e.retention_configuration, c.name, "
+      "c.team_id "
       "FROM connector c LEFT JOIN env e ON e.id = c.env_id WHERE c.id = $1",
       worker.connector_id.ToString());
   if (rows.empty()) return common::NotFound("connector no longer exists");
@@ -145,7 +126,7 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
     std::string publication = config.value("publication_name", slot);
     if (config.contains("publication_name") && worker.shard_index > 0)
       publication += "_" + std::to_string(worker.shard_index);
-    launch["source"] = {{"type", type},           {"url", PostgresUrl(config)},
+    launch["source"] = {{"type", type},           {"url", PostgresConninfo(config)},
                         {"slot", slot},           {"publication", publication},
                         {"topic_prefix", prefix}, {"format", format},
                         {"tables", captured}};
@@ -155,14 +136,17 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
   }
   json target;
   if (type == "postgresql") {
-    target = {{"type", type}, {"url", PostgresUrl(config)}};
+    target = {{"type", type}, {"url", PostgresConninfo(config)}};
   } else if (type == "http") {
     target = {{"type", type},
               {"url", config.value("url", std::string())},
               {"headers", config.value("headers", json::object())}};
     if (config.contains("timeout_ms")) target["timeout_ms"] = config["timeout_ms"];
   } else if (type == "jsonl") {
-    target = {{"type", type}, {"directory", config.value("directory", std::string())}};
+    // Under the team's own part of the JSONL root (the worker adds the root).
+    target = {{"type", type},
+              {"directory", guard::TeamJsonlDirectory(Text(rows[0][5]),
+                                                      config.value("directory", std::string()))}};
     if (config.contains("rotate_bytes")) target["rotate_bytes"] = config["rotate_bytes"];
   } else {
     return common::FailedPrecondition(fmt::format("no runtime for target type {}", type));
@@ -210,7 +194,7 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
       if (!r[10].is_null() && Text(r[11]) == "postgresql") {
         auto error_config = ConnectorConfig(r[10], keys);
         if (!error_config.ok()) return error_config.status();
-        sub["error_target_url"] = PostgresUrl(*error_config);
+        sub["error_target_url"] = PostgresConninfo(*error_config);
       }
     }
     subs.push_back(sub);
@@ -233,6 +217,10 @@ common::Result<json> BuildLaunch(pqxx::transaction_base& tx, const runtime::Work
   if (context.report_database_url)
     full["report"] = {{"database_url", *context.report_database_url}};
   if (context.registry_url) full["registry"] = {{"url", *context.registry_url}};
+  // The worker checks its connections at connect time with serve's policy,
+  // and writes JSONL files only under serve's root.
+  full["connect_policy"] = guard::ProcessPolicy()->ToJson();
+  if (auto root = guard::ProcessJsonlRoot(); !root.empty()) full["jsonl_root"] = root;
   // The worker's own broker identity, limited to its connector's topics and groups.
   if (const auto& issue = GetBrokerIdentityIssuer()) {
     auto broker = issue(worker, full.value("broker", json::object()), GrantForLaunch(full));

@@ -37,8 +37,10 @@ common::Result<nlohmann::json> BuildLaunch(pqxx::transaction_base& tx,
                                            const LaunchContext& context,
                                            const secrets::KeyRing* keys);
 
-// libpq URL from a postgresql connector config {host, port, database, user, password, sslmode}.
-std::string PostgresUrl(const nlohmann::json& config);
+// libpq keyword connection string from a postgresql connector config {host,
+// port, database, user, password, sslmode}: each value quoted as a keyword's
+// (guard/postgres_conninfo.h), never pasted into a URL.
+std::string PostgresConninfo(const nlohmann::json& config);
 
 // The topic a datamodel's stage republishes onto, or nullopt when the
 // datamodel is read raw (no distinct target_topic): subscriptions read this.

@@ -3,8 +3,11 @@
 #include <curl/curl.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
+
+#include "guard/http_destination.h"
 
 namespace sluice::warehouse {
 namespace {
@@ -156,6 +159,16 @@ class DatabricksEngine final : public Engine {
     if (!curl_) return common::Internal("libcurl unavailable");
     curl_easy_reset(curl_);
     std::string url = base_url_ + path, payload = body.is_null() ? "" : body.dump(), response;
+    // The connect policy, at connect time: http(s) only, to the checked
+    // address only, no redirect, no proxy.
+    auto pinned = guard::PinHttp(*guard::ProcessPolicy(), url);
+    if (!pinned.ok()) return pinned.status();
+    std::unique_ptr<curl_slist, void (*)(curl_slist*)> resolve(
+        curl_slist_append(nullptr, pinned->resolve.c_str()), curl_slist_free_all);
+    curl_easy_setopt(curl_, CURLOPT_RESOLVE, resolve.get());
+    curl_easy_setopt(curl_, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl_, CURLOPT_PROXY, "");
     struct curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, ("Authorization: Bearer " + token_).c_str());
     headers = curl_slist_append(headers, "Content-Type: application/json");

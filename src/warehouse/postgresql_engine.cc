@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "guard/postgres_conninfo.h"
+
 namespace sluice::warehouse {
 namespace {
 
@@ -218,13 +220,20 @@ common::Result<std::unique_ptr<Engine>> ConnectPostgresql(const json& config,
               dbname = ConfigText(config, "database"), user = ConfigText(config, "user"),
               password = ConfigText(config, "password"),
               sslmode = ConfigText(config, "sslmode", "prefer");
-  const char* keys[] = {"host",     "port",    "dbname",          "user",
-                        "password", "sslmode", "connect_timeout", "application_name",
-                        nullptr};
-  const char* values[] = {host.c_str(), port.c_str(),       dbname.c_str(),
-                          user.c_str(), password.c_str(),   sslmode.c_str(),
-                          "10",         "sluice-warehouse", nullptr};
-  PGconn* conn = PQconnectdbParams(keys, values, 0);
+  // Keywords, each value quoted; then the connect policy at connect time:
+  // the host resolved once, every address checked, libpq sent to the
+  // checked one (hostaddr).
+  auto pinned =
+      guard::PinPostgres(guard::BuildConninfo({{"host", host},
+                                               {"port", port},
+                                               {"dbname", dbname},
+                                               {"user", user},
+                                               {"password", password},
+                                               {"sslmode", sslmode},
+                                               {"connect_timeout", "10"},
+                                               {"application_name", "sluice-warehouse"}}));
+  if (!pinned.ok()) return pinned.status();
+  PGconn* conn = PQconnectdb(pinned->c_str());
   if (!conn) return common::Unavailable("out of memory connecting to PostgreSQL");
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string message = FirstLine(PQerrorMessage(conn));

@@ -99,7 +99,7 @@ TEST(HttpHygiene, APostWithNoBodyAtAllIsAnActionWithoutOptions) {
   auto c = h.Call("POST", "/api/v1/teams/" + team.ToString() + "/connectors",
                   {{"name", "dst"},
                    {"type", "jsonl-target"},
-                   {"configuration", {{"directory", "/tmp/sluice-hygiene"}}}},
+                   {"configuration", {{"directory", "sluice-hygiene"}}}},
                   h.root().token);
   ASSERT_EQ(c.status, 201) << c.raw;
   std::string connector = c.body["id"];

@@ -88,7 +88,7 @@ std::string ApiHarness::NewConnector(const std::string& team, const std::string&
                                      const std::string& type) {
   Json config = PgSourceConfig();
   if (type == "http-target") config = {{"url", "https://hooks.example.com/x"}};
-  if (type == "jsonl-target") config = {{"directory", "/tmp/out"}};
+  if (type == "jsonl-target") config = {{"directory", "out"}};
   if (type == "kafka-source") config = {{"topic", "events"}};
   auto c = Post("/api/v1/teams/" + team + "/connectors",
                 {{"name", name}, {"type", type}, {"configuration", config}});

@@ -93,17 +93,16 @@ TEST_F(ConnectorsApi, UnknownBodyFieldIs400) {
   auto r = Post(Path(), {{"name", "x"},
                          {"type", "jsonl-target"},
                          {"colour", "red"},
-                         {"configuration", {{"directory", "/tmp"}}}});
+                         {"configuration", {{"directory", "out"}}}});
   EXPECT_EQ(r.status, 400);
 }
 
 TEST_F(ConnectorsApi, NameIsUniquePerEnvAcrossTeamsAndSearchIsCaseInsensitive) {
   NewConnector(team_id_, "Orders-DB", "postgresql-source");
   std::string other = NewTeam("other");
-  auto clash =
-      Post("/api/v1/teams/" + other + "/connectors", {{"name", "Orders-DB"},
-                                                      {"type", "jsonl-target"},
-                                                      {"configuration", {{"directory", "/tmp"}}}});
+  auto clash = Post(
+      "/api/v1/teams/" + other + "/connectors",
+      {{"name", "Orders-DB"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "out"}}}});
   EXPECT_EQ(clash.status, 409);
   NewConnector(team_id_, "billing", "jsonl-target");
   auto found = Get(Path() + "?name=ORDERS");
@@ -132,7 +131,7 @@ TEST_F(ConnectorsApi, AnotherTeamsConnectorIsNotFoundForAMember) {
   EXPECT_EQ(Call("DELETE", "/api/v1/connectors/" + theirs, nullptr, token).status, 404);
   auto mine =
       Call("POST", Path(),
-           {{"name", "mine"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "/tmp"}}}},
+           {{"name", "mine"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "out"}}}},
            token);
   EXPECT_EQ(mine.status, 201) << mine.body.dump();
 }

@@ -235,6 +235,56 @@ TEST_F(EndToEnd, ATargetWithoutSubscriptionsIdlesInsteadOfSpinning) {
   EXPECT_LT(cpu_seconds() - before, 0.5);
 }
 
+// The connect policy travels in the launch config and a real worker process
+// checks it again when it connects: a source database that is the control
+// database (as serve's policy says) is refused with the rule named, and no
+// replication slot is created on it. The same worker, policy aside, runs.
+TEST_F(EndToEnd, AWorkerRefusesTheControlDatabaseItsLaunchPolicyNames) {
+  const std::string url = source_.url();
+  auto colon = url.rfind(':');
+  int port = std::stoi(url.substr(colon + 1, url.rfind('/') - colon - 1));
+  json policy = {{"protected",
+                  {{{"rule", "control-database"},
+                    {"what", "the data-plane's control database"},
+                    {"addresses", {"127.0.0.1"}},
+                    {"any_local", true},
+                    {"port", port},
+                    {"database", url.substr(url.rfind('/') + 1)}}}}};
+  json source =
+      WorkerConfig("source", {{"source",
+                               {{"type", "postgresql"},
+                                {"url", url},
+                                {"slot", slot_},
+                                {"publication", slot_},
+                                {"topic_prefix", "e2e"},
+                                {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}},
+                              {"connect_policy", policy}});
+  RunWorker("guarded", source);
+  auto log = dir_ / "guarded.log";
+  bool named = false;
+  for (int i = 0; i < 300 && !named; ++i) {
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    named = text.find("(control-database)") != std::string::npos;
+    if (!named) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(named) << "the worker's log does not name the rule";
+  auto slots = [&] {
+    pqxx::connection c(source_.url());
+    return pqxx::nontransaction(c)
+        .exec_params("SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", slot_)[0][0]
+        .as<int>();
+  };
+  EXPECT_EQ(slots(), 0);
+  supervisor_->Stop("guarded", 5s);
+  // Without the rule, the same launch creates its slot: the refusal above
+  // was the policy's.
+  source.erase("connect_policy");
+  RunWorker("unguarded", source);
+  for (int i = 0; i < 300 && slots() == 0; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(slots(), 1);
+}
+
 TEST_F(EndToEnd, SnapshotThenStreamedChangesReachTheTargetExactly) {
   StartWorkers();
   ASSERT_TRUE(Converges());
@@ -606,7 +656,7 @@ TEST_F(RealTables, AKeyChangeLeavesNoGhostRowInAJsonlTarget) {
   Source("CREATE TABLE plain (id int PRIMARY KEY, v text)");
   Source("INSERT INTO plain VALUES (1, 'a'), (3, 'c')");
   auto files = dir_ / "jsonl";
-  Start({"plain"}, {{"type", "jsonl"}, {"directory", files.string()}});
+  Start({"plain"}, {{"type", "jsonl"}, {"root", dir_.string()}, {"directory", "jsonl"}});
   Source("UPDATE plain SET id = 30 WHERE id = 3");
   Source("UPDATE plain SET v = 'b' WHERE id = 1");
   // Replays the file the way a consumer would: upserts by key, deletes.

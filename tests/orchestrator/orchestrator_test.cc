@@ -11,6 +11,8 @@
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
+#include "guard/connect_policy.h"
+#include "guard/postgres_conninfo.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/placement.h"
@@ -326,12 +328,19 @@ TEST_F(OrchestratorTest, DatamodelWithATargetTopicIsRepublishedBySourceAndReadBy
   EXPECT_EQ(kafka["datamodels"][0]["target_topic"], "events.sluice");
   EXPECT_EQ(kafka["datamodels"][0]["input"], "json");
   EXPECT_EQ(kafka["datamodels"][0]["key"][0], "id");
-  // The full launch carries where the registry is.
+  // The full launch carries where the registry is, and the connect policy
+  // the worker checks its connections with (here: this process's, with the
+  // data plane's database protected).
+  guard::ProtectInProcess(guard::ControlDatabaseEndpoint(db_->url()));
   auto full = db_->Transact([&](pqxx::work& tx) {
     auto w = runtime::WorkerRepository::ForConnector(tx, source_id_)[0];
     return *BuildLaunch(tx, w, {std::nullopt, "http://127.0.0.1:8081"}, nullptr);
   });
   EXPECT_EQ(full["registry"]["url"], "http://127.0.0.1:8081");
+  auto policy = guard::ConnectPolicy::FromJson(full["connect_policy"]);
+  ASSERT_TRUE(policy.ok()) << full["connect_policy"].dump();
+  ASSERT_FALSE(policy->protected_endpoints().empty()) << full["connect_policy"].dump();
+  EXPECT_EQ(policy->protected_endpoints().back().rule, "control-database");
 }
 
 }  // namespace

@@ -138,19 +138,24 @@ class AccessMatrixAll : public ::testing::Test {
   }
   std::string Token(const std::string& user) { return h_.TokenFor(*common::Uuid::Parse(user)); }
 
-  Json WarehouseConfig() const {
-    // postgresql://user@127.0.0.1:<port>/<db>: the test database itself.
+  // The test cluster's `database` as a postgresql configuration.
+  Json ClusterConfig(const std::string& database) const {
+    // postgresql://user@127.0.0.1:<port>/<db>
     std::string url = h_.url();
     auto at = url.rfind('@'), colon = url.rfind(':'), slash = url.rfind('/');
     Json c = {{"host", "127.0.0.1"},
               {"port", std::stoi(url.substr(colon + 1, slash - colon - 1))},
-              {"database", url.substr(slash + 1)},
+              {"database", database},
               {"sslmode", "disable"}};
     std::string user = url.substr(url.find("//") + 2, at - url.find("//") - 2);
     c["user"] = user.substr(0, user.find(':'));
     c["password"] = ClusterPassword();
     return c;
   }
+  // A database of the test cluster other than the control one: the
+  // control database is closed to every team (guard/connect_policy.h).
+  Json WarehouseConfig() const { return ClusterConfig(work_.name()); }
+  Json ControlConfig() const { return ClusterConfig(h_.url().substr(h_.url().rfind('/') + 1)); }
 
   World Build() {
     World w;
@@ -230,7 +235,7 @@ class AccessMatrixAll : public ::testing::Test {
     });
     w.tokens.back() = api::IssueWorkerToken(h_.server().context().signer, shard.id,
                                             shard.connector_id, shard.launch_generation, 1h);
-    w.target = connector("dst", "jsonl-target", {{"directory", "/tmp/sluice-access"}});
+    w.target = connector("dst", "jsonl-target", {{"directory", "sluice-access"}});
     auto d =
         Must("POST", "/api/v1/connectors/" + w.source + "/datamodels",
              {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}}, 201);
@@ -308,6 +313,7 @@ class AccessMatrixAll : public ::testing::Test {
   }
 
   ApiHarness h_;
+  TestDatabase work_;
   int serial_ = 0;
 };
 
@@ -404,7 +410,7 @@ std::vector<Row> Rows() {
        [](const World&, int n) {
          return Json{{"name", "c" + std::to_string(n)},
                      {"type", "jsonl-target"},
-                     {"configuration", {{"directory", "/tmp/sluice-access"}}}};
+                     {"configuration", {{"directory", "sluice-access"}}}};
        }},
       {"GET", "/api/v1/connectors/{connector_id}", R::kTeamResourceRead, nullptr},
       {"PATCH", "/api/v1/connectors/{connector_id}", R::kTeamResourceWrite, Empty},
@@ -660,7 +666,7 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
   std::string b_target = allowed("B's own target", "POST", "/api/v1/teams/" + b + "/connectors",
                                  {{"name", "b-dst"},
                                   {"type", "jsonl-target"},
-                                  {"configuration", {{"directory", "/tmp/sluice-access-b"}}}},
+                                  {"configuration", {{"directory", "sluice-access-b"}}}},
                                  201)["id"];
   std::string b_subscription =
       allowed("B's own subscription", "POST", "/api/v1/teams/" + b + "/subscriptions",
@@ -718,6 +724,57 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
   // Production metrics of A's topic, asked through B.
   attempt("B reads A's topic production", "GET",
           "/api/v1/teams/" + b + "/topics/" + w.topic + "/metrics/summary", nullptr, 404);
+  // A host: the data-plane's own control database and API, which no team
+  // owns, named in every kind of configuration that opens a connection.
+  Json pg_target = ControlConfig();
+  pg_target["password"] = "x";
+  attempt("postgresql-target naming the control database", "POST",
+          "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-pg"}, {"type", "postgresql-target"}, {"configuration", pg_target}}, 422);
+  attempt("postgresql-source naming the control database", "POST",
+          "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-pg-src"}, {"type", "postgresql-source"}, {"configuration", pg_target}}, 422);
+  attempt("warehouse naming the control database", "POST", "/api/v1/teams/" + b + "/warehouses",
+          {{"name", "b-wh"}, {"warehouse_type", "postgresql"}, {"configuration", ControlConfig()}},
+          422);
+  attempt("http-target naming the API", "POST", "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-hook"},
+           {"type", "http-target"},
+           {"configuration",
+            {{"url", "http://127.0.0.1:" + std::to_string(h_.port()) + "/api/v1/users"}}}},
+          422);
+  // A directory: A's JSONL directory, by its path and by climbing out of
+  // B's part of the root; a table name that climbs out.
+  attempt(
+      "jsonl-target at A's directory by absolute path", "POST",
+      "/api/v1/teams/" + b + "/connectors",
+      {{"name", "b-files"},
+       {"type", "jsonl-target"},
+       {"configuration", {{"directory", "/var/lib/sluice/jsonl/" + w.team + "/sluice-access"}}}},
+      422);
+  attempt("jsonl-target climbing into A's directory", "POST", "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-files2"},
+           {"type", "jsonl-target"},
+           {"configuration", {{"directory", "../" + w.team + "/sluice-access"}}}},
+          422);
+  attempt("jsonl-target PATCH into A's directory", "PATCH", "/api/v1/connectors/" + b_target,
+          {{"configuration", {{"directory", "../" + w.team + "/sluice-access"}}}}, 422);
+  attempt("subscription table name climbing into A's directory", "POST",
+          "/api/v1/teams/" + b + "/subscriptions",
+          {{"name", "b-s3"},
+           {"datamodel_id", b_model["id"]},
+           {"target_connector_id", b_target},
+           {"target_table_name", "../../" + w.team + "/sluice-access/orders"}},
+          422);
+  // The same relative directory as A's is B's own: under B's part of the root.
+  std::string b_same_dir = allowed("B's jsonl-target with A's relative directory", "POST",
+                                   "/api/v1/teams/" + b + "/connectors",
+                                   {{"name", "b-files3"},
+                                    {"type", "jsonl-target"},
+                                    {"configuration", {{"directory", "sluice-access"}}}},
+                                   201)["id"];
+  EXPECT_FALSE(b_same_dir.empty());
+
   // Within A, a group is still the one subscription's.
   auto dup = h_.Call("POST", "/api/v1/teams/" + w.team + "/subscriptions",
                      {{"name", "s-dup"},
@@ -766,7 +823,12 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
         auto launch = orchestrator::BuildLaunchConfig(tx, worker, &api::ConfigKeyRing());
         ASSERT_TRUE(launch.ok()) << launch.status().ToString();
         std::string text = launch->dump();
-        for (const auto& a_name : {w.topic, a_datamodel_group, a_subscription_group}) {
+        // B's files land under B's part of the JSONL root.
+        if (launch->contains("target") && (*launch)["target"].value("type", "") == "jsonl") {
+          EXPECT_EQ((*launch)["target"].value("directory", "").rfind(b + "/", 0), 0u) << text;
+        }
+        for (const auto& a_name :
+             {w.topic, a_datamodel_group, a_subscription_group, w.team + "/sluice-access"}) {
           if (text.find(a_name) != std::string::npos) ++leaks;
           EXPECT_EQ(text.find(a_name), std::string::npos) << a_name << " in " << text;
         }

@@ -77,7 +77,8 @@ class Api {
                            "application/json");
     EXPECT_TRUE(login && login->status == 200);
     if (login && login->status == 200)
-      auth_ = {{"Authorization", "Bearer " + json::parse(login->body)["access_token"].get<std::string>()}};
+      auth_ = {{"Authorization",
+                "Bearer " + json::parse(login->body)["access_token"].get<std::string>()}};
   }
   json Post(const std::string& path, const json& body, int want) {
     auto r = cli_.Post(path.c_str(), auth_, body.dump(), "application/json");
@@ -97,6 +98,7 @@ class Api {
 
 TEST(ApiFaults, KilledApiProcessLosesNoRunAndNoTaskSlot) {
   TestDatabase plane;
+  TestDatabase work;  // the warehouse's: same cluster, not the control database
   auto dir = std::filesystem::temp_directory_path() /
              ("sluice-api-fault-" + common::Uuid::V4().ToString().substr(0, 8));
   std::string url = plane.url();
@@ -107,20 +109,20 @@ TEST(ApiFaults, KilledApiProcessLosesNoRunAndNoTaskSlot) {
     ServeProcess serve(url, dir);
     ASSERT_GT(serve.port(), 0);
     Api api(serve.port());
-    auto env = api.Post("/api/v1/envs",
-                        {{"name", "prod"},
-                         {"retention_configuration", {{"bootstrap_servers", "127.0.0.1:1"}}}},
-                        201);
-    std::string team =
-        api.Post("/api/v1/envs/" + env["id"].get<std::string>() + "/teams", {{"name", "t"}}, 201)["id"];
-    // The warehouse is the test cluster itself.
+    auto env = api.Post(
+        "/api/v1/envs",
+        {{"name", "prod"}, {"retention_configuration", {{"bootstrap_servers", "127.0.0.1:1"}}}},
+        201);
+    std::string team = api.Post("/api/v1/envs/" + env["id"].get<std::string>() + "/teams",
+                                {{"name", "t"}}, 201)["id"];
+    // The warehouse is another database of the test cluster.
     auto wh = api.Post("/api/v1/teams/" + team + "/warehouses",
                        {{"name", "pg"},
                         {"warehouse_type", "postgresql"},
                         {"configuration",
                          {{"host", "127.0.0.1"},
                           {"port", pg_port},
-                          {"database", plane.name()},
+                          {"database", work.name()},
                           {"user", "postgres"},
                           {"password", ClusterPassword()},
                           {"sslmode", "disable"}}}},
@@ -141,12 +143,14 @@ TEST(ApiFaults, KilledApiProcessLosesNoRunAndNoTaskSlot) {
     // heartbeat aged past its window (set back rather than waited for).
     pqxx::connection c(url);
     pqxx::work tx(c);
-    tx.exec_params("UPDATE task SET next_run_at = (now() AT TIME ZONE 'UTC') - interval '3 hours' "
-                   "WHERE id = $1",
-                   task_id);
-    tx.exec_params("UPDATE warehouse_script_run SET heartbeat_at = heartbeat_at - interval "
-                   "'10 minutes' WHERE id = $1",
-                   run_id);
+    tx.exec_params(
+        "UPDATE task SET next_run_at = (now() AT TIME ZONE 'UTC') - interval '3 hours' "
+        "WHERE id = $1",
+        task_id);
+    tx.exec_params(
+        "UPDATE warehouse_script_run SET heartbeat_at = heartbeat_at - interval "
+        "'10 minutes' WHERE id = $1",
+        run_id);
     tx.commit();
   }
   ServeProcess again(url, dir);

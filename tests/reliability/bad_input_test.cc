@@ -88,7 +88,7 @@ class HttpBadInput : public ApiHarness {
         {"/api/v1/envs/" + env_id_ + "/teams", {{"name", "t"}}, {"name"}},
         {"/api/v1/service-accounts", {{"name", "sa"}}, {"name"}},
         {"/api/v1/teams/" + team_id_ + "/connectors",
-         {{"name", "c"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "/tmp/x"}}}},
+         {{"name", "c"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "x"}}}},
          {"name"}},
         {"/api/v1/connectors/" + source_ + "/datamodels",
          {{"name", "d"}, {"source_schema", "public"}, {"source_table", "t"}},

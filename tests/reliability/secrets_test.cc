@@ -266,7 +266,7 @@ TEST_F(SecretsTest, NoSecretInTheDatabaseAnyResponseLogOrFileButTheWorkersOwn) {
   std::string wh = Must("POST", "/api/v1/teams/" + team + "/warehouses",
                         {{"name", "pg"},
                          {"warehouse_type", "postgresql"},
-                         {"configuration", PgConfig(plane_.url(), kWarehousePassword)}},
+                         {"configuration", PgConfig(target_.url(), kWarehousePassword)}},
                         201, {{"Idempotency-Key", "wh-pg"}})["id"];
   std::string dbx = Must("POST", "/api/v1/teams/" + team + "/warehouses",
                          {{"name", "dbx"},

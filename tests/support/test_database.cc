@@ -46,6 +46,11 @@ std::string ClusterUrl(const std::string& dbname) {
                      dbname);
 }
 
+std::string ClusterUrlAs(const std::string& dbname, const std::string& role,
+                         const std::string& password) {
+  return fmt::format("postgresql://{}:{}@127.0.0.1:{}/{}", role, password, ClusterPort(), dbname);
+}
+
 void EnsureClusterRole(const std::string& role, const std::string& password) {
   pqxx::connection admin(ClusterUrl("postgres"));
   pqxx::nontransaction tx(admin);

@@ -10,6 +10,9 @@ namespace sluice::testing {
 // libpq URL of database `dbname` on the test cluster, as its superuser with
 // the password (the cluster authenticates with SCRAM, like every embedded one).
 std::string ClusterUrl(const std::string& dbname);
+// The same database as another login role, with its password.
+std::string ClusterUrlAs(const std::string& dbname, const std::string& role,
+                         const std::string& password);
 // The test cluster's port, and its superuser's password (from its pgpass).
 int ClusterPort();
 std::string ClusterPassword();

@@ -2,6 +2,8 @@
 // server on loopback (cpp-httplib), standing in for the user's endpoint.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <atomic>
 #include <ctime>
@@ -13,6 +15,7 @@
 #include "connectors/targets/http_target.h"
 #include "connectors/targets/jsonl_target.h"
 #include "connectors/targets/target.h"
+#include "guard/connect_policy.h"
 
 namespace sluice::connectors::targets {
 namespace {
@@ -25,11 +28,12 @@ TargetChange Change(int id) {
 
 TEST(JsonlTarget, AppendsOneLinePerChangeWithItsPosition) {
   auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
-  auto target = MakeTarget("jsonl", {{"directory", dir.string()}}, "public", "orders");
+  auto target =
+      MakeTarget("jsonl", {{"root", dir.string()}, {"directory", "out"}}, "public", "orders");
   ASSERT_TRUE(target.ok());
   ASSERT_TRUE((*target)->Apply({Change(1), Change(2)}).ok());
   ASSERT_TRUE((*target)->Apply({Change(3)}).ok());
-  std::ifstream in(dir / "orders.jsonl");
+  std::ifstream in(dir / "out" / "orders.jsonl");
   std::vector<json> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
   ASSERT_EQ(lines.size(), 3u);
@@ -40,13 +44,14 @@ TEST(JsonlTarget, AppendsOneLinePerChangeWithItsPosition) {
 
 TEST(JsonlTarget, AKeyChangeIsADeleteOfTheOldKeyThenTheUpsert) {
   auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
-  auto target = MakeTarget("jsonl", {{"directory", dir.string()}}, "public", "orders");
+  auto target =
+      MakeTarget("jsonl", {{"root", dir.string()}, {"directory", "out"}}, "public", "orders");
   ASSERT_TRUE(target.ok());
   TargetChange moved{'u', {{"id", 30}}, {{"id", 30}, {"name", "n"}}, {}, "t/0/9"};
   moved.old_key = {{"id", 3}};
   moved.as_text = {"name"};
   ASSERT_TRUE((*target)->Apply({Change(3), moved}).ok());
-  std::ifstream in(dir / "orders.jsonl");
+  std::ifstream in(dir / "out" / "orders.jsonl");
   std::vector<json> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
   ASSERT_EQ(lines.size(), 3u);
@@ -60,11 +65,12 @@ TEST(JsonlTarget, AKeyChangeIsADeleteOfTheOldKeyThenTheUpsert) {
 
 TEST(JsonlTarget, RotatesPastTheSizeLimit) {
   auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
-  JsonlTarget target({dir.string(), "orders", 10});
+  JsonlTarget target({dir.string(), "out", "orders", 10});
   ASSERT_TRUE(target.Apply({Change(1)}).ok());
   ASSERT_TRUE(target.Apply({Change(2)}).ok());
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  for (const auto& e : std::filesystem::directory_iterator(dir / "out"))
+    files += e.is_regular_file();
   EXPECT_EQ(files, 2);
   std::filesystem::remove_all(dir);
 }
@@ -72,19 +78,22 @@ TEST(JsonlTarget, RotatesPastTheSizeLimit) {
 // A full disk: the file is /dev/full, where every write fails with ENOSPC.
 TEST(JsonlTarget, AFullDiskIsAnOutageAndNothingIsHalfWritten) {
   auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
-  std::filesystem::create_directories(dir);
-  std::filesystem::create_symlink("/dev/full", dir / "orders.jsonl");
-  JsonlTarget target({dir.string(), "orders", 10});
+  std::filesystem::create_directories(dir / "out");
+  // A device node like /dev/full (the target opens no symlink).
+  if (mknod((dir / "out" / "orders.jsonl").c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)
+    GTEST_SKIP() << "mknod needs CAP_MKNOD: " << strerror(errno);
+  JsonlTarget target({dir.string(), "out", "orders", 10});
   auto r = target.Apply({Change(1)});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
   EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos)
       << r.status().message();
-  EXPECT_TRUE(std::filesystem::is_symlink(dir / "orders.jsonl")) << "a device never rotates";
+  EXPECT_TRUE(std::filesystem::is_character_file(dir / "out" / "orders.jsonl"))
+      << "a device never rotates";
   // Space again: the same batch lands whole.
-  std::filesystem::remove(dir / "orders.jsonl");
+  std::filesystem::remove(dir / "out" / "orders.jsonl");
   ASSERT_TRUE(target.Apply({Change(1)}).ok());
-  std::ifstream in(dir / "orders.jsonl");
+  std::ifstream in(dir / "out" / "orders.jsonl");
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_EQ(json::parse(line)["key"]["id"], 1);
@@ -95,8 +104,8 @@ TEST(JsonlTarget, AFullDiskIsAnOutageAndNothingIsHalfWritten) {
 // as root can write anywhere) is an outage too, never a refusal.
 TEST(JsonlTarget, AFileThatCannotBeWrittenIsAnOutage) {
   auto dir = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
-  std::filesystem::create_directories(dir / "orders.jsonl");
-  JsonlTarget target({dir.string(), "orders", 1 << 20});
+  std::filesystem::create_directories(dir / "out" / "orders.jsonl");
+  JsonlTarget target({dir.string(), "out", "orders", 1 << 20});
   auto r = target.Apply({Change(1)});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
@@ -297,6 +306,122 @@ TEST_F(Webhook, TheIdempotencyKeyNamesTheRecordsAndRepeatsOnAReplay) {
   EXPECT_EQ(keys_[0], "orders@t/0/5-7");
   EXPECT_EQ(keys_[1], keys_[0]);
   EXPECT_NE(keys_[2], keys_[0]) << "other records, another key";
+}
+
+// The HTTP target speaks http and https only; anything else is refused at
+// connect time too (a configuration saved before the rule, or written by
+// hand), without a byte sent.
+TEST(WebhookPolicy, OtherSchemesAreRefused) {
+  for (const char* url : {"file:///etc/passwd", "gopher://127.0.0.1:70/_GET", "ftp://127.0.0.1/x",
+                          "dict://127.0.0.1:11211/stat"}) {
+    HttpTargetOptions o;
+    o.url = url;
+    o.table = "orders";
+    auto r = HttpTarget(o).Apply({Change(1)});
+    ASSERT_FALSE(r.ok()) << url;
+    EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument) << url;
+    EXPECT_NE(r.status().message().find("(http-only)"), std::string::npos) << r.status().message();
+  }
+}
+
+// A redirect is never followed: the batch counts as not delivered, with a
+// reason saying so, and where it points (here a denied address, and a
+// second server that would have taken it) receives nothing.
+TEST(WebhookPolicy, ARedirectIsNotFollowed) {
+  httplib::Server hop, elsewhere;
+  std::atomic<int> reached{0};
+  elsewhere.Post("/steal", [&](const httplib::Request&, httplib::Response& res) {
+    ++reached;
+    res.status = 200;
+  });
+  int elsewhere_port = elsewhere.bind_to_any_port("127.0.0.1");
+  hop.Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    res.status = 307;
+    res.set_header("Location",
+                   req.has_param("meta")
+                       ? "http://169.254.169.254/latest/meta-data"
+                       : "http://127.0.0.1:" + std::to_string(elsewhere_port) + "/steal");
+  });
+  int hop_port = hop.bind_to_any_port("127.0.0.1");
+  std::thread a([&] { hop.listen_after_bind(); }), b([&] { elsewhere.listen_after_bind(); });
+  while (!hop.is_running() || !elsewhere.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (const char* query : {"", "?meta=1"}) {
+    HttpTargetOptions o;
+    o.url = "http://127.0.0.1:" + std::to_string(hop_port) + "/hook" + query;
+    o.table = "orders";
+    o.attempts = 1;
+    auto r = HttpTarget(o).Apply({Change(1)});
+    ASSERT_FALSE(r.ok()) << query;
+    EXPECT_EQ(r.status().code(), common::Code::kUnavailable);
+    EXPECT_NE(r.status().message().find("does not follow redirects"), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_EQ(reached.load(), 0);
+  hop.stop();
+  elsewhere.stop();
+  a.join();
+  b.join();
+}
+
+// The operator's deny list, at connect time: a host name resolving to a
+// denied address is refused before any request.
+TEST_F(Webhook, AHostResolvingToADeniedAddressIsRefusedAtConnectTime) {
+  auto before = *guard::ProcessPolicy();
+  guard::SetProcessPolicy(*guard::ConnectPolicy::FromLists({}, {"127.0.0.0/8", "::1/128"}));
+  HttpTargetOptions o = Options();
+  o.url = "http://localhost:" + std::to_string(port_) + "/hook";
+  auto r = HttpTarget(o).Apply({Change(1)});
+  guard::SetProcessPolicy(before);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("(connect-deny)"), std::string::npos) << r.status().message();
+  EXPECT_EQ(calls_.load(), 0);
+  // Allowed again, the same target delivers.
+  ASSERT_TRUE(HttpTarget(o).Apply({Change(1)}).ok());
+  EXPECT_EQ(calls_.load(), 1);
+}
+
+// JSONL: only under the root. A table name with a separator or "..", an
+// absolute directory or one climbing out are refused in the worker too.
+TEST(JsonlTarget, WritesOnlyUnderItsRoot) {
+  auto root = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
+  auto outside =
+      std::filesystem::temp_directory_path() / ("escape-" + common::Uuid::V4().ToString());
+  struct Case {
+    std::string directory, table;
+  };
+  for (const auto& c : std::vector<Case>{{"out", "../../" + outside.filename().string()},
+                                         {"out", "a/b"},
+                                         {"out", ".."},
+                                         {outside.string(), "orders"},
+                                         {"../" + outside.filename().string(), "orders"},
+                                         {"out/../..", "orders"}}) {
+    auto t = MakeTarget("jsonl", {{"root", root.string()}, {"directory", c.directory}}, "public",
+                        c.table);
+    EXPECT_FALSE(t.ok()) << c.directory << " " << c.table;
+    EXPECT_EQ(t.status().code(), common::Code::kInvalidArgument);
+    // Built by hand past the factory, Apply refuses the same.
+    JsonlTarget direct({root.string(), c.directory, c.table});
+    EXPECT_FALSE(direct.Apply({Change(1)}).ok()) << c.directory << " " << c.table;
+  }
+  EXPECT_FALSE(std::filesystem::exists(outside));
+  EXPECT_FALSE(MakeTarget("jsonl", {{"directory", "out"}}, "public", "orders").ok())
+      << "no root, no target";
+  std::filesystem::remove_all(root);
+}
+
+TEST(JsonlTarget, FilesAre0640) {
+  auto root = std::filesystem::temp_directory_path() / ("jsonl-" + common::Uuid::V4().ToString());
+  mode_t old = umask(0);  // whatever the umask, the file is 0640
+  auto target = MakeTarget("jsonl", {{"root", root.string()}, {"directory", "out"}}, "public", "t");
+  ASSERT_TRUE(target.ok());
+  ASSERT_TRUE((*target)->Apply({Change(1)}).ok());
+  umask(old);
+  auto perms = std::filesystem::status(root / "out" / "t.jsonl").permissions();
+  EXPECT_EQ(perms & std::filesystem::perms::all, std::filesystem::perms::owner_read |
+                                                     std::filesystem::perms::owner_write |
+                                                     std::filesystem::perms::group_read);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

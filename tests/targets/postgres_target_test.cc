@@ -152,13 +152,12 @@ TEST(PostgresOutages, SqlStatesOfTheDatabasesStateAreOutagesAndDataErrorsAreRefu
 // rows'. Nothing is refused, and once the grant is back the batch lands.
 TEST_F(PostgresTargetTest, PermissionDeniedIsAnOutageNotARejection) {
   std::string role = "pt_writer_" + common::Uuid::V4().ToString().substr(0, 8);
-  Query("CREATE ROLE " + role + " LOGIN");
+  Query("CREATE ROLE " + role + " LOGIN PASSWORD 'writer-pw'");
   Query(
       "CREATE TABLE public.orders (id int PRIMARY KEY, name text, amount numeric, tags text[], "
       "doc jsonb, at timestamptz); GRANT USAGE ON SCHEMA public TO " +
       role + "; GRANT SELECT, INSERT, UPDATE, DELETE ON public.orders TO " + role);
-  std::string url = db_.url();
-  url.replace(url.find("postgres@"), 9, role + "@");
+  std::string url = sluice::testing::ClusterUrlAs(db_.name(), role, "writer-pw");
   {
     PostgresTarget writer({url, "public", "orders", true});
     ASSERT_TRUE(writer.Apply({Upsert(1, "a")}).ok());

@@ -24,6 +24,7 @@ using namespace std::chrono_literals;
 
 TEST(ServeScheduler, ServeFiresADueTaskOnItsOwn) {
   TestDatabase pg;
+  TestDatabase work;  // the warehouse's: same cluster, not the control database
   auto dir = std::filesystem::temp_directory_path() /
              ("sluice-wh-serve-" + common::Uuid::V4().ToString().substr(0, 8));
   int out_pipe[2];
@@ -68,7 +69,7 @@ TEST(ServeScheduler, ServeFiresADueTaskOnItsOwn) {
   auto wh = post("/api/v1/teams/" + team_id + "/warehouses",
                  {{"name", "pg"},
                   {"warehouse_type", "postgresql"},
-                  {"configuration", ClusterWarehouseConfig(pg.name())}});
+                  {"configuration", ClusterWarehouseConfig(work.name())}});
   auto task = post("/api/v1/teams/" + team_id + "/tasks",
                    {{"name", "hourly"},
                     {"warehouse_id", wh["id"]},

@@ -13,6 +13,7 @@ Json ClusterWarehouseConfig(const std::string& dbname) {
 void WarehouseApiTest::SetUp() {
   ApiHarness::SetUp();
   if (HasFatalFailure()) return;
+  work_db_ = std::make_unique<TestDatabase>();
   warehouse_id_ = NewPgWarehouse(team_id_, "local-pg");
 }
 
@@ -20,7 +21,7 @@ std::string WarehouseApiTest::NewPgWarehouse(const std::string& team, const std:
   auto w = Post("/api/v1/teams/" + team + "/warehouses",
                 {{"name", name},
                  {"warehouse_type", "postgresql"},
-                 {"configuration", ClusterWarehouseConfig(tdb_->name())}});
+                 {"configuration", ClusterWarehouseConfig(work_db_->name())}});
   EXPECT_EQ(w.status, 201) << w.body.dump();
   return w.body.value("id", "");
 }

@@ -1,9 +1,11 @@
 // An API harness (real server, real PostgreSQL) with a `postgresql`
-// warehouse pointing at the test cluster itself, and helpers to wait for a
+// warehouse on a database of the test cluster other than the control one
+// (the connect policy refuses that), and helpers to wait for a
 // run to end by polling it over HTTP like a client would.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "config_api/api_harness.h"
@@ -27,6 +29,8 @@ class WarehouseApiTest : public ApiHarness {
   Json WaitStatement(const std::string& run_id, int index, const std::string& status);
 
   std::string warehouse_id_;
+  // The warehouse's database: same cluster, not the control database.
+  std::unique_ptr<TestDatabase> work_db_;
 };
 
 }  // namespace sluice::testing

@@ -9,6 +9,7 @@
 
 #include "connectors/postgres/catalog.h"
 #include "connectors/postgres/lsn.h"
+#include "guard/postgres_conninfo.h"
 
 namespace sluice::connectors::postgres {
 
@@ -132,8 +133,13 @@ Status PostgresSource::Start() {
   if (options_.proto_version != 1 && options_.proto_version != 2) {
     return common::InvalidArgument("proto_version must be 1 or 2");
   }
+  auto pinned = guard::PinPostgres(options_.url);
+  if (!pinned.ok()) {
+    if (guard::IsRefusal(pinned.status())) return pinned.status();
+    return common::Unavailable("source database: " + pinned.status().message());
+  }
   try {
-    catalog_ = std::make_unique<pqxx::connection>(options_.url);
+    catalog_ = std::make_unique<pqxx::connection>(*pinned);
   } catch (const std::exception& e) {
     return common::Unavailable(fmt::format("source database: {}", e.what()));
   }

@@ -6,6 +6,7 @@
 #include "common/time.h"
 #include "connectors/postgres/lsn.h"
 #include "connectors/postgres/type_mapping.h"
+#include "guard/postgres_conninfo.h"
 
 namespace sluice::connectors::postgres {
 
@@ -28,8 +29,14 @@ std::int64_t PgNowMicros() { return UnixToPgEpochMicros(common::NowEpochMillis()
 
 Result<std::unique_ptr<ReplicationConnection>> ReplicationConnection::Connect(
     const std::string& url) {
+  // The connect policy, at connect time: to the checked address only.
+  auto pinned = guard::PinPostgres(url);
+  if (!pinned.ok()) {
+    if (guard::IsRefusal(pinned.status())) return pinned.status();
+    return common::Unavailable("replication connection failed: " + pinned.status().message());
+  }
   const char* keys[] = {"dbname", "replication", "options", nullptr};
-  const char* values[] = {url.c_str(), "database", SessionOptions(), nullptr};
+  const char* values[] = {pinned->c_str(), "database", SessionOptions(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn == nullptr) return common::Unavailable("out of memory connecting to PostgreSQL");
   if (PQstatus(conn) != CONNECTION_OK) {

@@ -9,6 +9,7 @@
 #include "connectors/postgres/catalog.h"
 #include "connectors/postgres/type_mapping.h"
 #include "connectors/topic_naming.h"
+#include "guard/postgres_conninfo.h"
 
 namespace sluice::connectors::postgres {
 
@@ -201,8 +202,13 @@ Status ReadSnapshot(const SnapshotOptions& options, SnapshotProgress* progress, 
                     SchemaCache* schemas, ProductionMetrics* metrics) {
   if (options.chunk_size <= 0) return common::InvalidArgument("snapshot chunk size must be > 0");
   if (progress->Done()) return Status::Ok();
+  auto pinned = guard::PinPostgres(options.url);
+  if (!pinned.ok()) {
+    if (guard::IsRefusal(pinned.status())) return pinned.status();
+    return common::Unavailable("source database: " + pinned.status().message());
+  }
   try {
-    pqxx::connection conn(options.url);
+    pqxx::connection conn(*pinned);
     ApplySessionSettings(conn);
     pqxx::nontransaction tx(conn);
     tx.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");

@@ -11,6 +11,7 @@
 
 #include "common/hex.h"
 #include "common/http_client.h"
+#include "guard/http_destination.h"
 
 namespace sluice::connectors::targets {
 
@@ -126,7 +127,16 @@ common::Status HttpTarget::SendRange(const std::vector<TargetChange>& batch, std
   auto backoff = options_.initial_backoff;
   common::Result<common::HttpReply> sent = common::Unavailable("not sent");
   for (int attempt = 1; attempt <= std::max(1, options_.attempts); ++attempt) {
-    sent = common::SendHttp(request);
+    // The connect policy, at connect time: resolved once, every address
+    // checked, and the request made to the checked one.
+    auto pinned = guard::PinHttp(*guard::ProcessPolicy(), options_.url);
+    if (!pinned.ok() && guard::IsRefusal(pinned.status())) return pinned.status();
+    if (pinned.ok()) {
+      request.pinned_resolve = pinned->resolve;
+      sent = common::SendHttp(request);
+    } else {
+      sent = pinned.status();
+    }
     // Only what may be a blip is retried in place: no answer, or a 5xx
     // that did not say when to come back.
     bool blip = !sent.ok() || (sent->status >= 500 && sent->Header("retry-after").empty());
@@ -146,6 +156,13 @@ common::Status HttpTarget::SendRange(const std::vector<TargetChange>& batch, std
     case HttpVerdict::kOutage: {
       if (auto wait = ParseRetryAfter(reply.Header("retry-after")))
         retry_after_ = std::min(*wait, options_.max_retry_after);
+      // Redirects are never followed: the batch was not delivered where it
+      // was sent, and wherever it points was never checked.
+      if (reply.status >= 300 && reply.status < 400)
+        return common::Unavailable(
+            fmt::format("webhook {} answered {} (a redirect); the HTTP target does not follow "
+                        "redirects, nothing was delivered",
+                        options_.url, reply.status));
       return common::Unavailable(fmt::format("webhook {} answered {}: {}", options_.url,
                                              reply.status, reply.body.substr(0, 500)));
     }

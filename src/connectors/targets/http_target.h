@@ -16,6 +16,10 @@
 //    5xx, any other status): an OUTAGE. Nothing is refused; Apply returns
 //    Unavailable with the webhook's words, and RetryAfter() carries the
 //    reply's Retry-After (seconds or an HTTP date) when it had one.
+//
+// Only http and https are spoken, each request goes to an address the
+// connect policy checked (guard/http_destination.h), and no redirect is
+// followed: a 3xx is an outage saying so, with nothing delivered.
 #pragma once
 
 #include <chrono>

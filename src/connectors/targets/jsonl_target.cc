@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "common/time.h"
+#include "guard/jsonl_path.h"
 
 namespace sluice::connectors::targets {
 
@@ -36,17 +38,18 @@ common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
     const std::vector<TargetChange>& batch) {
   // Every failure here is the file system's (no space, no permission, an
   // I/O error): an outage. A line is never refused, and nothing counts as
-  // delivered until it is fsynced.
+  // delivered until it is fsynced. Where the file may be is the guard's.
+  auto resolved = guard::JsonlDirectory(options_.root, options_.directory, options_.table);
+  if (!resolved.ok()) return resolved.status();
+  fs::path dir = *resolved;
   std::error_code ec;
-  fs::path dir(options_.directory);
   if (!fs::is_directory(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec)
       return common::Unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
   }
   fs::path path = dir / (options_.table + ".jsonl");
-  // Only a regular file rotates (a path the operator pointed elsewhere,
-  // a FIFO or a device, stays as it is).
+  // Only a regular file rotates (a FIFO or a device stays as it is).
   if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) >= options_.rotate_bytes && !ec) {
     fs::rename(path, dir / fmt::format("{}.{}.jsonl", options_.table, common::NowEpochMillis()),
                ec);
@@ -68,9 +71,11 @@ common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
     lines += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   bool fresh = !fs::exists(path, ec);
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Not through a link planted in the directory; 0640 whatever the umask.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd < 0)
     return common::Unavailable(fmt::format("cannot open {}: {}", path.string(), strerror(errno)));
+  fchmod(fd, 0640);
   // Where this batch starts: a failed append is cut back to it, so a retry
   // never follows half a line.
   off_t start = lseek(fd, 0, SEEK_END);

@@ -11,6 +11,7 @@
 
 #include "common/hex.h"
 #include "connectors/targets/copy_text.h"
+#include "guard/postgres_conninfo.h"
 
 namespace sluice::connectors::targets {
 
@@ -203,8 +204,14 @@ std::string PostgresTarget::TargetType(const std::string& source_type) {
 
 common::Status PostgresTarget::Connect() {
   if (conn_ && conn_->is_open()) return common::Status::Ok();
+  // The connect policy, at connect time: to the checked address only.
+  auto pinned = guard::PinPostgres(options_.url);
+  if (!pinned.ok()) {
+    if (guard::IsRefusal(pinned.status())) return pinned.status();
+    return common::Unavailable("target database unreachable: " + pinned.status().message());
+  }
   try {
-    conn_ = std::make_unique<pqxx::connection>(options_.url);
+    conn_ = std::make_unique<pqxx::connection>(*pinned);
     known_columns_.clear();
     return common::Status::Ok();
   } catch (const std::exception& e) {
@@ -558,8 +565,13 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   }
   if (key_columns_.empty()) return common::FailedPrecondition("no key");
   if (!bulk_ || !bulk_->connected()) {
+    auto pinned = guard::PinPostgres(options_.url);
+    if (!pinned.ok()) {
+      if (guard::IsRefusal(pinned.status())) return pinned.status();
+      return common::Unavailable("target database unreachable: " + pinned.status().message());
+    }
     bulk_ = std::make_unique<BulkConnection>();
-    bulk_->conn = PQconnectdb(options_.url.c_str());
+    bulk_->conn = PQconnectdb(pinned->c_str());
     if (!bulk_->connected()) {
       auto error = PqError(bulk_->conn);
       bulk_.reset();

@@ -33,7 +33,7 @@ namespace sluice::connectors::targets {
 struct CopyText;  // copy_text.h
 
 struct PostgresTargetOptions {
-  std::string url;  // libpq URL of the target database
+  std::string url;  // libpq connection string (keywords or URL) of the target database
   std::string schema = "public";
   std::string table;         // unqualified target table name
   bool create_table = true;  // auto-create from the first change's columns

@@ -5,6 +5,7 @@
 #include "connectors/targets/http_target.h"
 #include "connectors/targets/jsonl_target.h"
 #include "connectors/targets/postgres_target.h"
+#include "guard/jsonl_path.h"
 
 namespace sluice::connectors::targets {
 
@@ -42,7 +43,13 @@ common::Result<std::unique_ptr<Target>> MakeTarget(const std::string& type,
   if (type == "jsonl") {
     auto dir = config.value("directory", std::string());
     if (dir.empty()) return common::InvalidArgument("jsonl target: directory is required");
-    JsonlTargetOptions o{dir, table};
+    auto root = config.value("root", std::string());
+    if (root.empty())
+      return common::InvalidArgument("jsonl target: no JSONL root (--jsonl-root) was given");
+    // Refused here already, before any batch: a directory or table name
+    // that leads out of the root.
+    if (auto where = guard::JsonlDirectory(root, dir, table); !where.ok()) return where.status();
+    JsonlTargetOptions o{root, dir, table};
     if (config.contains("rotate_bytes")) o.rotate_bytes = config["rotate_bytes"].get<std::size_t>();
     return std::unique_ptr<Target>(new JsonlTarget(o));
   }
