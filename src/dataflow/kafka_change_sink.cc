@@ -54,6 +54,7 @@ Status KafkaChangeSink::Emit(const connectors::ChangeEvent& event) {
   auto value = EncodeValue(event, schema);
   if (!value.ok()) return value.status();
   EncodedEvent encoded{EnvelopeKey(event), std::move(value).value()};
+  if (unacknowledged_messages() == 0) last_progress_ = std::chrono::steady_clock::now();
   auto status = producer_.Send(event.topic, encoded.key, encoded.value, next_id_);
   if (!status.ok()) {
     // A full local queue: let deliveries drain, then try once more.
@@ -80,6 +81,12 @@ Status KafkaChangeSink::Flush() {
   return Absorb(*deliveries);
 }
 
+std::chrono::steady_clock::duration KafkaChangeSink::AcknowledgedNoneFor(
+    std::chrono::steady_clock::time_point now) const {
+  if (unacknowledged_messages() == 0) return {};
+  return now - last_progress_;
+}
+
 Status KafkaChangeSink::Absorb(const std::vector<kafka::Delivery>& deliveries) {
   for (const auto& d : deliveries) {
     if (!d.status.ok()) {
@@ -87,6 +94,7 @@ Status KafkaChangeSink::Absorb(const std::vector<kafka::Delivery>& deliveries) {
           fmt::format("broker refused a message for {}: {}", d.topic, d.status.message()));
       continue;
     }
+    last_progress_ = std::chrono::steady_clock::now();
     // Deliveries mostly come back in order: those advance the watermark
     // without going through the set.
     if (d.id == watermark_ + 1)

@@ -10,6 +10,7 @@
 // version whenever its columns change (a column added by DDL).
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -42,6 +43,13 @@ class KafkaChangeSink : public connectors::ChangeSink {
   common::Status Pump();
 
   std::int64_t acknowledged_messages() const { return watermark_; }
+  // Messages sent and not yet acknowledged, and how long the broker has
+  // acknowledged none of them (zero when nothing is waiting): a broker that
+  // answers but cannot store (a full disk) looks like this, since the client
+  // retries such errors itself until its delivery timeout.
+  std::int64_t unacknowledged_messages() const { return next_id_ - 1 - watermark_; }
+  std::chrono::steady_clock::duration AcknowledgedNoneFor(
+      std::chrono::steady_clock::time_point now) const;
 
  private:
   common::Status Absorb(const std::vector<kafka::Delivery>& deliveries);
@@ -62,6 +70,8 @@ class KafkaChangeSink : public connectors::ChangeSink {
   std::int64_t next_id_ = 1;
   std::int64_t watermark_ = 0;  // every id <= watermark_ is acknowledged
   std::set<std::int64_t> acked_above_;
+  // The last acknowledgement, or the send that ended an idle spell.
+  std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
   std::deque<std::pair<std::int64_t, connectors::Lsn>> checkpoints_;  // (last id, lsn)
   common::Status failure_;
 };

@@ -1,5 +1,6 @@
 #include "dataflow/worker_process.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -151,12 +152,30 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     return 0;
   }
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
+  bool broker_stalled = false;
   while (!stop) {
     if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
       return Fail(reporter, wm, st);
     if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
     if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
     auto now = Steady::now();
+    // The broker answering without storing (its disk full) is retried inside
+    // the client, so it is seen here as acknowledgements that stop coming.
+    auto waiting = sink.AcknowledgedNoneFor(now);
+    if (!broker_stalled && waiting >= timing.broker_stall_after) {
+      broker_stalled = true;
+      wm.OnError();
+      (void)reporter.ReportState(
+          WorkerState::kError,
+          fmt::format("the broker has acknowledged none of the last {} changes for {} s (its log "
+                      "says why, e.g. a full disk); they are held and retried, and the source "
+                      "database's WAL is not confirmed past them",
+                      sink.unacknowledged_messages(),
+                      std::chrono::duration_cast<std::chrono::seconds>(waiting).count()));
+    } else if (broker_stalled && waiting < timing.broker_stall_after) {
+      broker_stalled = false;
+      (void)reporter.ReportState(WorkerState::kLive, std::nullopt);
+    }
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
       auto st = reporter.Heartbeat();

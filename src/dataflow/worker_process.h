@@ -14,6 +14,9 @@ namespace sluice::dataflow {
 struct WorkerTiming {
   std::chrono::milliseconds heartbeat_every{3000};
   std::chrono::milliseconds metrics_every{5000};
+  // A source whose broker acknowledged none of its waiting messages for
+  // this long reports an error state (and live again once acks resume).
+  std::chrono::milliseconds broker_stall_after{10000};
 };
 
 class WorkerMetrics;

@@ -42,7 +42,7 @@ class ConnectPolicyApi : public ::testing::Test {
   // The test cluster as a team would name it: `database` on it.
   Json Pg(const std::string& database, const std::string& host = "127.0.0.1") const {
     return {{"host", host},       {"port", Port()},       {"database", database},
-            {"user", "postgres"}, {"password", "unused"}, {"sslmode", "disable"}};
+            {"user", "postgres"}, {"password", ClusterPassword()}, {"sslmode", "disable"}};
   }
   HttpResult AsMember(const std::string& method, const std::string& path, const Json& body) {
     return h_.Call(method, path, body, member_.token);

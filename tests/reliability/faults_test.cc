@@ -3,6 +3,7 @@
 // with the target equal to the source (no row lost, none doubled), and the
 // failure is visible where a user looks: the worker row's reason and a
 // resource event. Each test records what it injected for the summary.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <pqxx/pqxx>
 #include <random>
+#include <optional>
 #include <thread>
 
 #include "broker/broker_harness.h"
@@ -64,7 +66,12 @@ class Faults : public ::testing::Test {
     auto cluster = store::EmbeddedCluster::Start(o);
     ASSERT_TRUE(cluster.ok()) << cluster.status().message();
     own_source_ = std::move(cluster).value();
-    source_url_ = own_source_->Url("postgres");
+    // With the password itself: a worker's configuration may not name a
+    // passfile (the connect policy refuses it).
+    auto password = own_source_->PasswordOf("postgres");
+    ASSERT_TRUE(password.ok()) << password.status().message();
+    source_url_ = fmt::format("postgresql://postgres:{}@127.0.0.1:{}/postgres", *password,
+                              own_source_->port());
   }
 
   void Source(const std::string& sql) {
@@ -387,23 +394,37 @@ TEST_F(Faults, PowerCutsUnderTheBrokerDuringAStreamLoseNothing) {
 
 // The broker's disk full for a while during a stream (simulated: its appends
 // fail with ENOSPC while a marker file exists): it answers
-// KAFKA_STORAGE_ERROR, the source keeps retrying without confirming WAL, and
-// once there is room again the stream catches up with nothing lost.
+// KAFKA_STORAGE_ERROR, the source keeps retrying without confirming WAL and
+// says so in its state, and once there is room again the stream catches up
+// with nothing lost and the source is live again.
 TEST_F(Faults, BrokerDiskFullDuringAStreamLosesNothing) {
   StartWorkers();
   ASSERT_TRUE(Eventually([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s))
       << Logs();
   std::ofstream(disk_full_).put('x');
-  auto full_until = std::chrono::steady_clock::now() + 8s;
+  // Full until the source says so (its stall report comes after 10 s
+  // without an acknowledgement), at most 40 s.
+  auto full_until = std::chrono::steady_clock::now() + 40s;
   int round = 0;
+  std::optional<std::string> stalled;
   while (std::chrono::steady_clock::now() < full_until) {
     Churn(round++);
     std::this_thread::sleep_for(500ms);
+    auto row = RowOf(source_row_);
+    if (row.state == runtime::WorkerState::kError && row.reason) {
+      stalled = row.reason;
+      break;
+    }
   }
   EXPECT_NE(broker_.log().find("No space left on device"), std::string::npos)
       << "the stream did reach the full disk";
+  ASSERT_TRUE(stalled.has_value()) << "the source never said the broker stopped acknowledging\n"
+                                   << Logs();
+  EXPECT_NE(stalled->find("the broker has acknowledged none"), std::string::npos) << *stalled;
+  EXPECT_GE(EventCount("worker.error", source_row_.connector_id), 1);
   std::filesystem::remove(disk_full_);
   EXPECT_TRUE(ConvergesAfter(1));
+  EXPECT_TRUE(Eventually([&] { return RowOf(source_row_).state == runtime::WorkerState::kLive; }));
   RecordReliability("faults", {{"disk_full", 1}});
 }
 
