@@ -31,7 +31,11 @@ class LostSlotTest : public ::testing::Test {
     auto cluster = store::EmbeddedCluster::Start(o);
     ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
     cluster_ = std::move(cluster).value();
-    url_ = cluster_->Url("postgres");
+    // With the password itself: the source refuses libpq's passfile.
+    auto password = cluster_->PasswordOf("postgres");
+    ASSERT_TRUE(password.ok()) << password.status().ToString();
+    url_ = fmt::format("host=127.0.0.1 port={} dbname=postgres user=postgres password={}",
+                       cluster_->port(), *password);
   }
   void TearDown() override {
     if (cluster_) (void)cluster_->Stop();
@@ -92,7 +96,8 @@ TEST_F(LostSlotTest, ALostSlotIsCreatedAgainAndItsTablesAreReadAgain) {
   {
     MemorySink sink;
     PostgresSource source(Options(), &sink);
-    ASSERT_TRUE(source.Start().ok());
+    auto st = source.Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
     PollUntil(source, [&] { return sink.Materialize("sluice.public.items") == TableRows(); });
     source.Stop();
   }
