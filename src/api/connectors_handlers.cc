@@ -2,6 +2,7 @@
 // and mirrors its env; its way comes from the type; its configuration is
 // validated against the type, encrypted at rest and redacted on every read.
 #include "api/access.h"
+#include "api/config_keys.h"
 #include "api/connect_checks.h"
 #include "api/connectors_repository.h"
 #include "api/idempotency.h"
@@ -12,6 +13,14 @@
 #include "api/topic_ownership.h"
 #include "api/user_log_repository.h"
 #include "catalog/config_validation.h"
+#include "connectors/postgres/slot_health.h"
+#include "events/connector_events.h"
+#include "orchestrator/launch_builder.h"
+#include "runtime/worker_repository.h"
+
+#include <fmt/format.h>
+
+#include <set>
 
 namespace sluice::api {
 namespace {
@@ -122,10 +131,78 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
+// A PostgreSQL source shard's slot and publication on its source database.
+struct SourceObjects {
+  std::string url;
+  std::string slot;
+  std::string publication;
+};
+
+// The slots and publications of `id`'s shards that no other connector
+// names: a configured slot_name or publication_name another connector
+// shares is left alone.
+std::vector<SourceObjects> OwnSourceObjects(pqxx::work& tx, const common::Uuid& id) {
+  auto launches = [&](const common::Uuid& connector) {
+    std::vector<SourceObjects> out;
+    for (const auto& w : runtime::WorkerRepository::ForConnector(tx, connector)) {
+      auto launch = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+      if (!launch.ok() || !launch->contains("source")) continue;
+      const auto& s = (*launch)["source"];
+      if (s.value("type", std::string()) != "postgresql") continue;
+      out.push_back({s.value("url", std::string()), s.value("slot", std::string()),
+                     s.value("publication", std::string())});
+    }
+    return out;
+  };
+  auto own = launches(id);
+  if (own.empty()) return own;
+  std::set<std::string> others_slots, others_publications;
+  for (const auto& r : tx.exec_params(
+           "SELECT id FROM connector WHERE connector_type = 'postgresql' AND way = 'source' AND "
+           "id <> $1",
+           id.ToString())) {
+    for (const auto& o : launches(*common::Uuid::Parse(r[0].c_str()))) {
+      others_slots.insert(o.slot);
+      others_publications.insert(o.publication);
+    }
+  }
+  std::vector<SourceObjects> out;
+  for (auto& o : own) {
+    if (others_slots.count(o.slot)) continue;
+    if (others_publications.count(o.publication)) o.publication.clear();
+    out.push_back(o);
+  }
+  return out;
+}
+
 Response Delete(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
+  std::vector<SourceObjects> objects;
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireConnectorUnused(tx, id);
+    objects = OwnSourceObjects(tx, id);
+  });
+  // Best effort, outside any transaction: a source that cannot be reached
+  // (or a slot still streamed from) does not keep the connector; an event
+  // names what is left behind on the source, holding WAL.
+  std::vector<std::pair<SourceObjects, std::string>> left;
+  for (const auto& o : objects) {
+    auto st = connectors::postgres::DropSlotAndPublication(o.url, o.slot, o.publication);
+    if (!st.ok()) left.emplace_back(o, st.message());
+  }
+  ctx.db.Transact([&](pqxx::work& tx) {
+    RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    for (const auto& [o, why] : left) {
+      events::RecordAboutOrLog(
+          tx, {id},
+          events::RuntimeEvent(
+              events::Level::kWarn, "source.slot_not_dropped",
+              fmt::format("Replication slot {} and publication {} were left on the source; drop "
+                          "them there, as they hold WAL",
+                          o.slot, o.publication.empty() ? "(shared)" : o.publication),
+              why, {{"slot", o.slot}, {"publication", o.publication}}));
+    }
     DeleteConnector(tx, id);
     LogAction(tx, req.caller(), "connector.delete");
   });

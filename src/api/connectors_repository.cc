@@ -110,6 +110,12 @@ void UpdateConnector(pqxx::work& tx, const ConnectorRow& c) {
 }
 
 void DeleteConnector(pqxx::work& tx, const common::Uuid& id) {
+  RequireConnectorUnused(tx, id);
+  tx.exec_params("DELETE FROM connector WHERE id = $1", id.ToString());
+  tx.exec_params("DELETE FROM sluice_state.source_slot WHERE connector_id = $1", id.ToString());
+}
+
+void RequireConnectorUnused(pqxx::work& tx, const common::Uuid& id) {
   auto used = tx.exec_params(
       "SELECT id FROM pipeline WHERE source_connector_id = $1 OR target_connector_id = $1 "
       "ORDER BY id LIMIT 1",
@@ -119,7 +125,6 @@ void DeleteConnector(pqxx::work& tx, const common::Uuid& id) {
                    "connector is used by pipeline " + used[0][0].as<std::string>() +
                        "; delete the pipeline first");
   }
-  tx.exec_params("DELETE FROM connector WHERE id = $1", id.ToString());
 }
 
 void RequireTeamResource(pqxx::work& tx, const Principal& caller,

@@ -48,6 +48,8 @@ void UpdateConnector(pqxx::work& tx, const ConnectorRow& c);
 // 409 naming the pipeline when one still references it. Workers go with it;
 // datamodels and subscriptions keep their rows with the reference cleared;
 // evidence (metrics, events, backfill items) has no FK and stays.
+// 409 when a pipeline uses the connector.
+void RequireConnectorUnused(pqxx::work& tx, const common::Uuid& id);
 void DeleteConnector(pqxx::work& tx, const common::Uuid& id);
 
 // Checks `action` on the team owning a resource; a resource without a team

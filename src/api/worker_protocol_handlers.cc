@@ -127,6 +127,14 @@ Response Rejected(ApiContext& ctx, Request& req) {
   });
 }
 
+Response Slot(ApiContext& ctx, Request& req) {
+  auto report = dataflow::SlotReportFromJson(req.Body());
+  if (!report.ok()) throw ApiError(422, "invalid_slot", report.status().message());
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
+    return dataflow::ApplySlotReport(tx, pod, *report);
+  });
+}
+
 }  // namespace
 
 void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
@@ -153,6 +161,9 @@ void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
   g.Post(
       "/worker/rejected", "Records a target refused (dlq events)",
       [&ctx](Request& q) { return Rejected(ctx, q); }, w);
+  g.Post(
+      "/worker/slot", "A source's replication slot: lag, wal_status, safe_wal_size (events)",
+      [&ctx](Request& q) { return Slot(ctx, q); }, w);
 }
 
 }  // namespace sluice::api

@@ -84,6 +84,33 @@ Json WorkerJson(pqxx::work& tx, const Worker& w) {
   return j;
 }
 
+// Each source shard's replication slot as its worker last read it from the
+// source (sluice_state.source_slot); empty until a source reported.
+Json SlotsJson(pqxx::work& tx, const Owned& owned) {
+  Json slots = Json::array();
+  for (const auto& c : owned.connectors) {
+    for (const auto& r : tx.exec_params(
+             "SELECT shard_index, slot_name, wal_status, safe_wal_size, lag_bytes, lag_seconds, "
+             "confirmed_flush_lsn, level, to_char(measured_at AT TIME ZONE 'UTC', "
+             "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM sluice_state.source_slot "
+             "WHERE connector_id = $1 ORDER BY shard_index",
+             c.ToString())) {
+      slots.push_back(
+          {{"connector_id", c.ToString()},
+           {"shard_index", r[0].as<int>()},
+           {"slot_name", r[1].c_str()},
+           {"wal_status", r[2].c_str()},
+           {"safe_wal_size", r[3].is_null() ? Json(nullptr) : Json(r[3].as<std::int64_t>())},
+           {"lag_bytes", r[4].as<std::int64_t>()},
+           {"lag_seconds", r[5].as<double>()},
+           {"confirmed_flush_lsn", r[6].c_str()},
+           {"level", r[7].c_str()},
+           {"measured_at", r[8].c_str()}});
+    }
+  }
+  return slots;
+}
+
 enum class Verb { kStart, kPause, kResume, kRestart, kStop };
 
 // The past tense the event codes use: connector.paused, pipeline.restarted.
@@ -209,7 +236,7 @@ Response Status(ApiContext& ctx, Request& req, bool pipeline) {
       // "draft" is computed: an incomplete pipeline whose worker is paused.
       if (!r[0][0].as<bool>() && state == "PAUSED") state = "DRAFT";
     }
-    body = {{"state", state}, {"workers", workers}};
+    body = {{"state", state}, {"workers", workers}, {"source_slots", SlotsJson(tx, owned)}};
   });
   return Response::Ok(body);
 }

@@ -69,7 +69,18 @@ std::vector<ConnectorType> Build() {
               "(or USING INDEX), the target keyed by all their columns; refuse refuses to start "
               "with any. A table whose updates and deletes cannot be replicated (no key, "
               "identity DEFAULT or NOTHING) is always refused, naming the ALTER TABLE to run",
-              "full")}});
+              "full"),
+        Int("heartbeat_interval_seconds", false, 0, 3600,
+            "Seconds between the heartbeats (pg_logical_emit_message) that keep an idle slot "
+            "advancing; 0 turns them off",
+            10),
+        Int("slot_lag_warn_bytes", false, 0, std::int64_t{1} << 50,
+            "Slot lag (WAL held, bytes) at which a warn event fires; 0: never",
+            std::int64_t{1} << 30),
+        Int("slot_lag_critical_bytes", false, 0, std::int64_t{1} << 50,
+            "Slot lag (WAL held, bytes) at which a critical event fires (as it does when the "
+            "server no longer reserves the slot's WAL); 0: only then",
+            std::int64_t{10} << 30)}});
   types.push_back(
       {"postgresql-target",
        "postgresql",

@@ -77,6 +77,9 @@ class BackendReporter : public WorkerReporter {
     return Post("/rejected",
                 {{"subscription_id", sub.id}, {"records", RejectedToJson(ToRefs(records))}});
   }
+  common::Status Slot(const SlotReport& report) override {
+    return Post("/slot", SlotReportToJson(report));
+  }
 
  private:
   common::Status Post(const std::string& path, const json& body) {

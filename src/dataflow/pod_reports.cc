@@ -270,4 +270,110 @@ common::Result<std::vector<RejectedRef>> RejectedFromJson(const json& j) {
   return out;
 }
 
+common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const SlotReport& r) {
+  if (r.lost_reason) {
+    auto ev = PodEvent(tx, pod, std::nullopt);
+    if (!ev) return {};
+    ev->level = events::Level::kError;
+    ev->type = events::Type::kConnector;
+    ev->code = "source.slot_lost";
+    ev->summary = fmt::format(
+        "Replication slot {} was lost; it was created again and its tables "
+        "are read again",
+        r.slot);
+    ev->reason = *r.lost_reason;
+    ev->details = {{"slot", r.slot}, {"shard_index", pod.shard}};
+    return events::EventStore::Record(tx, *ev, {}).status();
+  }
+  if (r.level != "ok" && r.level != "warn" && r.level != "critical")
+    return common::InvalidArgument("level: ok, warn or critical");
+  auto before = tx.exec_params(
+      "SELECT level FROM sluice_state.source_slot WHERE connector_id = $1 AND shard_index = $2",
+      pod.connector_id.ToString(), pod.shard);
+  std::string previous = before.empty() ? "ok" : before[0][0].c_str();
+  tx.exec_params(
+      "INSERT INTO sluice_state.source_slot (connector_id, shard_index, slot_name, wal_status, "
+      "safe_wal_size, lag_bytes, lag_seconds, confirmed_flush_lsn, level, measured_at) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now()) "
+      "ON CONFLICT (connector_id, shard_index) DO UPDATE SET slot_name = EXCLUDED.slot_name, "
+      "wal_status = EXCLUDED.wal_status, safe_wal_size = EXCLUDED.safe_wal_size, "
+      "lag_bytes = EXCLUDED.lag_bytes, lag_seconds = EXCLUDED.lag_seconds, "
+      "confirmed_flush_lsn = EXCLUDED.confirmed_flush_lsn, level = EXCLUDED.level, "
+      "measured_at = EXCLUDED.measured_at",
+      pod.connector_id.ToString(), pod.shard, r.slot, r.wal_status, r.safe_wal_size, r.lag_bytes,
+      r.lag_seconds, r.confirmed_flush_lsn, r.level);
+  if (r.level == previous) return {};
+  auto ev = PodEvent(tx, pod, std::nullopt);
+  if (!ev) return {};
+  ev->type = events::Type::kConnector;
+  if (r.level == "critical") {
+    ev->level = events::Level::kCritical;
+    ev->code = "source.slot_lag_critical";
+    ev->summary = "Replication slot lag crossed the critical threshold";
+  } else if (r.level == "warn") {
+    ev->level = events::Level::kWarn;
+    ev->code = "source.slot_lag_warn";
+    ev->summary = "Replication slot lag crossed the warn threshold";
+  } else {
+    ev->level = events::Level::kInfo;
+    ev->code = "source.slot_lag_cleared";
+    ev->summary = "Replication slot lag is back under its thresholds";
+  }
+  ev->reason = fmt::format(
+      "slot {} holds {} bytes of WAL, {:.0f} s behind; wal_status {}, safe_wal_size {}", r.slot,
+      r.lag_bytes, r.lag_seconds, r.wal_status.empty() ? "unknown" : r.wal_status,
+      r.safe_wal_size ? std::to_string(*r.safe_wal_size) : std::string("unlimited"));
+  ev->details = {{"slot", r.slot},
+                 {"shard_index", pod.shard},
+                 {"lag_bytes", r.lag_bytes},
+                 {"lag_seconds", r.lag_seconds},
+                 {"wal_status", r.wal_status},
+                 {"previous_level", previous}};
+  return events::EventStore::Record(tx, *ev, {}).status();
+}
+
+json SlotReportToJson(const SlotReport& r) {
+  json j = {{"slot", r.slot},
+            {"wal_status", r.wal_status},
+            {"safe_wal_size", r.safe_wal_size ? json(*r.safe_wal_size) : json(nullptr)},
+            {"lag_bytes", r.lag_bytes},
+            {"lag_seconds", r.lag_seconds},
+            {"confirmed_flush_lsn", r.confirmed_flush_lsn},
+            {"level", r.level}};
+  if (r.lost_reason) j["lost_reason"] = *r.lost_reason;
+  return j;
+}
+
+common::Result<SlotReport> SlotReportFromJson(const json& j) {
+  if (!j.is_object()) return common::InvalidArgument("a slot report object is required");
+  SlotReport r;
+  std::vector<std::string> problems;
+  auto str = [&](const char* key, std::string* out, bool required) {
+    if (j.contains(key) && j[key].is_string())
+      *out = j[key].get<std::string>();
+    else if (required || (j.contains(key) && !j[key].is_null()))
+      problems.push_back(std::string(key) + ": a string is required");
+  };
+  str("slot", &r.slot, true);
+  str("wal_status", &r.wal_status, false);
+  str("confirmed_flush_lsn", &r.confirmed_flush_lsn, false);
+  str("level", &r.level, false);
+  ReadInt(j, "lag_bytes", &r.lag_bytes, &problems, "slot");
+  if (j.contains("safe_wal_size") && !j["safe_wal_size"].is_null()) {
+    std::int64_t v = 0;
+    ReadInt(j, "safe_wal_size", &v, &problems, "slot");
+    r.safe_wal_size = v;
+  }
+  if (j.contains("lag_seconds")) {
+    if (j["lag_seconds"].is_number() && j["lag_seconds"].get<double>() >= 0)
+      r.lag_seconds = j["lag_seconds"].get<double>();
+    else
+      problems.push_back("lag_seconds: a non-negative number is required");
+  }
+  if (j.contains("lost_reason") && j["lost_reason"].is_string())
+    r.lost_reason = j["lost_reason"].get<std::string>();
+  SLUICE_RETURN_IF_ERROR(Problems(problems));
+  return r;
+}
+
 }  // namespace sluice::dataflow

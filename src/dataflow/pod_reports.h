@@ -43,6 +43,19 @@ struct RejectedRef {
   std::string key;
 };
 
+// A source's replication slot as its worker last read it (or, with
+// lost_reason, the news that it was lost and is being read again).
+struct SlotReport {
+  std::string slot;
+  std::string wal_status;  // reserved | extended | unreserved | lost
+  std::optional<std::int64_t> safe_wal_size;
+  std::int64_t lag_bytes = 0;
+  double lag_seconds = 0;
+  std::string confirmed_flush_lsn;
+  std::string level = "ok";  // ok | warn | critical, against the connector's thresholds
+  std::optional<std::string> lost_reason;
+};
+
 std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records);
 
 common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
@@ -62,6 +75,12 @@ common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
                               const std::string& subscription_id,
                               const std::vector<RejectedRef>& records);
 
+// Keeps the slot's latest reading in sluice_state.source_slot and records
+// an event when its level changes: source.slot_lag_warn,
+// source.slot_lag_critical, or source.slot_lag_cleared once back under.
+// A lost slot is source.slot_lost, naming the slot.
+common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const SlotReport& report);
+
 // Wire forms of the HTTP worker protocol.
 nlohmann::json IntervalsToJson(const std::vector<connectors::TopicInterval>& intervals);
 common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const nlohmann::json& j);
@@ -69,5 +88,7 @@ nlohmann::json CountersToJson(const DeliveryCounters& c);
 common::Result<DeliveryCounters> CountersFromJson(const nlohmann::json& j);
 nlohmann::json RejectedToJson(const std::vector<RejectedRef>& records);
 common::Result<std::vector<RejectedRef>> RejectedFromJson(const nlohmann::json& j);
+nlohmann::json SlotReportToJson(const SlotReport& report);
+common::Result<SlotReport> SlotReportFromJson(const nlohmann::json& j);
 
 }  // namespace sluice::dataflow

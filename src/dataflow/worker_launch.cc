@@ -49,6 +49,16 @@ common::Result<WorkerLaunch> Parse(const json& j) {
     w.source.topic_prefix = s.value("topic_prefix", std::string("sluice"));
     w.source.format = s.value("format", std::string("json"));
     w.source.tables_without_key = s.value("tables_without_key", std::string("full"));
+    auto non_negative = [&](const char* key, std::int64_t* out) {
+      if (!s.contains(key)) return;
+      if (!s[key].is_number_integer() || s[key].get<std::int64_t>() < 0)
+        problems.push_back(std::string("source.") + key + ": a non-negative integer");
+      else
+        *out = s[key].get<std::int64_t>();
+    };
+    non_negative("heartbeat_interval_ms", &w.source.heartbeat_interval_ms);
+    non_negative("slot_lag_warn_bytes", &w.source.slot_lag_warn_bytes);
+    non_negative("slot_lag_critical_bytes", &w.source.slot_lag_critical_bytes);
     if (w.source.tables_without_key != "full" && w.source.tables_without_key != "refuse")
       problems.push_back("source.tables_without_key: full or refuse");
     if (w.source.format != "json" && w.source.format != "avro")

@@ -44,6 +44,11 @@ struct SourceLaunch {
   std::string format = "json";  // json | avro (needs the registry)
   // full | refuse: what the source does with a table without a primary key.
   std::string tables_without_key = "full";
+  // Heartbeat interval (0: none) and the slot lag thresholds of the warn
+  // and critical events (0: that event never fires).
+  std::int64_t heartbeat_interval_ms = 10000;
+  std::int64_t slot_lag_warn_bytes = std::int64_t{1} << 30;
+  std::int64_t slot_lag_critical_bytes = std::int64_t{10} << 30;
 };
 // type postgresql: the CDC source above; type kafka: an existing topic,
 // read by the launch's datamodel stages only.

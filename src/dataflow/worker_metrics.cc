@@ -62,6 +62,32 @@ void WorkerMetrics::OnLag(const std::string& subscription_id, std::int64_t recor
       .Set(static_cast<double>(records));
 }
 
+void WorkerMetrics::OnSlot(const SlotReport& slot) {
+  metrics::Labels l{{"slot", slot.slot}};
+  registry_
+      .GetGauge("sluice_worker_slot_lag_bytes",
+                "WAL the source's replication slot holds (current WAL minus confirmed_flush_lsn).",
+                l)
+      .Set(static_cast<double>(slot.lag_bytes));
+  registry_
+      .GetGauge("sluice_worker_slot_lag_seconds",
+                "Age of the oldest WAL position the source's replication slot has not confirmed.",
+                l)
+      .Set(slot.lag_seconds);
+  if (slot.safe_wal_size)
+    registry_
+        .GetGauge("sluice_worker_slot_safe_wal_size_bytes",
+                  "WAL that may still be written before the slot is in danger of being lost.", l)
+        .Set(static_cast<double>(*slot.safe_wal_size));
+  for (const char* status : {"reserved", "extended", "unreserved", "lost"}) {
+    registry_
+        .GetGauge("sluice_worker_slot_wal_status",
+                  "1 for the replication slot's current wal_status, 0 for the others.",
+                  {{"slot", slot.slot}, {"wal_status", status}})
+        .Set(slot.wal_status == status ? 1 : 0);
+  }
+}
+
 void WorkerMetrics::OnHeartbeat(bool accepted) {
   if (accepted) last_heartbeat_ms_ = common::NowEpochMillis();
 }

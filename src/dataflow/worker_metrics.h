@@ -21,6 +21,7 @@
 
 #include "common/status.h"
 #include "connectors/production_metrics.h"
+#include "dataflow/pod_reports.h"
 #include "dataflow/subscription_stage.h"
 #include "kafka/client_config.h"
 #include "metrics/registry.h"
@@ -43,6 +44,9 @@ class WorkerMetrics {
   void OnDelivery(const std::string& subscription_id, const DeliveryCounters& c);
   void OnLag(const std::string& subscription_id, std::int64_t records);
   void OnHeartbeat(bool accepted);
+  // A source's replication slot: lag bytes and seconds, safe_wal_size, and
+  // its wal_status as a 1-valued gauge labelled by the status.
+  void OnSlot(const SlotReport& slot);
   void OnError();
 
   // Rendered page (heartbeat age computed now).

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/time.h"
+#include "connectors/postgres/lsn.h"
 #include "connectors/postgres/postgres_source.h"
 #include "dataflow/datamodel_stage.h"
 #include "dataflow/kafka_change_sink.h"
@@ -126,6 +127,16 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   options.tables = launch.source.tables;
   options.topic_prefix = launch.source.topic_prefix;
   options.refuse_tables_without_key = launch.source.tables_without_key == "refuse";
+  options.heartbeat_interval = std::chrono::milliseconds(launch.source.heartbeat_interval_ms);
+  options.on_slot_lost = [&reporter](const std::string& slot, const std::string& reason) {
+    SlotReport lost;
+    lost.slot = slot;
+    lost.lost_reason = reason;
+    if (auto st = reporter.Slot(lost); !st.ok())
+      spdlog::warn("could not report lost slot {}: {}", slot, st.message());
+  };
+  const connectors::postgres::SlotThresholds thresholds{launch.source.slot_lag_warn_bytes,
+                                                        launch.source.slot_lag_critical_bytes};
   if (!launch.state_path.empty()) {
     // Progress is reported only after the chunk it covers is durable in the
     // broker, so what is saved here never runs ahead of what was delivered.
@@ -190,6 +201,19 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
       auto intervals = metrics.TakeInterval(common::NowEpochMillis());
       wm.OnProduced(intervals);
       (void)reporter.Production(intervals);
+      if (const auto& slot = source.slot_status()) {
+        SlotReport r;
+        r.slot = slot->slot;
+        r.wal_status = slot->wal_status;
+        r.safe_wal_size = slot->safe_wal_size;
+        r.lag_bytes = slot->lag_bytes;
+        r.lag_seconds = slot->lag_seconds;
+        r.confirmed_flush_lsn = connectors::postgres::FormatLsn(slot->confirmed_flush_lsn);
+        r.level = connectors::postgres::SlotLevelName(
+            connectors::postgres::ClassifySlot(*slot, thresholds));
+        wm.OnSlot(r);
+        (void)reporter.Slot(r);
+      }
     }
   }
   datamodels.Stop();

@@ -23,6 +23,7 @@ class NullReporter : public WorkerReporter {
   common::Status Rejected(const SubscriptionSpec&, const std::vector<RejectedRecord>&) override {
     return {};
   }
+  common::Status Slot(const SlotReport&) override { return {}; }
 };
 
 class DatabaseReporter : public WorkerReporter {
@@ -51,6 +52,9 @@ class DatabaseReporter : public WorkerReporter {
     if (records.empty()) return {};
     auto refs = ToRefs(records);
     return Write([&](pqxx::work& tx) { return RecordRejected(tx, pod_, sub.id, refs); });
+  }
+  common::Status Slot(const SlotReport& report) override {
+    return Write([&](pqxx::work& tx) { return ApplySlotReport(tx, pod_, report); });
   }
 
  private:

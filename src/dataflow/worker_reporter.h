@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "connectors/production_metrics.h"
+#include "dataflow/pod_reports.h"
 #include "dataflow/subscription_stage.h"
 #include "dataflow/worker_launch.h"
 #include "runtime/worker_state.h"
@@ -50,6 +51,8 @@ class WorkerReporter {
                                      const DeliveryCounters& counters) = 0;
   virtual common::Status Rejected(const SubscriptionSpec& sub,
                                   const std::vector<RejectedRecord>& records) = 0;
+  // A PostgreSQL source's replication slot (dataflow/pod_reports.h).
+  virtual common::Status Slot(const SlotReport& report) = 0;
 };
 
 // Reports into the data-plane database at `url`.

@@ -96,6 +96,44 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
   }
   out.push_back(std::move(heartbeat));
 
+  MetricFamily slot_bytes{"sluice_source_slot_lag_bytes",
+                          "WAL each source shard's replication slot holds, as its worker last "
+                          "read it.",
+                          MetricType::kGauge,
+                          {}};
+  MetricFamily slot_seconds{"sluice_source_slot_lag_seconds",
+                            "Age of the oldest WAL each replication slot has not confirmed.",
+                            MetricType::kGauge,
+                            {}};
+  MetricFamily slot_safe{"sluice_source_slot_safe_wal_size_bytes",
+                         "WAL that may still be written before the slot is in danger of being "
+                         "lost (absent when unlimited).",
+                         MetricType::kGauge,
+                         {}};
+  MetricFamily slot_status{"sluice_source_slot_wal_status",
+                           "1 for each replication slot's current wal_status.",
+                           MetricType::kGauge,
+                           {}};
+  for (const auto& r :
+       tx.exec("SELECT connector_id::text, shard_index, slot_name, wal_status, safe_wal_size,"
+               " lag_bytes, lag_seconds FROM sluice_state.source_slot"
+               " ORDER BY connector_id, shard_index")) {
+    std::vector<std::pair<std::string, std::string>> l{{"connector_id", r[0].as<std::string>()},
+                                                       {"shard", r[1].as<std::string>()},
+                                                       {"slot", r[2].as<std::string>()}};
+    slot_bytes.samples.push_back({l, static_cast<double>(r[5].as<std::int64_t>())});
+    slot_seconds.samples.push_back({l, r[6].as<double>()});
+    if (!r[4].is_null())
+      slot_safe.samples.push_back({l, static_cast<double>(r[4].as<std::int64_t>())});
+    auto with_status = l;
+    with_status.emplace_back("wal_status", r[3].as<std::string>());
+    slot_status.samples.push_back({with_status, 1});
+  }
+  out.push_back(std::move(slot_bytes));
+  out.push_back(std::move(slot_seconds));
+  out.push_back(std::move(slot_safe));
+  out.push_back(std::move(slot_status));
+
   MetricFamily open_events{"sluice_resource_events_open",
                            "Monitoring events still folding repeats, per level.",
                            MetricType::kGauge,
@@ -134,9 +172,9 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
                        MetricType::kGauge,
                        {}};
   if (!tx.exec("SELECT to_regclass('sluice_state.events_outbox_cursor')")[0][0].is_null()) {
-    for (const auto& r :
-         tx.exec("SELECT c.name, (SELECT COUNT(*) FROM resource_event_occurrence o"
-                 " WHERE o.seq > c.last_seq) FROM sluice_state.events_outbox_cursor c ORDER BY c.name")) {
+    for (const auto& r : tx.exec("SELECT c.name, (SELECT COUNT(*) FROM resource_event_occurrence o"
+                                 " WHERE o.seq > c.last_seq) FROM "
+                                 "sluice_state.events_outbox_cursor c ORDER BY c.name")) {
       backlog.samples.push_back(
           {{{"outbox", r[0].as<std::string>()}}, static_cast<double>(r[1].as<std::int64_t>())});
     }

@@ -132,6 +132,13 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
                         {"tables", captured}};
     if (config.contains("tables_without_key"))
       launch["source"]["tables_without_key"] = config["tables_without_key"];
+    // Connector settings in seconds and bytes; the worker takes milliseconds.
+    if (config.contains("heartbeat_interval_seconds") &&
+        config["heartbeat_interval_seconds"].is_number_integer())
+      launch["source"]["heartbeat_interval_ms"] =
+          config["heartbeat_interval_seconds"].get<std::int64_t>() * 1000;
+    for (const char* key : {"slot_lag_warn_bytes", "slot_lag_critical_bytes"})
+      if (config.contains(key)) launch["source"][key] = config[key];
     return launch;
   }
   json target;

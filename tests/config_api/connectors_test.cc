@@ -6,6 +6,7 @@
 
 #include "api/config_keys.h"
 #include "config_api/api_harness.h"
+#include "runtime/worker_repository.h"
 #include "secrets/configuration_cipher.h"
 
 namespace sluice::testing {
@@ -209,6 +210,92 @@ TEST_F(ConnectorsApi, ConnectorAndPipelineWritesAreInTheUserLogWithTheActor) {
   EXPECT_EQ(actions,
             (std::vector<std::string>{"connector.create", "connector.update", "pipeline.create",
                                       "pipeline.update", "pipeline.delete", "connector.delete"}));
+}
+
+// A started source has a shard row; its slot and publication exist on the
+// source, named as the launch names them (slot_name; publication = slot).
+class SourceCleanupApi : public ConnectorsApi {
+ protected:
+  void SetUp() override {
+    ConnectorsApi::SetUp();
+    pqxx::connection c(source_.url());
+    pqxx::nontransaction(c).exec("CREATE TABLE items (id int PRIMARY KEY)");
+  }
+  void TearDown() override {
+    {
+      pqxx::connection c(source_.url());
+      pqxx::nontransaction(c).exec(
+          "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = "
+          "current_database()");
+    }
+    ConnectorsApi::TearDown();
+  }
+  std::string StartedSource(const std::string& name, const std::string& slot, int port = 0) {
+    Json config = {
+        {"host", "127.0.0.1"}, {"port", port ? port : ClusterPort()}, {"database", source_.name()},
+        {"user", "postgres"},  {"password", ClusterPassword()},       {"sslmode", "disable"},
+        {"slot_name", slot}};
+    auto r =
+        Post(Path(), {{"name", name}, {"type", "postgresql-source"}, {"configuration", config}});
+    EXPECT_EQ(r.status, 201) << r.body.dump();
+    std::string id = r.body.value("id", "");
+    db_->Transact([&](pqxx::work& tx) {
+      runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(id), 1);
+    });
+    pqxx::connection c(source_.url());
+    pqxx::nontransaction tx(c);
+    if (tx.exec_params("SELECT 1 FROM pg_replication_slots WHERE slot_name = $1", slot).empty())
+      tx.exec_params("SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot);
+    if (tx.exec_params("SELECT 1 FROM pg_publication WHERE pubname = $1", slot).empty())
+      tx.exec("CREATE PUBLICATION " + tx.quote_name(slot) + " FOR TABLE items");
+    return id;
+  }
+  bool HasSlot(const std::string& slot) {
+    pqxx::connection c(source_.url());
+    return !pqxx::nontransaction(c)
+                .exec_params("SELECT 1 FROM pg_replication_slots WHERE slot_name = $1", slot)
+                .empty();
+  }
+  bool HasPublication(const std::string& name) {
+    pqxx::connection c(source_.url());
+    return !pqxx::nontransaction(c)
+                .exec_params("SELECT 1 FROM pg_publication WHERE pubname = $1", name)
+                .empty();
+  }
+  TestDatabase source_;
+};
+
+TEST_F(SourceCleanupApi, DeletingASourceDropsItsSlotAndPublicationAndNoOtherConnectors) {
+  auto doomed = StartedSource("doomed", "doomed_slot");
+  auto kept = StartedSource("kept", "kept_slot");
+  ASSERT_TRUE(HasSlot("doomed_slot") && HasPublication("doomed_slot"));
+  ASSERT_EQ(Delete("/api/v1/connectors/" + doomed).status, 204);
+  EXPECT_FALSE(HasSlot("doomed_slot"));
+  EXPECT_FALSE(HasPublication("doomed_slot"));
+  EXPECT_TRUE(HasSlot("kept_slot")) << "another connector's slot was dropped";
+  EXPECT_TRUE(HasPublication("kept_slot"));
+
+  // Two connectors configured with one slot name: deleting one leaves the
+  // slot to the other.
+  auto twin_a = StartedSource("twin-a", "shared_slot");
+  StartedSource("twin-b", "shared_slot");
+  ASSERT_EQ(Delete("/api/v1/connectors/" + twin_a).status, 204);
+  EXPECT_TRUE(HasSlot("shared_slot"));
+  EXPECT_TRUE(HasPublication("shared_slot"));
+}
+
+TEST_F(SourceCleanupApi, AnUnreachableSourceStillDeletesTheConnectorWithAnEvent) {
+  auto gone = StartedSource("unreachable", "far_slot", /*port=*/1);
+  ASSERT_EQ(Delete("/api/v1/connectors/" + gone).status, 204);
+  EXPECT_EQ(Get("/api/v1/connectors/" + gone).status, 404);
+  pqxx::connection c(tdb_->url());
+  auto events = pqxx::nontransaction(c).exec_params(
+      "SELECT reason, details->>'slot' FROM resource_event WHERE code = "
+      "'source.slot_not_dropped' AND connector_id = $1",
+      gone);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(std::string(events[0][1].c_str()), "far_slot");
+  EXPECT_FALSE(std::string(events[0][0].c_str()).empty());
 }
 
 }  // namespace

@@ -494,6 +494,60 @@ TEST_F(PostgresSourceTest, IdleSlotAdvances) {
   EXPECT_TRUE(sink.events.empty());
 }
 
+TEST_F(PostgresSourceTest, HeartbeatsAdvanceAnIdleSlotPastItsLastWriteAndNeverReachTheSink) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY); CREATE TABLE other (id int)");
+  auto& sink = NewSink();
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  o.heartbeat_interval = 200ms;
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  ASSERT_TRUE(source->Poll(200ms).ok());
+  // Only a table the publication leaves out sees writes, then nothing does:
+  // only heartbeats can carry the slot past the last write's position.
+  Exec("INSERT INTO other SELECT generate_series(1, 100)");
+  Lsn last_write = *ParseLsn(Query1("SELECT pg_current_wal_insert_lsn()::text"));
+  PollUntil(source, [&] { return SlotConfirmed() > last_write; });
+  EXPECT_TRUE(sink.events.empty()) << "a heartbeat reached the sink";
+  EXPECT_TRUE(sink.schemas.empty());
+  ASSERT_TRUE(source->slot_status().has_value());
+  EXPECT_EQ(source->slot_status()->slot, slot_);
+  EXPECT_EQ(source->slot_status()->wal_status, "reserved");
+}
+
+TEST_F(PostgresSourceTest, SlotHealthShowsLagInBytesAndSecondsWhileNothingIsAcknowledged) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY, v text)");
+  auto& sink = NewSink(/*auto_ack=*/false);
+  auto o = Options({{"public", "items"}});
+  o.snapshot = false;
+  o.heartbeat_interval = 100ms;
+  auto* source = Source(o, &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO items SELECT g, repeat('x', 200) FROM generate_series(1, 2000) g");
+  PollUntil(source, [&] { return !sink.checkpoints.empty(); });
+  // Still unacknowledged a while later: the slot holds the WAL, and for longer.
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(source->Poll(100ms).ok());
+  source->Beat();
+  ASSERT_TRUE(source->slot_status().has_value());
+  auto held = *source->slot_status();
+  // At least what the sink has not acknowledged is held.
+  ASSERT_LT(SlotConfirmed(), sink.checkpoints.back());
+  EXPECT_GE(held.lag_bytes, static_cast<std::int64_t>(sink.checkpoints.back() - SlotConfirmed()));
+  EXPECT_GT(held.lag_seconds, 0.5);
+  EXPECT_EQ(held.wal_status, "reserved");
+  EXPECT_EQ(ClassifySlot(held, {1, 0}), SlotLevel::kWarn);
+  EXPECT_EQ(ClassifySlot(held, {1, 2}), SlotLevel::kCritical);
+  EXPECT_EQ(ClassifySlot(held, {}), SlotLevel::kOk);
+  sink.AckAll();
+  // Once acknowledged, later heartbeats are confirmed too and the lag drains.
+  PollUntil(source, [&] {
+    source->Beat();
+    return source->slot_status()->lag_bytes < held.lag_bytes &&
+           source->slot_status()->lag_seconds < held.lag_seconds;
+  });
+  EXPECT_GE(SlotConfirmed(), sink.checkpoints.back());
+}
+
 TEST_F(PostgresSourceTest, LargeTransactionIsStreamedAndEmittedOnCommitOnly) {
   Exec(
       "CREATE TABLE items (id int PRIMARY KEY, pad text); "

@@ -134,6 +134,10 @@ TEST_F(WorkerMetricsPage, RowsLagErrorsAndHeartbeatAgeOfEachWorker) {
   int source_port = PortOf(source);
   ASSERT_GT(source_port, 0);
   EXPECT_TRUE(Reaches(source_port, produced, 200));
+  // The source reads its replication slot's health and shows it.
+  EXPECT_TRUE(
+      Reaches(source_port,
+              "sluice_worker_slot_wal_status{slot=\"" + slot_ + "\",wal_status=\"reserved\"}", 1));
   // The target starts once its topic exists, so it has no error to count.
   auto target = Launch("target", {{"worker_id", common::Uuid::V4().ToString()},
                                   {"connector_id", common::Uuid::V4().ToString()},

@@ -13,6 +13,7 @@
 #include "connectors/topic_naming.h"
 #include "guard/connect_policy.h"
 #include "guard/postgres_conninfo.h"
+#include "metrics/data_plane_gauges.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/placement.h"
@@ -147,6 +148,60 @@ TEST_F(OrchestratorTest, StartedPipelineGoesLiveAndRowsFlow) {
   auto w = WorkerOf(source_id_);
   EXPECT_TRUE(w.launched_config_hash.has_value());
   EXPECT_TRUE(w.last_heartbeat_at.has_value());
+}
+
+TEST_F(OrchestratorTest, TheSourceReportsItsSlotAndATinyLagThresholdRecordsAWarnEvent) {
+  db_->Transact([&](pqxx::work& tx) {
+    tx.exec_params(
+        "UPDATE connector SET json_configuration = $2 WHERE id = $1", source_id_.ToString(),
+        nlohmann::json{
+            {"url", source_.url()}, {"heartbeat_interval_seconds", 1}, {"slot_lag_warn_bytes", 1}}
+            .dump());
+  });
+  StartConnector(source_id_);
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return TargetRows() == 50; }));
+  ASSERT_TRUE(TickUntil([&] { return EventCount("source.slot_lag_warn") >= 1; }, 60s));
+  std::string slot = DefaultSlotName(WorkerOf(source_id_));
+  auto row = db_->Transact([&](pqxx::work& tx) {
+    return tx.exec_params(
+        "SELECT slot_name, wal_status, lag_bytes, lag_seconds, level FROM "
+        "sluice_state.source_slot WHERE connector_id = $1",
+        source_id_.ToString());
+  });
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(std::string(row[0][0].c_str()), slot);
+  EXPECT_EQ(std::string(row[0][1].c_str()), "reserved");
+  EXPECT_GE(row[0][2].as<std::int64_t>(), 0);
+  EXPECT_GE(row[0][3].as<double>(), 0);
+  // The gauges /metrics renders carry the slot.
+  auto families = db_->Transact(
+      [&](pqxx::work& tx) { return metrics::CollectDataPlaneGauges(tx, common::Clock::now()); });
+  bool found = false;
+  for (const auto& f : families) {
+    if (f.name != "sluice_source_slot_lag_bytes") continue;
+    for (const auto& sample : f.samples)
+      for (const auto& [k, v] : sample.labels) found = found || (k == "slot" && v == slot);
+  }
+  EXPECT_TRUE(found);
+  // Writes to a table the publication leaves out: the slot still follows
+  // the server's position.
+  auto lag = [&] {
+    pqxx::connection c(source_.url());
+    return pqxx::nontransaction(c)
+        .exec_params1(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint "
+            "FROM pg_replication_slots WHERE slot_name = $1",
+            slot)[0]
+        .as<std::int64_t>();
+  };
+  {
+    pqxx::connection c(source_.url());
+    pqxx::nontransaction(c).exec(
+        "CREATE TABLE unpublished (x text); "
+        "INSERT INTO unpublished SELECT repeat('x', 100) FROM generate_series(1, 20000)");
+  }
+  EXPECT_TRUE(TickUntil([&] { return lag() < 100000; }));
 }
 
 TEST_F(OrchestratorTest, KilledWorkerIsRestartedAndTheCrashIsOneFoldedEvent) {

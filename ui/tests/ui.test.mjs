@@ -188,6 +188,9 @@ describe("web UI", { timeout: 240_000 }, () => {
     assert.equal(rows, 50, sluice.log().slice(-3000));
     await page.locator('tr[data-worker="source-0"] .badge[data-state="live"]').waitFor();
     await page.locator('tr[data-worker="target-0"] .badge[data-state="live"]').waitFor();
+    // The source's replication slot, as its worker read it: lag and wal_status.
+    await expectVisible(page.locator('tr[data-slot] .badge[data-state="reserved"]'), "slot wal_status", 60_000);
+    assert.match(await page.locator("tr[data-slot] .lag-bytes").first().innerText(), /\d+(\.\d)? (B|KiB|MiB|GiB|TiB)/);
     // Secrets never shown.
     assert.doesNotMatch(await page.content(), /unused-by-trust-auth/);
     await shot("05-pipeline-detail");

@@ -125,6 +125,31 @@ Status PostgresSource::EnsurePublication() {
 }
 
 Status PostgresSource::Start() {
+  bool lost = false;
+  auto st = StartOnce(&lost);
+  // The lost slot was dropped: create it again and read every table anew.
+  if (lost) st = StartOnce(&lost);
+  return st;
+}
+
+Status PostgresSource::DropLostSlot(const std::string& reason) {
+  spdlog::warn("{}; dropping it to create it again and read its tables anew", reason);
+  try {
+    pqxx::nontransaction tx(*catalog_);
+    tx.exec_params(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1",
+        options_.slot_name);
+  } catch (const std::exception& e) {
+    return common::Unavailable(
+        fmt::format("dropping lost replication slot {}: {}", options_.slot_name, e.what()));
+  }
+  lost_slot_dropped_ = true;
+  if (options_.on_slot_lost) options_.on_slot_lost(options_.slot_name, reason);
+  return Status::Ok();
+}
+
+Status PostgresSource::StartOnce(bool* slot_lost) {
+  *slot_lost = false;
   if (!SimpleIdentifier(options_.slot_name) || !SimpleIdentifier(options_.publication_name)) {
     return common::InvalidArgument(
         "slot and publication names must be lower-case letters, digits and '_'");
@@ -159,16 +184,26 @@ Status PostgresSource::Start() {
   bool slot_exists = false;
   try {
     pqxx::work tx(*catalog_);
-    auto rows = tx.exec("SELECT plugin FROM pg_replication_slots WHERE slot_name = " +
-                        tx.quote(options_.slot_name));
+    bool has_wal_status =
+        tx.exec("SELECT current_setting('server_version_num')::int >= 130000")[0][0].as<bool>();
+    auto rows = tx.exec(
+        fmt::format("SELECT plugin, {} FROM pg_replication_slots WHERE slot_name = {}",
+                    has_wal_status ? "wal_status" : "''::text", tx.quote(options_.slot_name)));
+    tx.commit();
     if (!rows.empty()) {
       if (rows[0][0].c_str() != std::string("pgoutput")) {
         return common::FailedPrecondition(fmt::format("slot {} uses plugin {}, not pgoutput",
                                                       options_.slot_name, rows[0][0].c_str()));
       }
       slot_exists = true;
+      if (!rows[0][1].is_null() && rows[0][1].c_str() == std::string("lost")) {
+        SLUICE_RETURN_IF_ERROR(DropLostSlot(fmt::format(
+            "replication slot {} is lost (wal_status = lost): the server removed WAL it had not "
+            "yet delivered",
+            options_.slot_name)));
+        slot_exists = false;
+      }
     }
-    tx.commit();
   } catch (const std::exception& e) {
     return common::Unavailable(fmt::format("reading replication slots: {}", e.what()));
   }
@@ -202,10 +237,12 @@ Status PostgresSource::Start() {
 
   Lsn start = 0;  // 0/0: from the slot's confirmed position
   if (!slot_exists) {
-    auto created = repl_->CreateSlot(options_.slot_name, options_.snapshot);
+    // After a lost slot every table is read again, whatever the option says.
+    bool snapshot = options_.snapshot || lost_slot_dropped_;
+    auto created = repl_->CreateSlot(options_.slot_name, snapshot);
     if (!created.ok()) return created.status();
     start = created->consistent_point;
-    if (options_.snapshot) {
+    if (snapshot) {
       progress_ = SnapshotProgress::For(options_.tables, {});
       snap.snapshot_name = created->snapshot_name;
     } else {
@@ -240,6 +277,12 @@ Status PostgresSource::Start() {
   for (bool told = false;;) {
     auto started = repl_->StartReplication(options_.slot_name, start, plugin_options);
     if (started.ok()) break;
+    if (slot_exists && IsSlotLostError(started.message())) {
+      repl_.reset();
+      SLUICE_RETURN_IF_ERROR(DropLostSlot(started.message()));
+      *slot_lost = true;
+      return started;
+    }
     if (started.message().find("is active for PID") == std::string::npos ||
         std::chrono::steady_clock::now() >= slot_deadline)
       return started;
@@ -250,8 +293,47 @@ Status PostgresSource::Start() {
   }
   received_ = start;
   last_status_ = std::chrono::steady_clock::now();
+  Beat();
   spdlog::info("streaming slot {} from {}", options_.slot_name, FormatLsn(start));
   return Status::Ok();
+}
+
+void PostgresSource::Beat() {
+  if (!catalog_) return;
+  auto now = std::chrono::steady_clock::now();
+  last_beat_ = now;
+  if (options_.heartbeat_interval.count() > 0) {
+    try {
+      // Non-transactional: the message is in the WAL at once, outside any
+      // transaction, and decodes to a Message the assembler drops.
+      pqxx::nontransaction tx(*catalog_);
+      auto at = tx.exec("SELECT pg_logical_emit_message(false, 'sluice', 'heartbeat')::text");
+      if (auto lsn = ParseLsn(at[0][0].c_str()); lsn.ok()) wal_clock_.Sample(*lsn, now);
+      heartbeat_failure_logged_ = false;
+    } catch (const std::exception& e) {
+      // A role without the right, or a standby: the stream goes on, and
+      // keepalives still advance the slot when the server sends them.
+      if (!heartbeat_failure_logged_)
+        spdlog::warn("slot {}: heartbeat failed: {}", options_.slot_name, e.what());
+      heartbeat_failure_logged_ = true;
+    }
+  }
+  try {
+    pqxx::work tx(*catalog_);
+    auto current = tx.exec("SELECT pg_current_wal_insert_lsn()::text");
+    if (auto lsn = ParseLsn(current[0][0].c_str()); lsn.ok()) wal_clock_.Sample(*lsn, now);
+    auto status = ReadSlotStatus(tx, options_.slot_name);
+    tx.commit();
+    if (status.ok()) {
+      status->lag_seconds = wal_clock_.SecondsBehind(status->confirmed_flush_lsn, now);
+      slot_status_ = *status;
+    }
+    beat_failure_logged_ = false;
+  } catch (const std::exception& e) {
+    if (!beat_failure_logged_)
+      spdlog::warn("slot {}: reading its health failed: {}", options_.slot_name, e.what());
+    beat_failure_logged_ = true;
+  }
 }
 
 Lsn PostgresSource::FlushPosition() const { return std::max(acked_.load(), idle_position_); }
@@ -274,6 +356,13 @@ Status PostgresSource::HandleCopyData(const std::string& data) {
     received_ = std::max(received_, wal_start);
     auto message = decoder_.Decode(std::string_view(data).substr(25));
     if (!message.ok()) return message.status();
+    // Our own heartbeat with nothing outstanding: everything before it was
+    // sent and acknowledged, so its position may be confirmed.
+    if (const auto* m = std::get_if<LogicalMessage>(&*message);
+        m && !m->transactional && m->prefix == "sluice" && !assembler_->InTransaction() &&
+        acked_.load() >= assembler_->last_checkpoint()) {
+      idle_position_ = std::max(idle_position_, m->lsn);
+    }
     return assembler_->Apply(*message, wal_start);
   }
   if (data[0] == 'k') {
@@ -301,6 +390,9 @@ Status PostgresSource::Poll(std::chrono::milliseconds max_wait) {
   auto deadline = std::chrono::steady_clock::now() + max_wait;
   while (true) {
     auto now = std::chrono::steady_clock::now();
+    auto beat_every = options_.heartbeat_interval.count() > 0 ? options_.heartbeat_interval
+                                                              : std::chrono::milliseconds(10000);
+    if (now - last_beat_ >= beat_every) Beat();
     if (now - last_status_ >= options_.status_interval) SLUICE_RETURN_IF_ERROR(SendStatus(false));
     if (now >= deadline) return Status::Ok();
     auto until_status = last_status_ + options_.status_interval;

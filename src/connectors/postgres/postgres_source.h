@@ -21,6 +21,7 @@
 #include "connectors/postgres/change_assembler.h"
 #include "connectors/postgres/pgoutput_decoder.h"
 #include "connectors/postgres/replication_connection.h"
+#include "connectors/postgres/slot_health.h"
 #include "connectors/postgres/snapshot_reader.h"
 #include "connectors/production_metrics.h"
 
@@ -54,6 +55,16 @@ struct PostgresSourceOptions {
   // How long Start waits for a slot still held by an earlier connection (a
   // stopped worker whose walsender has not yet noticed) before failing.
   std::chrono::milliseconds slot_wait{30000};
+  // Every interval the source writes a non-transactional logical message
+  // (prefix "sluice", pg_logical_emit_message) on its normal connection, so
+  // a slot whose tables see no writes still receives WAL it may confirm, and
+  // then reads its slot's health (slot_status()). 0: no heartbeats, the
+  // health is still read every 10 s. Heartbeats never reach the sink.
+  std::chrono::milliseconds heartbeat_interval{10000};
+  // Called when the slot was lost (its WAL removed, e.g. past
+  // max_slot_wal_keep_size) and has been dropped to be created again; every
+  // table is then read again. `reason` is in the server's words.
+  std::function<void(const std::string& slot, const std::string& reason)> on_slot_lost;
 };
 
 class PostgresSource {
@@ -78,6 +89,12 @@ class PostgresSource {
   Lsn confirmed_lsn() const { return confirmed_; }
   bool snapshot_done() const { return snapshot_done_; }
   const SnapshotProgress& snapshot_progress() const { return progress_; }
+  // The slot's health as last read (every heartbeat interval), lag in
+  // seconds included; nullopt before the first reading.
+  const std::optional<SlotStatus>& slot_status() const { return slot_status_; }
+  // Writes a heartbeat (when enabled) and reads the slot's health now.
+  // Failures are logged, never fatal: the stream goes on without them.
+  void Beat();
 
   // Drops a slot (waiting for its stream to end) through a replication connection.
   static common::Status DropSlot(const std::string& url, const std::string& slot);
@@ -87,6 +104,8 @@ class PostgresSource {
   common::Status HandleCopyData(const std::string& data);
   common::Status SendStatus(bool reply_requested);
   Lsn FlushPosition() const;
+  common::Status StartOnce(bool* slot_lost);
+  common::Status DropLostSlot(const std::string& reason);
 
   PostgresSourceOptions options_;
   ChangeSink* sink_;
@@ -105,6 +124,12 @@ class PostgresSource {
   Lsn idle_position_ = 0;  // keepalive position confirmed while nothing was in flight
   Lsn confirmed_ = 0;
   std::chrono::steady_clock::time_point last_status_{};
+  std::chrono::steady_clock::time_point last_beat_{};
+  WalClock wal_clock_;
+  std::optional<SlotStatus> slot_status_;
+  bool beat_failure_logged_ = false;
+  bool heartbeat_failure_logged_ = false;
+  bool lost_slot_dropped_ = false;  // every table is read again from the new slot
 };
 
 }  // namespace sluice::connectors::postgres

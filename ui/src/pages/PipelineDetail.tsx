@@ -1,5 +1,5 @@
 // One pipeline: its state, per-shard workers (heartbeat age, reason, config
-// drift), subscriptions, lifecycle buttons, and its events/metrics/backfills.
+// drift), its source's replication slots (lag, wal_status), subscriptions, lifecycle buttons, and its events/metrics/backfills.
 import { useState } from "react";
 import { get, post, del, type Page } from "../api";
 import { ErrorBox, Loading, StateBadge, Tabs, formatAge, formatTime, useLoad, useSubmit } from "../components";
@@ -19,6 +19,28 @@ interface Worker {
   heartbeat_age_seconds: number | null;
   config_outdated: boolean | null;
   stop_requested_at: string | null;
+}
+// A source shard's replication slot as its worker last read it.
+interface SourceSlot {
+  connector_id: string;
+  shard_index: number;
+  slot_name: string;
+  wal_status: string;
+  safe_wal_size: number | null;
+  lag_bytes: number;
+  lag_seconds: number;
+  level: "ok" | "warn" | "critical";
+  measured_at: string;
+}
+function formatBytes(n: number | null): string {
+  if (n === null) return "unlimited";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }
 interface Subscription {
   id: string;
@@ -74,7 +96,7 @@ function ConnectorCard({ id, role }: { id: string | null; role: string }) {
 export function PipelineDetailPage({ id }: { id: string }) {
   const [tab, setTab] = useState("Overview");
   const pipeline = useLoad((sig) => get<Pipeline>(`/pipelines/${id}`, sig), [id]);
-  const status = useLoad((sig) => get<{ state: string; workers: Worker[] }>(`/pipelines/${id}/status`, sig), [id], 3000);
+  const status = useLoad((sig) => get<{ state: string; workers: Worker[]; source_slots?: SourceSlot[] }>(`/pipelines/${id}/status`, sig), [id], 3000);
   const subs = useLoad((sig) => get<Page<Subscription>>(`/pipelines/${id}/subscriptions?limit=200`, sig), [id]);
   const action = useSubmit();
   const act = (verb: string) =>
@@ -156,6 +178,35 @@ export function PipelineDetailPage({ id }: { id: string }) {
               </table>
             )}
           </section>
+          {status.data?.source_slots && status.data.source_slots.length > 0 && (
+            <section className="card">
+              <h2>Replication slots</h2>
+              <table className="slots">
+                <thead>
+                  <tr>
+                    <th>Slot</th>
+                    <th>Lag</th>
+                    <th>Behind</th>
+                    <th>WAL status</th>
+                    <th>Safe WAL size</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {status.data.source_slots.map((s) => (
+                    <tr key={s.slot_name} data-slot={s.slot_name} data-level={s.level}>
+                      <td title={`shard ${s.shard_index}, read ${formatTime(s.measured_at)}`}>{s.slot_name}</td>
+                      <td className="lag-bytes">{formatBytes(s.lag_bytes)}</td>
+                      <td className="lag-seconds">{Math.round(s.lag_seconds)} s</td>
+                      <td>
+                        <StateBadge state={s.wal_status || "unknown"} />
+                      </td>
+                      <td>{formatBytes(s.safe_wal_size)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </section>
+          )}
           <section className="card">
             <h2>Subscriptions</h2>
             <ErrorBox error={subs.error} />
