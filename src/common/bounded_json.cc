@@ -55,6 +55,11 @@ std::optional<std::string> JsonShapeViolation(std::string_view text, const JsonL
 
 Result<nlohmann::json> ParseBoundedJson(std::string_view text, const JsonLimits& limits) {
   if (auto violation = JsonShapeViolation(text, limits)) return InvalidArgument(*violation);
+  // nlohmann stops at a NUL byte and would accept "1\0<anything>"; a raw NUL
+  // is never JSON (not even inside a string), so it is refused here.
+  if (auto nul = text.find('\0'); nul != std::string_view::npos) {
+    return InvalidArgument("not valid JSON: a NUL byte at offset " + std::to_string(nul));
+  }
   auto value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return InvalidArgument("not valid JSON");
   return value;

@@ -261,6 +261,11 @@ TEST_F(HttpBadInput, BadUtf8Is400AndCreatesNothing) {
       ExpectJsonError(Raw("POST", e.path, text, "application/json"), 400, "invalid_json",
                       e.path + " " + field + " lone surrogate");
     }
+    // A raw NUL after a valid document: nlohmann alone would stop there and
+    // accept the body; whatever follows must not slip through.
+    std::string text = e.body.dump() + std::string(1, '\0') + "[[[garbage";
+    ExpectJsonError(Raw("POST", e.path, text, "application/json"), 400, "invalid_json",
+                    e.path + " NUL then garbage");
   }
   // In a query string, bad bytes and NUL are refused too (not a 500 from the database).
   for (const char* q : {"%FF%FE", "caf%C3", "a%00b"}) {
