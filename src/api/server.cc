@@ -151,9 +151,20 @@ void ApiServer::Dispatch(const httplib::Request& raw, httplib::Response& res) {
   }
 }
 
-common::Status ApiServer::Start(const std::string& host, int port) {
+common::Status ApiServer::Start(const std::string& host, int port, const common::TlsFiles& tls) {
   if (http_) return common::FailedPrecondition("server already started");
-  http_ = std::make_unique<httplib::Server>();
+  if (tls.enabled()) {
+    common::Status configured;
+    auto https = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
+      configured = common::ConfigureServerTls(&ctx, tls);
+      return configured.ok();
+    });
+    if (!configured.ok()) return configured;
+    if (!https->is_valid()) return common::Internal("TLS: the HTTPS server did not start");
+    http_ = std::move(https);
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
   http_->set_payload_max_length(4 << 20);
   // Hundreds of clients (the UI, the CLI, every worker's heartbeat) keep
   // connections open; each open connection holds a pool thread while it
@@ -217,7 +228,7 @@ common::Status ApiServer::Start(const std::string& host, int port) {
   for (int i = 0; i < 5000 && !http_->is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  spdlog::info("API listening on http://{}:{}{}", host, port_, kApiPrefix);
+  spdlog::info("API listening on {}://{}:{}{}", tls.http_scheme(), host, port_, kApiPrefix);
   return common::Status::Ok();
 }
 

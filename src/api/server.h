@@ -19,6 +19,7 @@
 #include "api/router.h"
 #include "auth/secret_key.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace httplib {
 class Server;
@@ -43,8 +44,9 @@ class ApiServer {
   }
   ApiContext& context() { return ctx_; }
 
-  // Binds and serves on a background thread; returns once accepting.
-  common::Status Start(const std::string& host, int port);
+  // Binds and serves on a background thread; returns once accepting. With
+  // `tls` enabled it serves HTTPS only; a bad certificate or key is the error.
+  common::Status Start(const std::string& host, int port, const common::TlsFiles& tls = {});
   int port() const { return port_; }
   void Stop();
 

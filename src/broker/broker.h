@@ -15,6 +15,7 @@
 #include "broker/producer_state.h"
 #include "broker/storage/log_manager.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace sluice::broker {
 
@@ -63,6 +64,10 @@ struct BrokerOptions {
   std::map<std::string, std::string> sasl_users;
   // Principals with their grants (broker/acl.h); set, it turns SASL/PLAIN on.
   std::filesystem::path acl_file;
+  // Set: the listener speaks TLS from the first byte (Kafka's SSL, or
+  // SASL_SSL with SASL on); the limits above hold through the handshake,
+  // which counts against preauth_timeout_ms. Empty: plain TCP.
+  common::TlsFiles tls;
 };
 
 class Broker {

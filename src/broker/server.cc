@@ -3,9 +3,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 
 #include "broker/protocol/wire.h"
 #include "broker/request_processor.h"
+#include "broker/stream.h"
 
 namespace sluice::broker {
 
@@ -46,7 +47,7 @@ class FrameReader {
     Clock::time_point latest = Clock::time_point::max();
   };
 
-  explicit FrameReader(int fd) : fd_(fd) {}
+  explicit FrameReader(Stream* stream) : stream_(stream) {}
 
   // The next frame (after its size prefix), valid until the next call.
   Status Next(std::string_view* frame, const Limits& limits) {
@@ -96,6 +97,7 @@ class FrameReader {
 
   // 1 readable (or hung up), 0 the deadline passed, -1 an error.
   int WaitReadable(Clock::time_point deadline) {
+    if (stream_->HasBuffered()) return 1;
     while (true) {
       int timeout = -1;
       if (deadline != Clock::time_point::max()) {
@@ -103,7 +105,7 @@ class FrameReader {
         if (left <= 0) return 0;
         timeout = static_cast<int>(std::min<std::int64_t>(left, 60000));
       }
-      pollfd p{fd_, POLLIN, 0};
+      pollfd p{stream_->fd(), stream_->wait_events(), 0};
       int r = ::poll(&p, 1, timeout);
       if (r > 0) return 1;
       if (r < 0 && errno != EINTR) return -1;
@@ -126,15 +128,15 @@ class FrameReader {
       int w = WaitReadable(deadline);
       if (w == 0) return Status::kSlow;
       if (w < 0) return Status::kClosed;
-      ssize_t r = ::recv(fd_, buf_.data() + end_, buf_.size() - end_, MSG_DONTWAIT);
-      if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      ssize_t r = stream_->ReadSome(buf_.data() + end_, buf_.size() - end_);
+      if (r == Stream::kWouldBlock) continue;
       if (r <= 0) return Status::kClosed;
       end_ += static_cast<std::size_t>(r);
     }
     return Status::kFrame;
   }
 
-  int fd_;
+  Stream* stream_;
   std::size_t chunk_ = 4;  // the least the buffer holds: read-ahead
   std::int32_t too_large_ = 0;
   std::string buf_;
@@ -142,49 +144,14 @@ class FrameReader {
   std::size_t end_ = 0;
 };
 
-// `more` (MSG_MORE) holds a short piece back so it leaves in one segment
-// with what follows, e.g. a fetch response header with its record batches.
-bool WriteFull(int fd, const char* buf, std::size_t n, bool more = false) {
-  int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
-  while (n > 0) {
-    ssize_t r = ::send(fd, buf, n, flags);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    buf += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
-// Sends a file slice from the page cache to the socket. A file shorter than
-// the slice fails: the frame's length prefix already promised those bytes.
-bool SendSlice(int fd, const protocol::FileSlice& s) {
-  off_t at = s.offset;
-  std::int64_t left = s.length;
-  while (left > 0) {
-    ssize_t r = ::sendfile(fd, s.fd, &at, static_cast<std::size_t>(left));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EINVAL || errno == ENOSYS)) {
-      // A file system without sendfile support: copy the rest through memory.
-      auto rest = protocol::ReadSlice({s.fd, at, left, nullptr});
-      return rest && WriteFull(fd, rest->data(), rest->size());
-    }
-    if (r <= 0) return false;
-    left -= r;
-  }
-  return true;
-}
-
-bool SendFrame(int fd, const protocol::Frame& f) {
+bool SendFrame(Stream& stream, const protocol::Frame& f) {
   std::size_t done = 0;
   for (const auto& [at, slice] : f.files) {
-    if (!WriteFull(fd, f.bytes.data() + done, at - done, /*more=*/true)) return false;
-    if (!SendSlice(fd, slice)) return false;
+    if (!stream.Write(f.bytes.data() + done, at - done, /*more=*/true)) return false;
+    if (!stream.SendSlice(slice)) return false;
     done = at;
   }
-  return WriteFull(fd, f.bytes.data() + done, f.bytes.size() - done);
+  return stream.Write(f.bytes.data() + done, f.bytes.size() - done);
 }
 
 // sendfile has no MSG_NOSIGNAL: a peer that hung up would raise SIGPIPE and
@@ -201,6 +168,14 @@ void IgnoreSigpipeInThisThread() {
 common::Result<std::unique_ptr<Server>> Server::Start(Broker* broker) {
   auto s = std::unique_ptr<Server>(new Server(broker));
   const auto& o = broker->options();
+  if (o.tls.enabled()) {
+    auto ctx = common::NewServerTlsContext(o.tls);
+    if (!ctx.ok()) return ctx.status();
+    s->tls_ = std::move(ctx).value();
+    // Clients reconnect rarely and cheaply: no session tickets or cache to keep.
+    SSL_CTX_set_num_tickets(s->tls_.get(), 0);
+    SSL_CTX_set_session_cache_mode(s->tls_.get(), SSL_SESS_CACHE_OFF);
+  }
   s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->listen_fd_ < 0) return common::Internal(fmt::format("socket: {}", std::strerror(errno)));
   int one = 1;
@@ -224,8 +199,9 @@ common::Result<std::unique_ptr<Server>> Server::Start(Broker* broker) {
   s->port_ = ntohs(addr.sin_port);
   if (o.port == 0) broker->set_advertised_port(s->port_);
   s->acceptor_ = std::thread([p = s.get()] { p->AcceptLoop(); });
-  spdlog::info("broker listening on {}:{} (advertised {}:{})", host, s->port_,
-               broker->advertised_host(), broker->advertised_port());
+  spdlog::info("broker listening on {}:{} (advertised {}:{}){}", host, s->port_,
+               broker->advertised_host(), broker->advertised_port(),
+               s->tls_ ? fmt::format(", TLS with {}", o.tls.cert_file) : std::string());
   return s;
 }
 
@@ -374,9 +350,21 @@ void Server::Serve(Connection* c) {
     ::setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
   RequestProcessor processor(&b, peer);
-  FrameReader reader(c->fd);
+  Stream stream(c->fd, std::chrono::milliseconds(o.request_timeout_ms));
+  FrameReader reader(&stream);
   const auto connected = Clock::now();
   const auto preauth_deadline = connected + std::chrono::milliseconds(o.preauth_timeout_ms);
+  // TLS first, within the time the connection has to authenticate.
+  if (tls_) {
+    std::string why;
+    auto handshake = stream.StartTls(tls_.get(), preauth_deadline, &why);
+    if (handshake != Stream::Handshake::kDone) {
+      if (handshake == Stream::Handshake::kFailed)
+        refusals_.Warn(fmt::format("{}: TLS handshake failed ({}); closing", peer, why));
+      ::shutdown(c->fd, SHUT_RDWR);
+      return;
+    }
+  }
   // Authenticated (or no SASL) and past its first request: the long idle
   // timeout applies from then on.
   bool settled = false;
@@ -392,7 +380,7 @@ void Server::Serve(Connection* c) {
     return ok;
   };
   auto flush = [&] {
-    bool ok = sent(WriteFull(c->fd, held.data(), held.size()));
+    bool ok = sent(stream.Write(held.data(), held.size()));
     held.clear();
     return ok;
   };
@@ -435,8 +423,8 @@ void Server::Serve(Connection* c) {
     if (outcome == RequestProcessor::Outcome::kRespond) {
       if (response.files.empty()) {
         held += response.bytes;
-      } else if (!sent(WriteFull(c->fd, held.data(), held.size(), /*more=*/true)) ||
-                 !sent(SendFrame(c->fd, response))) {
+      } else if (!sent(stream.Write(held.data(), held.size(), /*more=*/true)) ||
+                 !sent(SendFrame(stream, response))) {
         break;
       } else {
         held.clear();
@@ -452,6 +440,7 @@ void Server::Serve(Connection* c) {
     refusals_.Warn(fmt::format("{}: did not read its responses within {} ms; closing", peer,
                                o.request_timeout_ms));
   }
+  stream.Close();
   ::shutdown(c->fd, SHUT_RDWR);
 }
 

@@ -4,7 +4,9 @@
 // an unknown API closes that connection; nothing a client sends stops the broker.
 // Before it authenticates a connection is kept cheap: small frames only, a
 // deadline to authenticate, caps on connections overall and per address
-// (broker.h's BrokerOptions says each limit).
+// (broker.h's BrokerOptions says each limit). With a certificate, every
+// connection is TLS from its first byte (stream.h); one that does not
+// complete the handshake in that time is closed like any other.
 #pragma once
 
 #include <atomic>
@@ -19,6 +21,7 @@
 
 #include "broker/broker.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace sluice::broker {
 
@@ -64,6 +67,7 @@ class Server {
   void Release(const Connection* c);
 
   Broker* broker_;
+  common::SslCtxPtr tls_;  // set: connections speak TLS (BrokerOptions::tls)
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};

@@ -25,7 +25,8 @@ std::optional<Credentials> LoadCredentials() {
   text << in.rdbuf();
   auto j = nlohmann::json::parse(text.str(), nullptr, false);
   if (!j.is_object()) return std::nullopt;
-  return Credentials{j.value("url", ""), j.value("access_token", ""), j.value("refresh_token", "")};
+  return Credentials{j.value("url", ""), j.value("access_token", ""), j.value("refresh_token", ""),
+                     j.value("ca_file", "")};
 }
 
 bool SaveCredentials(const Credentials& c) {
@@ -41,7 +42,8 @@ bool SaveCredentials(const Credentials& c) {
     ::chmod(tmp.c_str(), 0600);  // tokens are credentials
     out << nlohmann::json{{"url", c.url},
                           {"access_token", c.access_token},
-                          {"refresh_token", c.refresh_token}}
+                          {"refresh_token", c.refresh_token},
+                          {"ca_file", c.ca_file}}
                .dump(2)
         << "\n";
     out.flush();
@@ -52,8 +54,9 @@ bool SaveCredentials(const Credentials& c) {
 }
 
 ApiReply CallApi(const std::string& url, const std::string& method, const std::string& path,
-                 const nlohmann::json& body, const std::string& token) {
+                 const nlohmann::json& body, const std::string& token, const std::string& ca_file) {
   httplib::Client cli(url);
+  if (!ca_file.empty()) cli.set_ca_cert_path(ca_file.c_str());
   cli.set_connection_timeout(10);
   cli.set_read_timeout(60);
   httplib::Headers headers;
@@ -83,17 +86,17 @@ std::optional<nlohmann::json> CallOrReport(const std::string& method, const std:
     std::fprintf(stderr, "sluice: not logged in; run `sluice login --url ...` first\n");
     return std::nullopt;
   }
-  ApiReply r = CallApi(creds->url, method, path, body, creds->access_token);
+  ApiReply r = CallApi(creds->url, method, path, body, creds->access_token, creds->ca_file);
   if (r.status == 401 && !creds->refresh_token.empty()) {
     // One silent refresh, then the original call again. The refresh token
     // is single-use: the rotated one is saved at once.
     ApiReply fresh = CallApi(creds->url, "POST", "/api/v1/auth/refresh",
-                             {{"refresh_token", creds->refresh_token}}, "");
+                             {{"refresh_token", creds->refresh_token}}, "", creds->ca_file);
     if (fresh.status == 200 && fresh.body.is_object()) {
       creds->access_token = fresh.body.value("access_token", "");
       creds->refresh_token = fresh.body.value("refresh_token", creds->refresh_token);
       SaveCredentials(*creds);
-      r = CallApi(creds->url, method, path, body, creds->access_token);
+      r = CallApi(creds->url, method, path, body, creds->access_token, creds->ca_file);
     } else if (fresh.status == 401) {
       std::fprintf(stderr,
                    "sluice: the session has ended (logged out, revoked or expired); run `sluice "

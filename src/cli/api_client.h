@@ -13,6 +13,9 @@ struct Credentials {
   std::string url;  // http://host:port
   std::string access_token;
   std::string refresh_token;
+  // The CA file an https API is verified with (`login --ca-file`, e.g. the
+  // server's --tls-cert); empty: the system's CAs.
+  std::string ca_file;
 };
 
 // $SLUICE_CREDENTIALS, else ~/.config/sluice/credentials.json.
@@ -27,7 +30,8 @@ struct ApiReply {
 };
 
 ApiReply CallApi(const std::string& url, const std::string& method, const std::string& path,
-                 const nlohmann::json& body, const std::string& token);
+                 const nlohmann::json& body, const std::string& token,
+                 const std::string& ca_file = "");
 
 // With saved credentials; prints the error and returns nullopt on failure.
 std::optional<nlohmann::json> CallOrReport(const std::string& method, const std::string& path,

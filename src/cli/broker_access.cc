@@ -25,14 +25,17 @@ std::string RandomSecret() {
 
 }  // namespace
 
-EmbeddedBrokerAccess::EmbeddedBrokerAccess(fs::path acl_file, std::string bootstrap)
-    : acl_file_(std::move(acl_file)), bootstrap_(std::move(bootstrap)) {}
+EmbeddedBrokerAccess::EmbeddedBrokerAccess(fs::path acl_file, std::string bootstrap,
+                                           std::string tls_ca_file)
+    : acl_file_(std::move(acl_file)),
+      bootstrap_(std::move(bootstrap)),
+      tls_ca_file_(std::move(tls_ca_file)) {}
 
 common::Result<std::unique_ptr<EmbeddedBrokerAccess>> EmbeddedBrokerAccess::Create(
-    fs::path acl_file, std::string bootstrap) {
+    fs::path acl_file, std::string bootstrap, std::string tls_ca_file) {
   if (sodium_init() < 0) return common::Internal("libsodium did not initialise");
   auto access = std::unique_ptr<EmbeddedBrokerAccess>(
-      new EmbeddedBrokerAccess(std::move(acl_file), std::move(bootstrap)));
+      new EmbeddedBrokerAccess(std::move(acl_file), std::move(bootstrap), std::move(tls_ca_file)));
   access->backend_password_ = RandomSecret();
   broker::Grant admin;
   admin.admin = true;
@@ -42,10 +45,15 @@ common::Result<std::unique_ptr<EmbeddedBrokerAccess>> EmbeddedBrokerAccess::Crea
   return access;
 }
 
+std::string EmbeddedBrokerAccess::security_protocol() const {
+  return tls_ca_file_.empty() ? "sasl_plaintext" : "sasl_ssl";
+}
+
 kafka::ClientConfig EmbeddedBrokerAccess::BackendClient() const {
   kafka::ClientConfig c;
   c.bootstrap_servers = bootstrap_;
-  c.security_protocol = "sasl_plaintext";
+  c.security_protocol = security_protocol();
+  c.ssl_ca_location = tls_ca_file_;
   c.sasl_mechanism = "PLAIN";
   c.sasl_username = kBackendPrincipal;
   c.sasl_password = backend_password_;
@@ -89,7 +97,8 @@ common::Result<nlohmann::json> EmbeddedBrokerAccess::IssueWorkerIdentity(
     if (changed) SLUICE_RETURN_IF_ERROR(WriteLocked());
   }
   nlohmann::json out = broker;
-  out["security_protocol"] = "sasl_plaintext";
+  out["security_protocol"] = security_protocol();
+  if (!tls_ca_file_.empty()) out["ssl_ca_location"] = tls_ca_file_;
   out["sasl_mechanism"] = "PLAIN";
   out["sasl_username"] = principal;
   out["sasl_password"] = password;

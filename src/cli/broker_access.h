@@ -25,9 +25,10 @@ class EmbeddedBrokerAccess {
   static constexpr const char* kBackendPrincipal = "sluice-backend";
 
   // Writes `acl_file` with a fresh back-end password; `bootstrap` is the
-  // broker's HOST:PORT as envs name it.
+  // broker's HOST:PORT as envs name it. `tls_ca_file` set: the broker
+  // speaks TLS (its --tls-cert), and its clients verify it with this file.
   static common::Result<std::unique_ptr<EmbeddedBrokerAccess>> Create(
-      std::filesystem::path acl_file, std::string bootstrap);
+      std::filesystem::path acl_file, std::string bootstrap, std::string tls_ca_file = "");
 
   const std::filesystem::path& acl_file() const { return acl_file_; }
   // A client of this broker as the back end.
@@ -44,11 +45,15 @@ class EmbeddedBrokerAccess {
   bool Names(const nlohmann::json& broker) const;
 
  private:
-  EmbeddedBrokerAccess(std::filesystem::path acl_file, std::string bootstrap);
+  EmbeddedBrokerAccess(std::filesystem::path acl_file, std::string bootstrap,
+                       std::string tls_ca_file);
   common::Status WriteLocked();
+  // sasl_ssl with the CA, or sasl_plaintext.
+  std::string security_protocol() const;
 
   std::filesystem::path acl_file_;
   std::string bootstrap_;
+  std::string tls_ca_file_;
   std::string backend_password_;
   std::mutex mu_;
   std::map<std::string, std::pair<std::string, broker::Grant>> principals_;

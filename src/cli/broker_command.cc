@@ -10,6 +10,7 @@
 #include "broker/server.h"
 #include "broker/storage/durable_file.h"
 #include "cli/command_registry.h"
+#include "cli/tls_flags.h"
 
 namespace {
 
@@ -34,6 +35,7 @@ struct BrokerFlags {
   sluice::broker::BrokerOptions limits;  // the connection limits' defaults
   std::vector<std::string> sasl_users;
   std::string acl_file;
+  sluice::common::TlsFiles tls;
 };
 
 bool SplitHostPort(const std::string& s, std::string* host, int* port) {
@@ -123,6 +125,11 @@ int RunBroker(const BrokerFlags& f) {
   }
 
   o.acl_file = f.acl_file;
+  o.tls = f.tls;
+  if (auto st = sluice::common::CheckServerTls(o.tls); !st.ok()) {
+    spdlog::error("broker: {}", st.message());
+    return 2;
+  }
 
   // Block the stop signals before any thread starts so only sigwait sees them.
   sigset_t set;
@@ -222,6 +229,8 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--acl-file", f->acl_file,
                   "JSON of SASL/PLAIN principals and the topics and groups each may use, "
                   "re-read when it changes (turns SASL/PLAIN on; see broker/acl.h)");
+  sluice::cli::AddTlsFlags(*cmd, f->tls,
+                           "the listener (clients use SSL, or SASL_SSL with SASL on)");
   cmd->callback([f] { sluice::cli::ExitCode() = RunBroker(*f); });
 });
 

@@ -15,6 +15,7 @@ struct LoginFlags {
   std::string email;
   std::string password;
   bool password_stdin = false;
+  std::string ca_file;  // verifies an https API; saved with the tokens
 };
 
 int Login(const LoginFlags& f) {
@@ -25,7 +26,7 @@ int Login(const LoginFlags& f) {
     return 2;
   }
   auto r = sluice::cli::CallApi(f.url, "POST", "/api/v1/auth/login",
-                                {{"email", f.email}, {"password", password}}, "");
+                                {{"email", f.email}, {"password", password}}, "", f.ca_file);
   if (r.status != 200 || !r.body.is_object()) {
     std::fprintf(stderr, "sluice login: %s\n",
                  r.status == 0 ? r.error.c_str()
@@ -35,7 +36,7 @@ int Login(const LoginFlags& f) {
     return 1;
   }
   sluice::cli::Credentials c{f.url, r.body.value("access_token", ""),
-                             r.body.value("refresh_token", "")};
+                             r.body.value("refresh_token", ""), f.ca_file};
   if (!sluice::cli::SaveCredentials(c)) {
     std::fprintf(stderr, "sluice login: cannot write %s\n", sluice::cli::CredentialsPath().c_str());
     return 1;
@@ -51,6 +52,9 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   cmd->add_option("--email", f->email, "Email")->required();
   cmd->add_option("--password", f->password, "Password (prefer --password-stdin)");
   cmd->add_flag("--password-stdin", f->password_stdin, "Read the password from stdin");
+  cmd->add_option("--ca-file", f->ca_file,
+                  "PEM CA file an https API is verified with (e.g. its --tls-cert); saved for "
+                  "the other commands");
   cmd->callback([f] { sluice::cli::ExitCode() = Login(*f); });
 });
 

@@ -19,6 +19,7 @@
 #include "auth/secret_key.h"
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
+#include "cli/tls_flags.h"
 #include "common/net.h"
 #include "common/subprocess.h"
 #include "guard/connect_policy.h"
@@ -55,6 +56,8 @@ struct ServeFlags {
   // JSONL root (empty: <data-dir>/jsonl).
   std::vector<std::string> connect_allow, connect_deny;
   std::string jsonl_root;
+  // --tls-cert/--tls-key: the API and the registry speak HTTPS.
+  sluice::common::TlsFiles tls;
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -75,6 +78,11 @@ int Serve(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: --listen/--registry-listen must be HOST:PORT\n");
     return 2;
   }
+  if (auto st = sluice::common::CheckServerTls(f.tls); !st.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", st.message().c_str());
+    return 2;
+  }
+  const std::string scheme = f.tls.http_scheme();
   // Block the stop signals before any thread starts so only sigwait sees them.
   sigset_t set;
   sigemptyset(&set);
@@ -114,22 +122,23 @@ int Serve(const ServeFlags& f) {
   api_options.metrics_token = f.metrics_token;
   sluice::api::ApiServer api(db, std::move(*key), api_options);
   ServeUi(api, f.ui_dir);
-  if (auto st = api.Start(host, port); !st.ok()) {
+  if (auto st = api.Start(host, port, f.tls); !st.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
     return 1;
   }
   // Machine-readable line: tests and scripts that pass port 0 read it.
-  std::printf("api listening on http://%s:%d\n", host.c_str(), api.port());
+  std::printf("api listening on %s://%s:%d\n", scheme.c_str(), host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
   // The registry takes the API's tokens, and writes need the subject's connector.
   sluice::api::ApiRegistryGate registry_gate(api.context());
   sluice::registry::RegistryServer registry(db, &registry_gate);
-  if (auto st = registry.Start(reg_host, reg_port); !st.ok()) {
+  if (auto st = registry.Start(reg_host, reg_port, f.tls); !st.ok()) {
     std::fprintf(stderr, "sluice serve: schema registry: %s\n", st.ToString().c_str());
     api.Stop();
     return 1;
   }
-  std::printf("registry listening on %s:%d\n", reg_host.c_str(), registry.port());
+  std::printf("registry listening on %s%s:%d\n", f.tls.enabled() ? "https://" : "",
+              reg_host.c_str(), registry.port());
   sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
       "registry", "the data-plane's schema registry", reg_host, registry.port()));
 #endif
@@ -140,17 +149,21 @@ int Serve(const ServeFlags& f) {
   orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   orchestration.report_database_url = (*provisioned)->url();
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
-  orchestration.registry_url = "http://" +
+  orchestration.registry_url = scheme + "://" +
                                (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
                                std::to_string(registry.port());
 #endif
   orchestration.keys = &sluice::api::ConfigKeyRing();
   orchestration.license_grace = api_options.license_grace;
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
-  orchestration.backend_url =
-      f.backend_url.empty() ? "http://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) +
-                                  ":" + std::to_string(api.port())
-                            : f.backend_url;
+  orchestration.backend_url = f.backend_url.empty()
+                                  ? scheme + "://" +
+                                        (host == "0.0.0.0" ? std::string("127.0.0.1") : host) +
+                                        ":" + std::to_string(api.port())
+                                  : f.backend_url;
+  // Local workers verify the https back end and registry with the certificate.
+  if (f.tls.enabled())
+    orchestration.tls_ca_file = std::filesystem::absolute(f.tls.cert_file).string();
   orchestration.issue_worker_token = [&api](const sluice::runtime::Worker& w) {
     return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
                                          w.launch_generation, std::chrono::hours(24 * 365));
@@ -266,6 +279,7 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "only a superuser's token is accepted)")
       ->envname("SLUICE_METRICS_TOKEN");
   sluice::cli::AddConnectFlags(*cmd, flags->connect_allow, flags->connect_deny, flags->jsonl_root);
+  sluice::cli::AddTlsFlags(*cmd, flags->tls, "the API/UI and the schema registry (HTTPS)");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });
 });
 

@@ -27,6 +27,7 @@
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
 #include "cli/demo_pipeline.h"
+#include "cli/tls_flags.h"
 #include "common/net.h"
 #include "common/subprocess.h"
 #include "common/uuid.h"
@@ -64,6 +65,8 @@ struct UpFlags {
   // JSONL root (empty: <data-dir>/jsonl).
   std::vector<std::string> connect_allow, connect_deny;
   std::string jsonl_root;
+  // --tls-cert/--tls-key: the API, the registry and the broker speak TLS.
+  sluice::common::TlsFiles tls;
 };
 
 bool WaitForPort(const std::string& host, int port, std::chrono::seconds limit) {
@@ -109,6 +112,15 @@ int Up(const UpFlags& f) {
       !sluice::common::SplitHostPort(f.registry_listen, &reg_host, &reg_port) ||
       !sluice::common::SplitHostPort(f.broker_listen, &broker_host, &broker_port))
     return Fail("--listen, --registry-listen and --broker-listen take HOST:PORT");
+  if (auto st = sluice::common::CheckServerTls(f.tls); !st.ok()) {
+    std::fprintf(stderr, "sluice up: %s\n", st.message().c_str());
+    return 2;
+  }
+  // Sluice's own clients of these listeners (workers run elsewhere in the
+  // tree) trust the certificate itself.
+  const std::string ca_file =
+      f.tls.enabled() ? std::filesystem::absolute(f.tls.cert_file).string() : std::string();
+  const std::string scheme = f.tls.http_scheme();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -131,7 +143,7 @@ int Up(const UpFlags& f) {
   sluice::runtime::ProcessSupervisor services;
   std::filesystem::create_directories(std::filesystem::path(f.data_dir) / "broker");
   auto broker_access = sluice::cli::EmbeddedBrokerAccess::Create(
-      std::filesystem::path(f.data_dir) / "broker-acl.json", f.broker_listen);
+      std::filesystem::path(f.data_dir) / "broker-acl.json", f.broker_listen, ca_file);
   if (!broker_access.ok()) return Fail(broker_access.status().message());
   sluice::kafka::SetOwnBrokerIdentity((*broker_access)->BackendClient());
   sluice::orchestrator::SetBrokerIdentityIssuer(
@@ -139,17 +151,31 @@ int Up(const UpFlags& f) {
                                       const sluice::orchestrator::BrokerGrant& g) {
         return access->IssueWorkerIdentity(w, b, g);
       });
-  services.Ensure("broker",
-                  {{sluice::common::SelfExecutablePath(), "broker", "--listen", f.broker_listen,
-                    "--data-dir", (std::filesystem::path(f.data_dir) / "broker").string(),
-                    "--acl-file", (*broker_access)->acl_file().string(), "--max-connections",
-                    std::to_string(f.broker_max_connections), "--max-connections-per-address",
-                    std::to_string(f.broker_max_connections_per_address)},
-                   {},
-                   (std::filesystem::path(f.data_dir) / "broker.log").string()});
+  std::vector<std::string> broker_args = {sluice::common::SelfExecutablePath(),
+                                          "broker",
+                                          "--listen",
+                                          f.broker_listen,
+                                          "--data-dir",
+                                          (std::filesystem::path(f.data_dir) / "broker").string(),
+                                          "--acl-file",
+                                          (*broker_access)->acl_file().string(),
+                                          "--max-connections",
+                                          std::to_string(f.broker_max_connections),
+                                          "--max-connections-per-address",
+                                          std::to_string(f.broker_max_connections_per_address)};
+  if (f.tls.enabled()) {
+    // Absolute: the broker may resolve paths from elsewhere.
+    broker_args.insert(broker_args.end(),
+                       {"--tls-cert", std::filesystem::absolute(f.tls.cert_file).string(),
+                        "--tls-key", std::filesystem::absolute(f.tls.key_file).string()});
+  }
+  services.Ensure(
+      "broker",
+      {std::move(broker_args), {}, (std::filesystem::path(f.data_dir) / "broker.log").string()});
   if (!WaitForPort(broker_host, broker_port, std::chrono::seconds(20)))
     return Fail("the broker did not start; see " + f.data_dir + "/broker.log");
-  std::printf("broker listening on %s\n", f.broker_listen.c_str());
+  std::printf("broker listening on %s%s\n", f.broker_listen.c_str(),
+              f.tls.enabled() ? " (TLS)" : "");
 
   auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
   if (!keys.ok()) return Fail(keys.status().message());
@@ -163,14 +189,15 @@ int Up(const UpFlags& f) {
   auto ui_dir = sluice::api::FindUiDir(f.ui_dir);
   if (!ui_dir) spdlog::warn("web UI not built; / explains how to build it");
   api.ServeUi(ui_dir);
-  if (auto st = api.Start(api_host, api_port); !st.ok()) return Fail(st.message());
-  std::printf("api listening on http://%s:%d\n", api_host.c_str(), api.port());
+  if (auto st = api.Start(api_host, api_port, f.tls); !st.ok()) return Fail(st.message());
+  std::printf("api listening on %s://%s:%d\n", scheme.c_str(), api_host.c_str(), api.port());
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
   // The registry takes the API's tokens, and writes need the subject's connector.
   sluice::api::ApiRegistryGate registry_gate(api.context());
   sluice::registry::RegistryServer registry(db, &registry_gate);
-  if (auto st = registry.Start(reg_host, reg_port); !st.ok()) return Fail(st.message());
-  std::printf("registry listening on %s\n", f.registry_listen.c_str());
+  if (auto st = registry.Start(reg_host, reg_port, f.tls); !st.ok()) return Fail(st.message());
+  std::printf("registry listening on %s%s\n", f.tls.enabled() ? "https://" : "",
+              f.registry_listen.c_str());
   sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
       "registry", "the data-plane's schema registry", reg_host, registry.port()));
 #endif
@@ -180,13 +207,16 @@ int Up(const UpFlags& f) {
   options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   options.report_database_url = url;
 #ifdef SLUICE_HAVE_REGISTRY_SERVER
-  options.registry_url = "http://" + (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) +
-                         ":" + std::to_string(registry.port());
+  options.registry_url = scheme + "://" +
+                         (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
+                         std::to_string(registry.port());
 #endif
   options.keys = &sluice::api::ConfigKeyRing();
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
-  options.backend_url = "http://" + (api_host == "0.0.0.0" ? std::string("127.0.0.1") : api_host) +
-                        ":" + std::to_string(api.port());
+  options.backend_url = scheme + "://" +
+                        (api_host == "0.0.0.0" ? std::string("127.0.0.1") : api_host) + ":" +
+                        std::to_string(api.port());
+  options.tls_ca_file = ca_file;
   options.issue_worker_token = [&api](const sluice::runtime::Worker& w) {
     return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
                                          w.launch_generation, std::chrono::hours(24 * 365));
@@ -280,6 +310,8 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sluice::cli::AddConnectFlags(*cmd, f->connect_allow, f->connect_deny, f->jsonl_root);
+  sluice::cli::AddTlsFlags(*cmd, f->tls,
+                           "the API/UI, the schema registry and the broker (SASL_SSL)");
   cmd->callback([f] { sluice::cli::ExitCode() = Up(*f); });
 });
 

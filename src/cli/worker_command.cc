@@ -79,10 +79,16 @@ int RunWorkerCommand(const WorkerFlags& flags) {
   }
   // A launcher with an API hands the pod only the back end's URL and a token
   // scoped to it; the decrypted launch config is fetched, never written down.
-  std::optional<std::pair<std::string, std::string>> backend;
+  struct Backend {
+    std::string url, token;
+    std::string ca_file;  // verifies an https back end; empty: the system's CAs
+  };
+  std::optional<Backend> backend;
   if (json.is_object() && json.contains("backend")) {
-    backend.emplace(json["backend"].value("url", ""), json["backend"].value("token", ""));
-    auto fetched = sluice::dataflow::FetchLaunchFromBackend(backend->first, backend->second);
+    backend = Backend{json["backend"].value("url", ""), json["backend"].value("token", ""),
+                      json["backend"].value("ca_file", "")};
+    auto fetched =
+        sluice::dataflow::FetchLaunchFromBackend(backend->url, backend->token, backend->ca_file);
     if (!fetched.ok()) {
       std::fprintf(stderr, "sluice worker: %s\n", fetched.status().message().c_str());
       return 1;
@@ -92,7 +98,10 @@ int RunWorkerCommand(const WorkerFlags& flags) {
     if (registry.is_object() && !json.contains("registry")) json["registry"] = registry;
     // The registry takes the same token as the back end (api/registry_gate.h).
     if (json.contains("registry") && json["registry"].is_object())
-      json["registry"]["token"] = backend->second;
+      json["registry"]["token"] = backend->token;
+    // ... and is verified with the launch file's CA, as the back end is.
+    if (registry.is_object() && registry.contains("ca_file") && json["registry"].is_object())
+      json["registry"]["ca_file"] = registry["ca_file"];
   }
   std::string metrics_listen = flags.metrics_listen;
   if (metrics_listen.empty() && json.is_object() && json.contains("metrics_listen") &&
@@ -140,11 +149,11 @@ int RunWorkerCommand(const WorkerFlags& flags) {
   sa.sa_handler = OnSignal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
-  auto reporter =
-      backend ? sluice::dataflow::MakeBackendReporter(*launch, backend->first, backend->second)
-      : launch->report_database_url
-          ? sluice::dataflow::MakeDatabaseReporter(*launch, *launch->report_database_url)
-          : sluice::dataflow::MakeNullReporter();
+  auto reporter = backend ? sluice::dataflow::MakeBackendReporter(*launch, backend->url,
+                                                                  backend->token, backend->ca_file)
+                  : launch->report_database_url ? sluice::dataflow::MakeDatabaseReporter(
+                                                      *launch, *launch->report_database_url)
+                                                : sluice::dataflow::MakeNullReporter();
   spdlog::info("worker {} ({} shard {}) starting", launch->worker_id.ToString(), launch->kind,
                launch->shard);
   sluice::dataflow::WorkerMetrics metrics;

@@ -18,8 +18,10 @@ using nlohmann::json;
 using common::HttpReply;
 
 common::Result<HttpReply> Call(const std::string& method, const std::string& url,
-                               const std::string& token, const std::string* payload) {
+                               const std::string& token, const std::string* payload,
+                               const std::string& ca_file) {
   common::HttpRequest request;
+  request.ca_file = ca_file;
   request.method = method;
   request.url = url;
   request.headers = {"Content-Type: application/json", common::BearerHeader(token)};
@@ -47,8 +49,10 @@ common::Status StatusOf(const HttpReply& reply) {
 
 class BackendReporter : public WorkerReporter {
  public:
-  BackendReporter(std::string api_url, std::string token)
-      : base_(std::move(api_url) + "/api/v1/worker"), token_(std::move(token)) {}
+  BackendReporter(std::string api_url, std::string token, std::string ca_file)
+      : base_(std::move(api_url) + "/api/v1/worker"),
+        token_(std::move(token)),
+        ca_file_(std::move(ca_file)) {}
 
   common::Status ReportState(runtime::WorkerState state,
                              std::optional<std::string> reason) override {
@@ -84,26 +88,29 @@ class BackendReporter : public WorkerReporter {
  private:
   common::Status Post(const std::string& path, const json& body) {
     std::string payload = body.dump();
-    auto reply = Call("POST", base_ + path, token_, &payload);
+    auto reply = Call("POST", base_ + path, token_, &payload, ca_file_);
     if (!reply.ok()) return reply.status();
     return StatusOf(*reply);
   }
 
   std::string base_;
   std::string token_;
+  std::string ca_file_;
   ObservedState observed_;
 };
 
 }  // namespace
 
 std::unique_ptr<WorkerReporter> MakeBackendReporter(const WorkerLaunch&, const std::string& api_url,
-                                                    const std::string& token) {
-  return std::make_unique<BackendReporter>(api_url, token);
+                                                    const std::string& token,
+                                                    const std::string& ca_file) {
+  return std::make_unique<BackendReporter>(api_url, token, ca_file);
 }
 
 common::Result<nlohmann::json> FetchLaunchFromBackend(const std::string& api_url,
-                                                      const std::string& token) {
-  auto reply = Call("GET", api_url + "/api/v1/worker/launch", token, nullptr);
+                                                      const std::string& token,
+                                                      const std::string& ca_file) {
+  auto reply = Call("GET", api_url + "/api/v1/worker/launch", token, nullptr, ca_file);
   if (!reply.ok()) return reply.status();
   SLUICE_RETURN_IF_ERROR(StatusOf(*reply));
   auto launch = common::ParseBoundedJson(reply->body, common::kReplyJsonLimits);

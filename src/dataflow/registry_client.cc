@@ -48,6 +48,7 @@ common::Result<int> RegistryClient::Register(const std::string& subject,
   http.set_connection_timeout(5);
   http.set_read_timeout(15);
   if (!token_.empty()) http.set_bearer_token_auth(token_.c_str());
+  if (!ca_file_.empty()) http.set_ca_cert_path(ca_file_.c_str());
   std::string what = "register " + subject;
   auto r = http.Post(("/subjects/" + PathEscape(subject) + "/versions").c_str(),
                      json{{"schema", schema_text}}.dump(), kContentType);
@@ -71,6 +72,7 @@ common::Result<std::string> RegistryClient::SchemaText(int id) {
   http.set_connection_timeout(5);
   http.set_read_timeout(15);
   if (!token_.empty()) http.set_bearer_token_auth(token_.c_str());
+  if (!ca_file_.empty()) http.set_ca_cert_path(ca_file_.c_str());
   auto r = http.Get(fmt::format("/schemas/ids/{}", id).c_str());
   SLUICE_RETURN_IF_ERROR(StatusOf(r, fmt::format("schema {}", id)));
   auto body = common::ParseBoundedJson(r->body, common::kReplyJsonLimits);

@@ -14,10 +14,11 @@ namespace sluice::dataflow {
 
 class RegistryClient {
  public:
-  // `url`: http://host:port of the registry; `token`, when not empty, is
-  // sent as a bearer token (the worker's own, see api/registry_gate.h).
-  explicit RegistryClient(std::string url, std::string token = "")
-      : url_(std::move(url)), token_(std::move(token)) {}
+  // `url`: http(s)://host:port of the registry; `token`, when not empty, is
+  // sent as a bearer token (the worker's own, see api/registry_gate.h);
+  // `ca_file`, when not empty, is what an https registry is verified with.
+  explicit RegistryClient(std::string url, std::string token = "", std::string ca_file = "")
+      : url_(std::move(url)), token_(std::move(token)), ca_file_(std::move(ca_file)) {}
 
   // Registers an Avro schema under `subject`; its id (the same id when the
   // content is already registered). Unavailable when the registry cannot be
@@ -31,6 +32,7 @@ class RegistryClient {
  private:
   std::string url_;
   std::string token_;
+  std::string ca_file_;
   std::mutex mu_;
   std::map<int, std::string> by_id_;
 };

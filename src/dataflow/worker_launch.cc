@@ -40,6 +40,9 @@ common::Result<WorkerLaunch> Parse(const json& j) {
   if (j.contains("registry") && j["registry"].is_object() && j["registry"].contains("token") &&
       j["registry"]["token"].is_string())
     w.registry_token = j["registry"]["token"].get<std::string>();
+  if (j.contains("registry") && j["registry"].is_object() && j["registry"].contains("ca_file") &&
+      j["registry"]["ca_file"].is_string())
+    w.registry_ca_file = j["registry"]["ca_file"].get<std::string>();
   if (w.kind == "source") {
     const auto& s = j.value("source", json::object());
     w.source.type = s.value("type", std::string());

@@ -6,7 +6,8 @@
 //    "kind": "source" | "target",
 //    "broker": {<env.retention_configuration>},
 //    "report": {"database_url": "..."}            where heartbeats and metrics go
-//    "registry": {"url": "http://host:port"}      the schema registry, for Avro
+//    "registry": {"url": "http://host:port",      the schema registry, for Avro
+//                 "ca_file": "..."}               (https: the CA to verify it with)
 //    "source": {"type": "postgresql", "url": "...", "slot": "...", "publication": "...",
 //               "format": "json" | "avro",
 //               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
@@ -67,6 +68,9 @@ struct WorkerLaunch {
   // The worker's own token, which the registry accepts (api/registry_gate.h);
   // empty for a registry without a gate.
   std::string registry_token;
+  // The CA file the registry's https certificate is verified with; empty:
+  // the system's CAs.
+  std::string registry_ca_file;
   SourceLaunch source;
   // Where the source keeps its snapshot progress between restarts (the
   // launcher's run dir); empty keeps none, so a restart re-reads the tables.

@@ -85,9 +85,10 @@ class DatamodelRunner {
 
 int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
-  auto registry = launch.registry_url ? std::make_shared<RegistryClient>(*launch.registry_url,
-                                                                         launch.registry_token)
-                                      : nullptr;
+  auto registry = launch.registry_url
+                      ? std::make_shared<RegistryClient>(
+                            *launch.registry_url, launch.registry_token, launch.registry_ca_file)
+                      : nullptr;
   std::vector<std::unique_ptr<DatamodelStage>> stages;
   for (const auto& spec : launch.datamodels) {
     auto stage = DatamodelStage::Create(launch.broker, spec, registry);
@@ -231,9 +232,10 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
-  auto registry = launch.registry_url ? std::make_shared<RegistryClient>(*launch.registry_url,
-                                                                         launch.registry_token)
-                                      : nullptr;
+  auto registry = launch.registry_url
+                      ? std::make_shared<RegistryClient>(
+                            *launch.registry_url, launch.registry_token, launch.registry_ca_file)
+                      : nullptr;
   for (const auto& spec : launch.subscriptions) {
     auto stage = SubscriptionStage::Create(launch.broker, spec, launch.target, registry);
     if (!stage.ok()) return Fail(reporter, wm, stage.status());

@@ -60,14 +60,17 @@ std::unique_ptr<WorkerReporter> MakeDatabaseReporter(const WorkerLaunch& launch,
                                                      const std::string& url);
 // Reports to the back end's worker endpoints at `api_url` (the HTTP worker
 // protocol) with a token scoped to this pod's worker row and generation.
+// `ca_file`, when not empty, verifies an https back end.
 std::unique_ptr<WorkerReporter> MakeBackendReporter(const WorkerLaunch& launch,
                                                     const std::string& api_url,
-                                                    const std::string& token);
+                                                    const std::string& token,
+                                                    const std::string& ca_file = "");
 
 // Fetches this pod's launch config (decrypted, broker credentials included)
 // from the back end; the file on disk then holds only the URL and token.
 common::Result<nlohmann::json> FetchLaunchFromBackend(const std::string& api_url,
-                                                      const std::string& token);
+                                                      const std::string& token,
+                                                      const std::string& ca_file = "");
 
 // Reports nowhere (a worker run by hand for a test or a one-off).
 std::unique_ptr<WorkerReporter> MakeNullReporter();

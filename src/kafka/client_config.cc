@@ -90,6 +90,8 @@ Result<ClientConfig> ClientConfig::FromJson(const nlohmann::json& j) {
     c.sasl_mechanism = own->sasl_mechanism;
     c.sasl_username = own->sasl_username;
     c.sasl_password = own->sasl_password;
+    // A TLS listener: verified as the process's own clients verify it.
+    if (c.ssl_ca_pem.empty() && c.ssl_ca_location.empty()) c.ssl_ca_location = own->ssl_ca_location;
     sasl = true;
   }
   if (sasl && c.sasl_mechanism.empty()) c.sasl_mechanism = "PLAIN";

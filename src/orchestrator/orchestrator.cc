@@ -74,6 +74,10 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
         {"backend", {{"url", *options_.backend_url}, {"token", options_.issue_worker_token(w)}}}};
     // The registry is where this launcher runs it, beside the back end.
     if (options_.registry_url) launch["registry"] = {{"url", *options_.registry_url}};
+    if (!options_.tls_ca_file.empty()) {
+      launch["backend"]["ca_file"] = options_.tls_ca_file;
+      if (launch.contains("registry")) launch["registry"]["ca_file"] = options_.tls_ca_file;
+    }
   } else {
     auto built =
         BuildLaunch(tx, w, {options_.report_database_url, options_.registry_url}, options_.keys);

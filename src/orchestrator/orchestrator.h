@@ -39,6 +39,9 @@ struct OrchestratorOptions {
   // fetches its decrypted config and reports through the API.
   std::optional<std::string> backend_url;
   std::function<std::string(const runtime::Worker&)> issue_worker_token;
+  // The CA file workers verify the back end and the registry with when they
+  // speak https (serve's --tls-cert); empty: the system's CAs.
+  std::string tls_ca_file;
   const secrets::KeyRing* keys = nullptr;  // decrypts connector configs
   runtime::SupervisorOptions supervisor;
   // Set: pods are Deployments applied through the Kubernetes API server

@@ -112,9 +112,21 @@ RegistryServer::RegistryServer(store::Database& db, RegistryGate* gate) : repo_(
 
 RegistryServer::~RegistryServer() { Stop(); }
 
-common::Status RegistryServer::Start(const std::string& host, int port) {
+common::Status RegistryServer::Start(const std::string& host, int port,
+                                     const common::TlsFiles& tls) {
   SLUICE_RETURN_IF_ERROR(repo_.EnsureTables());
-  http_ = std::make_unique<httplib::Server>();
+  if (tls.enabled()) {
+    common::Status configured;
+    auto https = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
+      configured = common::ConfigureServerTls(&ctx, tls);
+      return configured.ok();
+    });
+    if (!configured.ok()) return common::InvalidArgument("registry: " + configured.message());
+    if (!https->is_valid()) return common::Internal("registry: the HTTPS server did not start");
+    http_ = std::move(https);
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
   // Schemas are small; a client sending more is refused before it is read.
   http_->set_payload_max_length(kMaxBodyBytes);
   Route();
@@ -130,7 +142,8 @@ common::Status RegistryServer::Start(const std::string& host, int port) {
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   // Stop() only reaches a server that is running; wait for it to be.
   while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  spdlog::info("schema registry listening on {}:{}", host, port_);
+  spdlog::info("schema registry listening on {}{}:{}", tls.enabled() ? "https://" : "", host,
+               port_);
   return common::Status::Ok();
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "common/tls.h"
 #include "registry/gate.h"
 #include "registry/repository.h"
 #include "store/database.h"
@@ -43,8 +44,9 @@ class RegistryServer {
   RegistryServer& operator=(const RegistryServer&) = delete;
 
   // Creates the registry's tables if needed, binds, and serves on a
-  // background thread. Port 0 picks a free port (see port()).
-  common::Status Start(const std::string& host, int port);
+  // background thread. Port 0 picks a free port (see port()). With `tls`
+  // enabled it serves HTTPS only; a bad certificate or key is the error.
+  common::Status Start(const std::string& host, int port, const common::TlsFiles& tls = {});
   int port() const { return port_; }
   // Stops serving and joins the thread; safe to call twice.
   void Stop();

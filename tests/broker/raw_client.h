@@ -50,6 +50,7 @@ class Conn {
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void SendRaw(const std::string& bytes) {
     (void)!::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   }

@@ -9,10 +9,12 @@
 
 #include <fcntl.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <pqxx/pqxx>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,7 @@
 #include "common/net.h"
 #include "common/uuid.h"
 #include "store/embedded_cluster.h"
+#include "support/tls_cert.h"
 
 namespace sluice {
 namespace {
@@ -29,10 +32,19 @@ using namespace std::chrono_literals;
 // `sluice up --demo [--demo-format F]`: rows reach the target, and SIGTERM
 // stops everything. With avro the workers register and fetch the schemas
 // with their own tokens through the registry's gate (api/registry_gate.h).
-void RunDemo(const std::string& format) {
+// With `tls`, every listener speaks TLS: the workers reach the broker as
+// SASL_SSL and the back end and registry over https.
+void RunDemo(const std::string& format, bool tls = false) {
   auto dir =
       std::filesystem::temp_directory_path() / ("sluice-up-" + common::Uuid::V4().ToString());
   std::filesystem::create_directories(dir);
+  testing::TestCert cert;
+  if (tls) {
+    cert = testing::MakeSelfSignedCert(dir / "tls");
+    ::setenv("KAFKA_SSL_CA", cert.cert.c_str(), 1);  // acl_probe.py's clients
+  } else {
+    ::unsetenv("KAFKA_SSL_CA");
+  }
   auto port = [] { return "127.0.0.1:" + std::to_string(common::PickFreePort()); };
   std::string api = port(), registry = port(), broker = port();
   std::string log = (dir / "up.log").string();
@@ -41,9 +53,18 @@ void RunDemo(const std::string& format) {
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    execl(std::getenv("SLUICE_BIN"), "sluice", "up", "--demo", "--data-dir", dir.c_str(),
-          "--listen", api.c_str(), "--registry-listen", registry.c_str(), "--broker-listen",
-          broker.c_str(), "--demo-format", format.c_str(), static_cast<char*>(nullptr));
+    std::vector<std::string> args = {"sluice",     "up",
+                                     "--demo",     "--data-dir",
+                                     dir.string(), "--listen",
+                                     api,          "--registry-listen",
+                                     registry,     "--broker-listen",
+                                     broker,       "--demo-format",
+                                     format};
+    if (tls) args.insert(args.end(), {"--tls-cert", cert.cert, "--tls-key", cert.key});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(std::getenv("SLUICE_BIN"), argv.data());
     _exit(127);
   }
   // The embedded cluster asks every role for its password; ours come from
@@ -78,12 +99,27 @@ void RunDemo(const std::string& format) {
     long schemas = -1;
     try {
       pqxx::connection c(url("sluice"));
-      schemas =
-          pqxx::nontransaction(c).exec1("SELECT count(*) FROM sluice_state.registry_schema_id")[0].as<long>();
+      schemas = pqxx::nontransaction(c)
+                    .exec1("SELECT count(*) FROM sluice_state.registry_schema_id")[0]
+                    .as<long>();
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what();
     }
     EXPECT_GT(schemas, 0) << output;
+  }
+  if (tls) {
+    EXPECT_NE(output.find("api listening on https://" + api), std::string::npos) << output;
+    EXPECT_NE(testing::ReadAll(dir / "broker.log").find("TLS with"), std::string::npos);
+    // The API answers https with the certificate as CA, and nothing in plain http.
+    auto curl = [&](const std::string& target, bool ca) {
+      std::string cmd = "timeout 20 curl -sS -o /dev/null " +
+                        (ca ? "--cacert '" + cert.cert + "' " : std::string()) + target +
+                        " >/dev/null 2>&1";
+      return std::system(cmd.c_str());
+    };
+    EXPECT_EQ(curl("https://" + api + "/api/v1/openapi.json", true), 0);
+    EXPECT_NE(curl("http://" + api + "/api/v1/openapi.json", false), 0);
+    EXPECT_NE(curl("http://" + registry + "/subjects", false), 0);
   }
 
   // The control database is closed to what a user configures: no trust,
@@ -113,8 +149,9 @@ void RunDemo(const std::string& format) {
         "pg_backend_pid()");
     ASSERT_FALSE(others.empty());
     for (const auto& row : others) EXPECT_EQ(row[0].as<std::string>(), "sluice");
-    auto demo = tx.exec1("SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = "
-                         "'sluice_demo'");
+    auto demo = tx.exec1(
+        "SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = "
+        "'sluice_demo'");
     EXPECT_FALSE(demo[0].as<bool>());
     EXPECT_TRUE(demo[1].as<bool>());
     // The demo source streams as the demo role.
@@ -175,6 +212,8 @@ void RunDemo(const std::string& format) {
 TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) { RunDemo("json"); }
 
 TEST(UpDemo, AvroDemoRowsReachTheTargetThroughTheGatedRegistry) { RunDemo("avro"); }
+
+TEST(UpDemo, WithTlsTheAvroDemoRowsReachTheTargetOverSaslSslAndHttps) { RunDemo("avro", true); }
 
 }  // namespace
 }  // namespace sluice

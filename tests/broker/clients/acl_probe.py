@@ -1,11 +1,13 @@
 """One operation as one SASL/PLAIN principal; prints JSON {"result": "ok" or the Kafka error name}.
 
 usage: acl_probe.py BOOTSTRAP USER PASSWORD OP TOPIC [GROUP]
+With KAFKA_SSL_CA set in the environment: SASL_SSL, verifying the broker with that file.
 OP: produce (one record), consume (join GROUP, read TOPIC from the start, commit),
     create (CreateTopics), delete (DeleteTopics), list (the topics Metadata shows),
     committed (GROUP's committed offset of TOPIC partition 0)
 """
 import json
+import os
 import sys
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -15,6 +17,9 @@ bootstrap, user, password, op, topic = sys.argv[1:6]
 group = sys.argv[6] if len(sys.argv) > 6 else "probe"
 auth = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanisms": "PLAIN", "sasl.username": user, "sasl.password": password}
+if os.environ.get("KAFKA_SSL_CA"):
+    auth["security.protocol"] = "SASL_SSL"
+    auth["ssl.ca.location"] = os.environ["KAFKA_SSL_CA"]
 errors = []
 
 
