@@ -7,10 +7,12 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "cli/command_registry.h"
@@ -19,11 +21,23 @@
 #include "dataflow/worker_process.h"
 #include "dataflow/worker_reporter.h"
 #include "guard/connect_policy.h"
+#include "kafka/client_config.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
+
+// A worker that cannot run as configured: heartbeats (so it reads as a
+// configuration error, not as a silent pod) until it is stopped.
+int WaitForStop(sluice::dataflow::WorkerReporter& reporter) {
+  int seconds = 0;
+  while (!g_stop) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (++seconds % 10 == 0) (void)reporter.Heartbeat();
+  }
+  return 0;
+}
 
 // Serves the worker's /metrics on `listen` and records the bound port in
 // <base>.metrics-port (port 0 picks one), so whoever launched it can scrape.
@@ -129,13 +143,13 @@ int RunWorkerCommand(const WorkerFlags& flags) {
     }
     sluice::guard::SetProcessPolicy(std::move(policy).value());
   }
-  // The env's broker bootstrap, checked at connect time too.
-  if (auto st = sluice::guard::CheckBootstrap(*sluice::guard::ProcessPolicy(),
-                                              launch->broker.bootstrap_servers, true);
-      !st.ok() && sluice::guard::IsRefusal(st)) {
-    std::fprintf(stderr, "sluice worker: broker bootstrap: %s\n", st.message().c_str());
-    return 2;
-  }
+  // Every broker connection, to the bootstrap servers and to whatever the
+  // cluster advertises, is checked against the policy with the address it
+  // really goes to.
+  sluice::kafka::SetConnectCheck([](const sockaddr* address, const std::string& broker_name) {
+    return sluice::guard::CheckResolvedBroker(*sluice::guard::ProcessPolicy(), address,
+                                              broker_name);
+  });
   if (!flags.jsonl_root.empty() && launch->target.type == "jsonl")
     launch->target.config["root"] = flags.jsonl_root;
   // Snapshot progress lives beside the launch file, so a restarted process
@@ -156,6 +170,17 @@ int RunWorkerCommand(const WorkerFlags& flags) {
                                                 : sluice::dataflow::MakeNullReporter();
   spdlog::info("worker {} ({} shard {}) starting", launch->worker_id.ToString(), launch->kind,
                launch->shard);
+  // The env's broker bootstrap, checked here too. A refusal is a
+  // configuration error: reported, then the worker waits to be stopped
+  // (exiting would only have it relaunched into the same refusal).
+  if (auto st = sluice::guard::CheckBootstrap(*sluice::guard::ProcessPolicy(),
+                                              launch->broker.bootstrap_servers, true);
+      !st.ok() && sluice::guard::IsRefusal(st)) {
+    const std::string reason = "the env's broker bootstrap: " + st.message();
+    spdlog::error("{}", reason);
+    (void)reporter->ReportState(sluice::runtime::WorkerState::kError, reason);
+    return WaitForStop(*reporter);
+  }
   sluice::dataflow::WorkerMetrics metrics;
   sluice::dataflow::MetricsListener listener(metrics);
   std::string base = !state_base.empty()

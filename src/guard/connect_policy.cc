@@ -1,7 +1,9 @@
 #include "guard/connect_policy.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -238,6 +240,21 @@ common::Status CheckBootstrap(const ConnectPolicy& policy, const std::string& bo
     }
   }
   return common::Status::Ok();
+}
+
+common::Status CheckResolvedBroker(const ConnectPolicy& policy, const sockaddr* address,
+                                   const std::string& broker_name) {
+  auto a = Address::FromSockaddr(address);
+  if (!a) return Refused("no-host", broker_name + ": not an IPv4 or IPv6 address");
+  // The port is the socket's own, whatever the name says.
+  Destination d;
+  auto colon = broker_name.rfind(':');
+  d.host = colon == std::string::npos ? broker_name : broker_name.substr(0, colon);
+  if (address->sa_family == AF_INET)
+    d.port = ntohs(reinterpret_cast<const sockaddr_in*>(address)->sin_port);
+  else
+    d.port = ntohs(reinterpret_cast<const sockaddr_in6*>(address)->sin6_port);
+  return policy.CheckAddress(*a, d);
 }
 
 std::shared_ptr<const ConnectPolicy> ProcessPolicy() {

@@ -103,6 +103,12 @@ common::Status CheckConfigured(const ConnectPolicy& policy, const Destination& d
 common::Status CheckBootstrap(const ConnectPolicy& policy, const std::string& bootstrap,
                               bool resolve);
 
+// At connect time, for a client library that resolves names itself (the
+// Kafka client): the address `broker_name` ("host:port") resolved to,
+// checked as ResolveChecked checks each of its addresses.
+common::Status CheckResolvedBroker(const ConnectPolicy& policy, const sockaddr* address,
+                                   const std::string& broker_name);
+
 // The policy of this process: `serve`/`up` set it from their flags and
 // protect their own endpoints; a worker or loader sets the one it was
 // launched with. Until set, ConnectPolicy().

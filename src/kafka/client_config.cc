@@ -1,9 +1,14 @@
 #include "kafka/client_config.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 
+#include <sys/socket.h>
+
 #include <fmt/format.h>
+#include <librdkafka/rdkafka.h>
+#include <spdlog/spdlog.h>
 
 namespace sluice::kafka {
 
@@ -34,7 +39,32 @@ std::optional<ClientConfig>& OwnBrokerIdentity() {
   return identity;
 }
 
+ConnectCheck& ProcessConnectCheck() {
+  static ConnectCheck check;
+  return check;
+}
+
+// librdkafka's connect_cb: called on its broker thread with a non-blocking
+// socket; 0 means connected or in progress, anything else is an errno.
+int CheckedConnect(int sockfd, const struct sockaddr* address, int address_length,
+                   const char* broker_name, void* /*opaque*/) {
+  if (const auto& check = ProcessConnectCheck()) {
+    auto verdict = check(address, broker_name ? broker_name : "");
+    if (!verdict.ok()) {
+      spdlog::error("broker connection to {} not opened: {}", broker_name ? broker_name : "?",
+                    verdict.message());
+      return EACCES;
+    }
+  }
+  if (::connect(sockfd, address, static_cast<socklen_t>(address_length)) == -1 &&
+      errno != EINPROGRESS)
+    return errno;
+  return 0;
+}
+
 }  // namespace
+
+void SetConnectCheck(ConnectCheck check) { ProcessConnectCheck() = std::move(check); }
 
 void SetOwnBrokerIdentity(ClientConfig identity) { OwnBrokerIdentity() = std::move(identity); }
 
@@ -128,6 +158,7 @@ Result<std::unique_ptr<RdKafka::Conf>> ClientConfig::ToConf(
       return InvalidArgument(fmt::format("kafka setting {}: {}", k, err));
     }
   }
+  if (ProcessConnectCheck()) rd_kafka_conf_set_connect_cb(conf->c_ptr_global(), CheckedConnect);
   return conf;
 }
 

@@ -2,9 +2,12 @@
 // parsed from env.retention_configuration and turned into librdkafka settings.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+
+#include <sys/socket.h>
 
 #include <librdkafka/rdkafkacpp.h>
 #include <nlohmann/json.hpp>
@@ -42,6 +45,17 @@ struct ClientConfig {
 // (`sluice up`'s back end is that broker's admin). FromJson gives it to
 // settings naming that broker (same bootstrap) without SASL of their own.
 void SetOwnBrokerIdentity(ClientConfig identity);
+// Process-wide: every broker connection the clients of this process open,
+// to the bootstrap servers and to every broker the cluster's metadata
+// advertises, is first shown to `check` with the address it resolved to and
+// the broker's "host:port" name. A refused connection fails as if the
+// broker were unreachable (EACCES), and the refusal is logged. A worker sets
+// this from its connect policy, so a name that resolves elsewhere later, or
+// a cluster that advertises another address, gains nothing.
+using ConnectCheck =
+    std::function<common::Status(const struct sockaddr* address, const std::string& broker_name)>;
+void SetConnectCheck(ConnectCheck check);
+
 // "localhost:9092", "0.0.0.0:9092" and "127.0.0.1:9092" are one address.
 std::string NormalizedBootstrap(std::string bootstrap);
 

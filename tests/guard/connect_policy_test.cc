@@ -3,7 +3,9 @@
 // endpoints, and a name that resolves to a denied address.
 #include "guard/connect_policy.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include "guard/http_destination.h"
 
@@ -42,6 +44,37 @@ TEST(ConnectPolicy, LinkLocalMetadataAddressesAreDeniedByDefault) {
   // The operator's lists never lift the default.
   auto open = *ConnectPolicy::FromLists({"169.254.0.0/16"}, {});
   EXPECT_TRUE(IsRefusal(open.CheckAddress(A("169.254.169.254"), {"x", 80, std::nullopt})));
+}
+
+sockaddr_in V4(const char* ip, int port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, ip, &sa.sin_addr);
+  return sa;
+}
+
+TEST(ConnectPolicy, AKafkaClientsResolvedAddressIsCheckedWithTheSocketsOwnPort) {
+  auto p = *ConnectPolicy::FromLists({}, {"10.9.0.0/16"});
+  p.Protect(ProtectedEndpoint::Make("api", "the data-plane's API", "127.0.0.1", 8080));
+  auto ok = V4("10.1.2.3", 9092);
+  EXPECT_TRUE(CheckResolvedBroker(p, reinterpret_cast<sockaddr*>(&ok), "kafka-1:9092").ok());
+  // A name the cluster advertises that now resolves into a denied block.
+  auto denied = V4("10.9.0.7", 9092);
+  auto st = CheckResolvedBroker(p, reinterpret_cast<sockaddr*>(&denied), "kafka-2:9092");
+  EXPECT_TRUE(IsRefusal(st));
+  EXPECT_NE(st.message().find("(connect-deny)"), std::string::npos) << st.message();
+  // The API's port on a local address is refused, whatever port the name claims.
+  auto api = V4("127.0.0.1", 8080);
+  st = CheckResolvedBroker(p, reinterpret_cast<sockaddr*>(&api), "innocent:9092");
+  EXPECT_TRUE(IsRefusal(st));
+  EXPECT_NE(st.message().find("(api)"), std::string::npos) << st.message();
+  auto other_port = V4("127.0.0.1", 9092);
+  EXPECT_TRUE(
+      CheckResolvedBroker(p, reinterpret_cast<sockaddr*>(&other_port), "localhost:9092").ok());
+  // Metadata addresses stay denied by default.
+  auto metadata = V4("169.254.169.254", 9092);
+  EXPECT_TRUE(IsRefusal(CheckResolvedBroker(p, reinterpret_cast<sockaddr*>(&metadata), "m:9092")));
 }
 
 TEST(ConnectPolicy, DenyAndAllowLists) {

@@ -1,8 +1,17 @@
 // The librdkafka client layer against the real `sluice broker` process.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "broker_harness.h"
 #include "kafka/admin.h"
@@ -205,6 +214,105 @@ TEST(KafkaSasl, PlainCredentialsAreRequiredAndChecked) {
   auto f = r->Flush(20s);
   ASSERT_TRUE(f.ok());
   EXPECT_FALSE((*f)[0].status.ok()) << "unauthenticated requests are refused";
+}
+
+// Counts TCP connections accepted on 127.0.0.2:`port` (beside the broker's
+// 127.0.0.1:`port`): where a broker advertising 127.0.0.2 would be reached.
+class AcceptCounter {
+ public:
+  explicit AcceptCounter(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<std::uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.2", &sa.sin_addr);
+    bound_ =
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 && ::listen(fd_, 16) == 0;
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c >= 0) {
+          ++accepted_;
+          ::close(c);
+        } else {
+          std::this_thread::sleep_for(20ms);
+        }
+      }
+    });
+  }
+  ~AcceptCounter() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  bool bound() const { return bound_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1;
+  bool bound_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// A produce through a broker that advertises 127.0.0.2, with the process's
+// connect check in place: the broker names the check saw, and deliveries.
+struct CheckedRun {
+  std::vector<std::string> refused, allowed;
+  bool delivered = false;
+};
+
+CheckedRun ProduceThroughAdvertisedAddress(const BrokerProcess& broker, bool refuse_advertised) {
+  auto run = std::make_shared<CheckedRun>();
+  auto mu = std::make_shared<std::mutex>();
+  SetConnectCheck([run, mu, refuse_advertised](const sockaddr* address, const std::string& name) {
+    char text[INET6_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(address)->sin_addr, text, sizeof text);
+    std::lock_guard lock(*mu);
+    if (refuse_advertised && std::string(text) == "127.0.0.2") {
+      run->refused.push_back(name);
+      return common::InvalidArgument("denied for the test");
+    }
+    run->allowed.push_back(name);
+    return common::Status::Ok();
+  });
+  ProducerOptions o;
+  o.delivery_timeout = 4000ms;
+  auto p = Producer::Create(Plain(broker), o).value();
+  EXPECT_TRUE(p->Send("advertised", "", "v", 1).ok());
+  auto d = p->Flush(30s);
+  p.reset();
+  SetConnectCheck(nullptr);
+  std::lock_guard lock(*mu);
+  CheckedRun out = *run;
+  out.delivered = d.ok() && d->size() == 1 && (*d)[0].status.ok();
+  return out;
+}
+
+TEST(KafkaConnectCheck, AnAdvertisedBrokerTheCheckRefusesIsNeverConnectedTo) {
+  BrokerProcess broker({"--advertise", "127.0.0.2:0"});
+  broker.Start();
+  AcceptCounter elsewhere(broker.port());
+  ASSERT_TRUE(elsewhere.bound()) << "127.0.0.2 must be a loopback address here";
+
+  // Refused: the bootstrap (127.0.0.1) answers metadata, the advertised
+  // 127.0.0.2 is never dialled, and nothing is delivered.
+  auto refused = ProduceThroughAdvertisedAddress(broker, /*refuse_advertised=*/true);
+  EXPECT_FALSE(refused.delivered);
+  ASSERT_FALSE(refused.refused.empty()) << "the check never saw the advertised broker";
+  EXPECT_EQ(refused.refused.front(), "127.0.0.2:" + std::to_string(broker.port()));
+  ASSERT_FALSE(refused.allowed.empty());
+  EXPECT_EQ(refused.allowed.front(), broker.bootstrap());
+  EXPECT_EQ(elsewhere.accepted(), 0);
+
+  // The same run with the check allowing it does dial 127.0.0.2, so the
+  // zero above was the check's doing.
+  auto allowed = ProduceThroughAdvertisedAddress(broker, /*refuse_advertised=*/false);
+  EXPECT_TRUE(allowed.refused.empty());
+  EXPECT_GT(elsewhere.accepted(), 0);
 }
 
 }  // namespace

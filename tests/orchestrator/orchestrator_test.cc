@@ -250,6 +250,32 @@ TEST_F(OrchestratorTest, SilentPodIsMarkedErrorAfterTheHeartbeatWindow) {
   EXPECT_EQ(orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_))), pid);
 }
 
+TEST_F(OrchestratorTest, ABrokerBootstrapThePolicyRefusesIsAReportedErrorNotACrashLoop) {
+  // The operator denied the env's broker address after the env was saved.
+  const auto before = *guard::ProcessPolicy();
+  guard::SetProcessPolicy(*guard::ConnectPolicy::FromLists({}, {"127.0.0.3/32"}));
+  db_->Transact([&](pqxx::work& tx) {
+    nlohmann::json broker = {{"bootstrap_servers", "127.0.0.3:" + std::to_string(broker_.port())}};
+    tx.exec_params("UPDATE env SET retention_configuration = $1", broker.dump());
+  });
+  StartConnector(target_id_);
+  const bool refused = TickUntil([&] {
+    auto w = WorkerOf(target_id_);
+    return w.state == WorkerState::kError &&
+           w.reason.value_or("").find("(connect-deny)") != std::string::npos;
+  });
+  guard::SetProcessPolicy(before);
+  ASSERT_TRUE(refused) << WorkerOf(target_id_).reason.value_or("(no reason)");
+  EXPECT_NE(WorkerOf(target_id_).reason->find("broker bootstrap"), std::string::npos);
+  auto pid = orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_)));
+  ASSERT_TRUE(pid);
+  // It waits to be stopped: the same process, still ERROR, no crash.
+  TickUntil([] { return false; }, 6s);
+  EXPECT_EQ(orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_))), pid);
+  EXPECT_EQ(WorkerOf(target_id_).state, WorkerState::kError);
+  EXPECT_EQ(EventCount("worker.crashed"), 0);
+}
+
 TEST_F(OrchestratorTest, StopOfAHungWorkerIsForcedAfterTheTimeout) {
   StartConnector(target_id_);
   ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
