@@ -11,6 +11,7 @@
 #include "api/routes.h"
 #include "api/subscriptions_repository.h"
 #include "api/topic_ownership.h"
+#include "api/user_log_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -92,6 +93,9 @@ Response Run(ApiContext& ctx, Request& req) {
         TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
         ConnectorRow src = Materialise(tx, team_id, team.env_id, source, "source", "source");
         ConnectorRow dst = Materialise(tx, team_id, team.env_id, target, "target", "target");
+        // The same audit rows as the single creates: one per resource made here.
+        if (!source.existing) LogAction(tx, req.caller(), "connector.create");
+        if (!target.existing) LogAction(tx, req.caller(), "connector.create");
         if (tables.empty()) {
           if (src.connector_type != "kafka") InvalidField("tables", "choose at least one table");
           tables.push_back({std::nullopt, std::nullopt, std::nullopt});
@@ -134,6 +138,7 @@ Response Run(ApiContext& ctx, Request& req) {
           subs.push_back(std::move(s));
         }
         InsertPipeline(tx, p);
+        LogAction(tx, req.caller(), "pipeline.create");
         for (auto& s : subs) {
           s.pipeline_id = p.id;
           InsertSubscription(tx, s);
