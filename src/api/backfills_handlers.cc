@@ -114,8 +114,13 @@ Response Trigger(ApiContext& ctx, Request& req) {
   backfill::TriggerRequest q;
   auto origin_text = f.RequiredString("origin", 32);
   auto origin = backfill::ParseOrigin(origin_text);
-  if (!origin || *origin == backfill::Origin::kInternal)
-    InvalidField("origin", "must be one of pipeline, connector, subscription, bulk");
+  if (!origin)
+    InvalidField("origin", "must be one of pipeline, connector, subscription, bulk, internal");
+  // "internal" is the operator path: a superuser's run with no actor of
+  // record on it (triggered_by_* NULL means exactly that); the audit trail
+  // still names who asked (user_log).
+  if (*origin == backfill::Origin::kInternal && !req.caller().is_superuser)
+    throw ApiError(403, "forbidden", "origin internal is the operator path: superusers only");
   q.origin = *origin;
   q.pipeline_id = f.OptionalUuid("pipeline_id");
   q.connector_id = f.OptionalUuid("connector_id");
@@ -148,9 +153,13 @@ Response Trigger(ApiContext& ctx, Request& req) {
     InvalidField("subscription_id", "is required for origin subscription");
   if (q.origin == backfill::Origin::kBulk && q.subscription_ids.empty())
     InvalidField("subscription_ids", "is required for origin bulk");
+  if (q.origin == backfill::Origin::kInternal && q.subscription_ids.empty() && !q.subscription_id)
+    InvalidField("subscription_ids", "is required for origin internal");
   const auto& caller = req.caller();
-  if (!caller.service_account_id) q.user_id = caller.user_id;
-  if (!caller.email.empty()) q.email = caller.email;
+  if (q.origin != backfill::Origin::kInternal) {
+    if (!caller.service_account_id) q.user_id = caller.user_id;
+    if (!caller.email.empty()) q.email = caller.email;
+  }
   Json runs = Json::array();
   ctx.db.Transact([&](pqxx::work& tx) {
     if (q.pipeline_id) {

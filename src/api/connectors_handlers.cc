@@ -76,16 +76,19 @@ Response Create(ApiContext& ctx, Request& req) {
   c.connector_type = type.system;
   c.way = catalog::WayName(type.way);
   c.configuration = ValidatedConfiguration(type, config.value_or(Json::object()));
-  return IdempotentCreate(ctx, req, "connectors:create", body, [&](pqxx::work& tx) {
-    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-    c.team_id = team_id;
-    c.env_id = team.env_id;
-    RequireConnectorAllowed(c.connector_type, c.configuration);
-    CheckConnectorTopics(tx, c, nullptr);
-    InsertConnector(tx, c);
-    LogAction(tx, req.caller(), "connector.create");
-    return Response::Created(ConnectorJson(*FindConnector(tx, c.id)));
-  });
+  return IdempotentCreate(
+      ctx, req, "connectors:create", body,
+      [&](pqxx::work& tx) {
+        TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+        c.team_id = team_id;
+        c.env_id = team.env_id;
+        RequireConnectorAllowed(c.connector_type, c.configuration);
+        CheckConnectorTopics(tx, c, nullptr);
+        InsertConnector(tx, c);
+        LogAction(tx, req.caller(), "connector.create");
+        return Response::Created(ConnectorRecordJson(*FindConnector(tx, c.id)));
+      },
+      PresentConnector);
 }
 
 Response Get(ApiContext& ctx, Request& req) {

@@ -51,14 +51,24 @@ std::string LikePattern(const std::string& text) {
   return out + "%";
 }
 
-Json ConnectorJson(const ConnectorRow& c) {
+Json ConnectorJson(const ConnectorRow& c) { return PresentConnector(ConnectorRecordJson(c)); }
+
+Json PresentConnector(const Json& record) {
+  Json out = record;
+  const catalog::ConnectorType* type = catalog::FindStoredType(
+      record.value("connector_type", std::string()), record.value("way", std::string()));
+  out["configuration"] = catalog::Redact(type, record.value("configuration", Json::object()));
+  return out;
+}
+
+Json ConnectorRecordJson(const ConnectorRow& c) {
   const catalog::ConnectorType* type = c.type();
   return {{"id", c.id.ToString()},
           {"name", Opt(c.name)},
           {"type", type ? Json(type->id) : Json(c.connector_type + "-" + c.way)},
           {"connector_type", c.connector_type},
           {"way", c.way},
-          {"configuration", catalog::Redact(type, c.configuration)},
+          {"configuration", c.configuration},
           {"team_id", Opt(c.team_id)},
           {"env_id", Opt(c.env_id)},
           {"created_at", c.created_at},
@@ -113,6 +123,8 @@ void DeleteConnector(pqxx::work& tx, const common::Uuid& id) {
   RequireConnectorUnused(tx, id);
   tx.exec_params("DELETE FROM connector WHERE id = $1", id.ToString());
   tx.exec_params("DELETE FROM sluice_state.source_slot WHERE connector_id = $1", id.ToString());
+  tx.exec_params("DELETE FROM sluice_state.worker_generation WHERE connector_id = $1",
+                 id.ToString());
 }
 
 void RequireConnectorUnused(pqxx::work& tx, const common::Uuid& id) {

@@ -31,8 +31,12 @@ struct ConnectorRow {
   }
 };
 
-// Redacted API view.
+// Redacted API view: PresentConnector(ConnectorRecordJson(c)).
 Json ConnectorJson(const ConnectorRow& c);
+// The API view with the configuration unredacted, as an idempotency record
+// keeps it (encrypted); PresentConnector redacts such a view for the wire.
+Json ConnectorRecordJson(const ConnectorRow& c);
+Json PresentConnector(const Json& record);
 
 std::optional<ConnectorRow> FindConnector(pqxx::work& tx, const common::Uuid& id);
 struct ConnectorFilter {

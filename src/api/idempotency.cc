@@ -21,14 +21,19 @@ std::string Hash(const std::string& kid, const std::string& payload) {
 }  // namespace
 
 Response IdempotentCreate(ApiContext& ctx, Request& req, const std::string& endpoint,
-                          const Json& body, const std::function<Response(pqxx::work&)>& create) {
+                          const Json& body, const std::function<Response(pqxx::work&)>& create,
+                          const Present& present) {
+  auto shown = [&present](Response r) {
+    if (present) r.body = present(r.body);
+    return r;
+  };
   std::string key = req.raw.get_header_value(kIdempotencyHeader);
-  if (!req.raw.has_header(kIdempotencyHeader)) return ctx.db.Transact(create);
+  if (!req.raw.has_header(kIdempotencyHeader)) return shown(ctx.db.Transact(create));
   if (key.empty() || key.size() > 200) {
     throw ApiError(422, "invalid_field", "Idempotency-Key must be 1 to 200 characters");
   }
   const std::string payload = Canonical(req, body);
-  return ctx.db.Transact([&](pqxx::work& tx) {
+  return shown(ctx.db.Transact([&](pqxx::work& tx) {
     tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
                    "idempotency:" + endpoint + ":" + key);
     auto rows = tx.exec_params(
@@ -43,7 +48,7 @@ Response IdempotentCreate(ApiContext& ctx, Request& req, const std::string& endp
           throw ApiError(422, "idempotency_key_reused",
                          "Idempotency-Key was already used with a different request");
         }
-        return Response{rows[0][2].as<int>(), DecryptStored(stored)};
+        return shown(Response{rows[0][2].as<int>(), DecryptStored(stored)});
       }
       tx.exec_params("DELETE FROM idempotency_record WHERE id = $1", rows[0][0].as<std::string>());
     }
@@ -57,7 +62,7 @@ Response IdempotentCreate(ApiContext& ctx, Request& req, const std::string& endp
                    common::Uuid::V4().ToString(), endpoint, key,
                    Hash(secrets::EnvelopeKeyId(envelope), payload), out.status, envelope.dump());
     return out;
-  });
+  }));
 }
 
 std::int64_t DeleteExpiredIdempotencyRecords(store::Database& db) {

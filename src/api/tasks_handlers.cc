@@ -184,6 +184,7 @@ Response SetEnabled(ApiContext& ctx, Request& req, bool enabled) {
       t.enabled = enabled;
       // Resuming starts from the next slot: a pause does not owe a catch-up run.
       warehouse::UpdateTask(tx, t, NextRun(t));
+      LogAction(tx, req.caller(), enabled ? "task.resume" : "task.pause");
     }
     return warehouse::FindTask(tx, id)->ToJson();
   }));
@@ -200,6 +201,7 @@ Response RunNow(ApiContext& ctx, Request& req, warehouse::RunExecutor& executor)
                              warehouse::UsesBackslashEscapes(w.warehouse_type));
     if (run.statements.empty()) InvalidField("sql", "contains no statement");
     warehouse::InsertRun(tx, run);
+    LogAction(tx, req.caller(), "task.run");
     return warehouse::FindRun(tx, run.id)->ToJson();
   });
   executor.Launch(

@@ -48,16 +48,19 @@ Response Create(ApiContext& ctx, Request& req) {
   f.Finish();
   const auto& type = RequireWarehouseType(w.warehouse_type);
   w.configuration = ValidatedConfiguration(type, config.value_or(Json::object()));
-  return IdempotentCreate(ctx, req, "warehouses:create", body, [&](pqxx::work& tx) {
-    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-    if (!team.env_id) throw ApiError(409, "failed_precondition", "the team has no env");
-    RequireWarehouseAllowed(w.warehouse_type, w.configuration);
-    w.team_id = team_id;
-    w.env_id = *team.env_id;
-    InsertWarehouse(tx, w);
-    LogAction(tx, req.caller(), "warehouse.create");
-    return Response::Created(WarehouseJson(*FindWarehouse(tx, w.id)));
-  });
+  return IdempotentCreate(
+      ctx, req, "warehouses:create", body,
+      [&](pqxx::work& tx) {
+        TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+        if (!team.env_id) throw ApiError(409, "failed_precondition", "the team has no env");
+        RequireWarehouseAllowed(w.warehouse_type, w.configuration);
+        w.team_id = team_id;
+        w.env_id = *team.env_id;
+        InsertWarehouse(tx, w);
+        LogAction(tx, req.caller(), "warehouse.create");
+        return Response::Created(WarehouseRecordJson(*FindWarehouse(tx, w.id)));
+      },
+      PresentWarehouse);
 }
 
 Response Get(ApiContext& ctx, Request& req) {

@@ -44,15 +44,24 @@ void OnNameClash(Fn&& fn) {
 
 }  // namespace
 
-Json WarehouseJson(const WarehouseRow& w) {
+Json WarehouseJson(const WarehouseRow& w) { return PresentWarehouse(WarehouseRecordJson(w)); }
+
+Json PresentWarehouse(const Json& record) {
+  Json out = record;
+  out["configuration"] =
+      catalog::Redact(catalog::FindWarehouseType(record.value("warehouse_type", std::string())),
+                      record.value("configuration", Json::object()));
+  return out;
+}
+
+Json WarehouseRecordJson(const WarehouseRow& w) {
   // NULL verdict is a draft, true live, false an error.
   const char* state =
       !w.last_test_succeeded ? "draft" : (*w.last_test_succeeded ? "live" : "error");
   return {{"id", w.id.ToString()},
           {"name", w.name},
           {"warehouse_type", w.warehouse_type},
-          {"configuration",
-           catalog::Redact(catalog::FindWarehouseType(w.warehouse_type), w.configuration)},
+          {"configuration", w.configuration},
           {"team_id", w.team_id.ToString()},
           {"env_id", w.env_id.ToString()},
           {"last_test_at", Opt(w.last_test_at)},

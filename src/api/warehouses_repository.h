@@ -28,6 +28,10 @@ struct WarehouseRow {
 };
 
 Json WarehouseJson(const WarehouseRow& w);
+// The view with the configuration unredacted, as an idempotency record keeps
+// it (encrypted); PresentWarehouse redacts such a view for the wire.
+Json WarehouseRecordJson(const WarehouseRow& w);
+Json PresentWarehouse(const Json& record);
 
 std::optional<WarehouseRow> FindWarehouse(pqxx::work& tx, const common::Uuid& id);
 std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const common::Uuid& team,

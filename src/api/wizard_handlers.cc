@@ -11,6 +11,7 @@
 #include "api/routes.h"
 #include "api/subscriptions_repository.h"
 #include "api/topic_ownership.h"
+#include "api/user_log_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -86,61 +87,76 @@ Response Run(ApiContext& ctx, Request& req) {
     tf.Finish();
     tables.push_back(std::move(s));
   }
-  return IdempotentCreate(ctx, req, "pipelines:wizard", body, [&](pqxx::work& tx) {
-    TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-    ConnectorRow src = Materialise(tx, team_id, team.env_id, source, "source", "source");
-    ConnectorRow dst = Materialise(tx, team_id, team.env_id, target, "target", "target");
-    if (tables.empty()) {
-      if (src.connector_type != "kafka") InvalidField("tables", "choose at least one table");
-      tables.push_back({std::nullopt, std::nullopt, std::nullopt});
-    }
-    Json datamodels = Json::array(), subscriptions = Json::array();
-    PipelineRow p;
-    p.id = common::Uuid::V4();
-    p.name = name;
-    p.team_id = team_id;
-    p.env_id = team.env_id;
-    p.source_connector_id = src.id;
-    p.target_connector_id = dst.id;
-    p.is_completed = true;
-    std::vector<SubscriptionRow> subs;
-    for (const auto& t : tables) {
-      DatamodelRow d;
-      d.id = common::Uuid::V4();
-      d.source_connector_id = src.id;  // the source worker captures the tables of its datamodels
-      d.source_schema = t.schema;
-      d.source_table = t.table;
-      if (!t.table) d.source_topic = src.configuration.value("topic", std::string());
-      d.name = t.table ? *t.table : d.source_topic.value_or("topic");
-      if (d.name.size() > 100) d.name.resize(100);
-      CompleteDatamodel(tx, src, d);
-      InsertDatamodel(tx, d);
-      datamodels.push_back(DatamodelJson(*FindDatamodel(tx, d.id)));
-      if (!p.datamodel_id) p.datamodel_id = d.id;
-      SubscriptionRow s;
-      s.id = common::Uuid::V4();
-      s.name = name + ":" + d.name;
-      if (s.name.size() > 255) s.name.resize(255);
-      s.datamodel_id = d.id;
-      s.target_connector_id = dst.id;
-      s.target_table_name = t.target_table ? t.target_table : (t.table ? t.table : d.source_topic);
-      s.requires_unique_destination = unique_destination;
-      s.error_table_enabled = error_tables;
-      if (error_tables) s.error_table_name = *s.target_table_name + "_errors";
-      subs.push_back(std::move(s));
-    }
-    InsertPipeline(tx, p);
-    for (auto& s : subs) {
-      s.pipeline_id = p.id;
-      InsertSubscription(tx, s);
-      subscriptions.push_back(SubscriptionJson(*FindSubscription(tx, s.id)));
-    }
-    return Response::Created({{"pipeline", PipelineJson(*FindPipeline(tx, p.id))},
-                              {"source_connector", ConnectorJson(src)},
-                              {"target_connector", ConnectorJson(dst)},
-                              {"datamodels", datamodels},
-                              {"subscriptions", subscriptions}});
-  });
+  return IdempotentCreate(
+      ctx, req, "pipelines:wizard", body,
+      [&](pqxx::work& tx) {
+        TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
+        ConnectorRow src = Materialise(tx, team_id, team.env_id, source, "source", "source");
+        ConnectorRow dst = Materialise(tx, team_id, team.env_id, target, "target", "target");
+        // The same audit rows as the single creates: one per resource made here.
+        if (!source.existing) LogAction(tx, req.caller(), "connector.create");
+        if (!target.existing) LogAction(tx, req.caller(), "connector.create");
+        if (tables.empty()) {
+          if (src.connector_type != "kafka") InvalidField("tables", "choose at least one table");
+          tables.push_back({std::nullopt, std::nullopt, std::nullopt});
+        }
+        Json datamodels = Json::array(), subscriptions = Json::array();
+        PipelineRow p;
+        p.id = common::Uuid::V4();
+        p.name = name;
+        p.team_id = team_id;
+        p.env_id = team.env_id;
+        p.source_connector_id = src.id;
+        p.target_connector_id = dst.id;
+        p.is_completed = true;
+        std::vector<SubscriptionRow> subs;
+        for (const auto& t : tables) {
+          DatamodelRow d;
+          d.id = common::Uuid::V4();
+          d.source_connector_id =
+              src.id;  // the source worker captures the tables of its datamodels
+          d.source_schema = t.schema;
+          d.source_table = t.table;
+          if (!t.table) d.source_topic = src.configuration.value("topic", std::string());
+          d.name = t.table ? *t.table : d.source_topic.value_or("topic");
+          if (d.name.size() > 100) d.name.resize(100);
+          CompleteDatamodel(tx, src, d);
+          InsertDatamodel(tx, d);
+          datamodels.push_back(DatamodelJson(*FindDatamodel(tx, d.id)));
+          if (!p.datamodel_id) p.datamodel_id = d.id;
+          SubscriptionRow s;
+          s.id = common::Uuid::V4();
+          s.name = name + ":" + d.name;
+          if (s.name.size() > 255) s.name.resize(255);
+          s.datamodel_id = d.id;
+          s.target_connector_id = dst.id;
+          s.target_table_name =
+              t.target_table ? t.target_table : (t.table ? t.table : d.source_topic);
+          s.requires_unique_destination = unique_destination;
+          s.error_table_enabled = error_tables;
+          if (error_tables) s.error_table_name = *s.target_table_name + "_errors";
+          subs.push_back(std::move(s));
+        }
+        InsertPipeline(tx, p);
+        LogAction(tx, req.caller(), "pipeline.create");
+        for (auto& s : subs) {
+          s.pipeline_id = p.id;
+          InsertSubscription(tx, s);
+          subscriptions.push_back(SubscriptionJson(*FindSubscription(tx, s.id)));
+        }
+        return Response::Created({{"pipeline", PipelineJson(*FindPipeline(tx, p.id))},
+                                  {"source_connector", ConnectorRecordJson(src)},
+                                  {"target_connector", ConnectorRecordJson(dst)},
+                                  {"datamodels", datamodels},
+                                  {"subscriptions", subscriptions}});
+      },
+      [](const Json& record) {
+        Json out = record;
+        for (const char* k : {"source_connector", "target_connector"}) {
+          if (out.contains(k)) out[k] = PresentConnector(out[k]);
+        }
+        return out;
+      });
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ dataflow::PodIdentity ResolvePod(pqxx::work& tx, const Request& req) {
                           p.worker_id.ToString());
   if (r.empty() || std::string(r[0][0].c_str()) != p.connector_id.ToString())
     throw ApiError(401, "unauthenticated", "invalid or expired token");
-  return {p.worker_id, p.connector_id, p.generation, r[0][1].as<int>()};
+  return {p.worker_id, p.connector_id, p.generation, r[0][1].as<int>(),
+          dataflow::SanitisePodName(req.raw.get_header_value(dataflow::kPodNameHeader))};
 }
 
 // Runs fn with the pod resolved, in one transaction.

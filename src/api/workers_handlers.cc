@@ -9,6 +9,7 @@
 #include "api/license_gate.h"
 #include "api/lifecycle_events.h"
 #include "api/routes.h"
+#include "api/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/placement.h"
 #include "runtime/launch_config.h"
@@ -113,6 +114,23 @@ Json SlotsJson(pqxx::work& tx, const Owned& owned) {
 
 enum class Verb { kStart, kPause, kResume, kRestart, kStop };
 
+// The verb as user_log records it: connector.pause, pipeline.restart.
+const char* VerbName(Verb verb) {
+  switch (verb) {
+    case Verb::kStart:
+      return "start";
+    case Verb::kPause:
+      return "pause";
+    case Verb::kResume:
+      return "resume";
+    case Verb::kRestart:
+      return "restart";
+    case Verb::kStop:
+      return "stop";
+  }
+  return "act";
+}
+
 // The past tense the event codes use: connector.paused, pipeline.restarted.
 const char* PastTense(Verb verb) {
   switch (verb) {
@@ -204,6 +222,8 @@ Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
           fmt::format("{} {} by a user", pipeline ? "Pipeline" : "Connector", PastTense(verb)),
           std::move(details));
     }
+    // e.g. connector.pause, pipeline.restart: at most 17 of user_log.action's 20.
+    LogAction(tx, req.caller(), subject + "." + VerbName(verb));
   });
   return Response::Ok({{"workers", workers}});
 }

@@ -25,6 +25,9 @@ common::Result<HttpReply> Call(const std::string& method, const std::string& url
   request.method = method;
   request.url = url;
   request.headers = {"Content-Type: application/json", common::BearerHeader(token)};
+  // Who is reporting, for the events' pod column.
+  static const std::string pod = ThisPodName();
+  if (!pod.empty()) request.headers.push_back(std::string(kPodNameHeader) + ": " + pod);
   if (payload) request.body = *payload;
   auto reply = common::SendHttp(request);
   if (!reply.ok())

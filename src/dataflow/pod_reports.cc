@@ -1,6 +1,9 @@
 #include "dataflow/pod_reports.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "events/connector_events.h"
 #include "metrics/ingest.h"
@@ -18,6 +21,23 @@ std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records) {
   return refs;
 }
 
+std::string SanitisePodName(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c > ' ' && c < 0x7f && out.size() < 255) out.push_back(c);
+  }
+  return out;
+}
+
+std::string ThisPodName() {
+  if (const char* env = std::getenv("SLUICE_POD_NAME"); env && *env) {
+    if (auto name = SanitisePodName(env); !name.empty()) return name;
+  }
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "";
+  return SanitisePodName(host);
+}
+
 namespace {
 
 // An event about this pod's connector (and one of its subscriptions), with
@@ -31,7 +51,9 @@ std::optional<events::ResourceEvent> PodEvent(pqxx::work& tx, const PodIdentity&
   events::ResourceEvent ev;
   ev.ts = common::Clock::now();
   ev.resource = std::move(*ref);
-  ev.pod = fmt::format("shard-{}", pod.shard);
+  if (!pod.pod_name.empty()) ev.pod = pod.pod_name;
+  ev.generation =
+      runtime::WorkerRepository::LaunchNumber(tx, pod.worker_id, pod.connector_id, pod.generation);
   return ev;
 }
 

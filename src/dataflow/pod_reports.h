@@ -10,6 +10,7 @@
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,13 +23,27 @@
 
 namespace sluice::dataflow {
 
-// Who is reporting: one worker row, one launch generation.
+// Who is reporting: one worker row, one launch generation, and the pod's
+// own name (empty when it gave none). Events a pod reports carry the name
+// and the launch's integer number (WorkerRepository::LaunchNumber); events
+// the back end emits carry neither.
 struct PodIdentity {
   common::Uuid worker_id;
   common::Uuid connector_id;
   common::Uuid generation;
   int shard = 0;
+  std::string pod_name;
 };
+
+// The header a pod names itself in on the HTTP worker protocol.
+inline constexpr const char* kPodNameHeader = "Sluice-Pod";
+
+// This process's pod name: $SLUICE_POD_NAME (Kubernetes sets it from the
+// pod's metadata.name), else the host name, sanitised.
+std::string ThisPodName();
+// Printable ASCII without spaces, at most 255 characters (the column's
+// width); anything else is dropped.
+std::string SanitisePodName(std::string_view name);
 
 // A record the target refused, as it travels to the back end (no payload:
 // the record itself stays on the broker and in the error table).

@@ -29,7 +29,8 @@ class NullReporter : public WorkerReporter {
 class DatabaseReporter : public WorkerReporter {
  public:
   DatabaseReporter(const WorkerLaunch& launch, const std::string& url)
-      : pod_{launch.worker_id, launch.connector_id, launch.generation, launch.shard}, db_(url, 2) {}
+      : pod_{launch.worker_id, launch.connector_id, launch.generation, launch.shard, ThisPodName()},
+        db_(url, 2) {}
 
   common::Status ReportState(runtime::WorkerState state,
                              std::optional<std::string> reason) override {

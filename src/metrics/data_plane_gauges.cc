@@ -153,18 +153,27 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
                        "Seconds the raw table's created_at index has been missing or invalid.",
                        MetricType::kGauge,
                        {}};
-  for (const auto& r : tx.exec_params(
-           "SELECT table_name, failed_at IS NOT NULL,"
-           " COALESCE($1 - " SLUICE_SQL_MICROS(
-               "index_invalid_since") ", 0)"
-                                      " FROM raw_metric_retention_state ORDER BY table_name",
-           at)) {
+  MetricFamily overdue{"sluice_raw_metric_retention_overdue_seconds",
+                       "Seconds since the raw table's last retention catch-up, counted from "
+                       "tracked_since until the first one; grows while pruning falls behind.",
+                       MetricType::kGauge,
+                       {}};
+  // Overdue counts from the last catch-up, or from tracked_since until the
+  // first one: a table never caught up is overdue since it was first seen.
+  constexpr const char* kRetentionSql =
+      "SELECT table_name, failed_at IS NOT NULL,"
+      " COALESCE($1 - " SLUICE_SQL_MICROS("index_invalid_since") ", 0),"
+      " GREATEST($1 - " SLUICE_SQL_MICROS("COALESCE(caught_up_at, tracked_since)") ", 0)"
+      " FROM raw_metric_retention_state ORDER BY table_name";
+  for (const auto& r : tx.exec_params(kRetentionSql, at)) {
     std::vector<std::pair<std::string, std::string>> l{{"table", r[0].as<std::string>()}};
     failed.samples.push_back({l, r[1].as<bool>() ? 1.0 : 0.0});
     invalid.samples.push_back({l, static_cast<double>(r[2].as<std::int64_t>()) / 1e6});
+    overdue.samples.push_back({l, static_cast<double>(r[3].as<std::int64_t>()) / 1e6});
   }
   out.push_back(std::move(failed));
   out.push_back(std::move(invalid));
+  out.push_back(std::move(overdue));
 
   // The outbox's own table exists once a publisher has run.
   MetricFamily backlog{"sluice_connector_events_outbox_backlog",

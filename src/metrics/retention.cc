@@ -69,11 +69,13 @@ TableRetention RawRetention::RunTable(const std::string& table, common::TimePoin
   try {
     db_.Transact([&](pqxx::work& tx) { EnsureStateRow(tx, table, at); });
     if (opts_.retention.count() <= 0) {
-      // Disabled: nothing is overdue, and an old failure no longer applies.
+      // Disabled: nothing is deletable, so the cycle caught up and nothing
+      // is overdue; an old failure no longer applies.
       db_.Transact([&](pqxx::work& tx) {
         tx.exec_params(
             "UPDATE raw_metric_retention_state SET failed_at = NULL, error = NULL,"
-            " updated_at = " SLUICE_SQL_TS("$2") " WHERE table_name = $1",
+            " caught_up_at = " SLUICE_SQL_TS("$2") ", updated_at = " SLUICE_SQL_TS(
+                "$2") " WHERE table_name = $1",
             table, at);
       });
       result.caught_up = true;

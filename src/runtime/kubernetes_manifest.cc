@@ -44,7 +44,10 @@ json RenderWorkerDeployment(const WorkerPodSpec& spec, const KubernetesOptions& 
       {"args",
        {"worker", "--connector", spec.connector_id, "--shard", std::to_string(spec.shard_index),
         "--generation", spec.launch_generation, "--api", o.api_url}},
-      {"env", json::array({TokenEnv(spec.token_secret)})},
+      // The pod's own name, which its reports (events' pod) carry.
+      {"env", json::array({TokenEnv(spec.token_secret),
+                           {{"name", "SLUICE_POD_NAME"},
+                            {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}}})},
       {"resources", Resources(o)}};
   json annotations = {{"sluice.dev/connector-name", spec.connector_name},
                       {"sluice.dev/launch-generation", spec.launch_generation},

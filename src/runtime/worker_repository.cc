@@ -109,6 +109,7 @@ void WorkerRepository::Insert(pqxx::work& tx, const Worker& w) {
       w.id.ToString(), std::string(ToString(w.state)), w.connector_id.ToString(), w.shard_index,
       w.shard_key, Micros(w.last_heartbeat_at), Micros(w.launched_at), w.reason,
       Micros(w.stop_requested_at), w.launch_generation.ToString(), w.launched_config_hash);
+  if (w.launched_at) LaunchNumber(tx, w.id, w.connector_id, w.launch_generation);
 }
 
 void WorkerRepository::Update(pqxx::work& tx, const Worker& w) {
@@ -120,6 +121,25 @@ void WorkerRepository::Update(pqxx::work& tx, const Worker& w) {
       w.id.ToString(), std::string(ToString(w.state)), w.shard_key, Micros(w.last_heartbeat_at),
       Micros(w.launched_at), w.reason, Micros(w.stop_requested_at), w.launch_generation.ToString(),
       w.launched_config_hash);
+  if (w.launched_at) LaunchNumber(tx, w.id, w.connector_id, w.launch_generation);
+}
+
+std::optional<int> WorkerRepository::LaunchNumber(pqxx::work& tx, const common::Uuid& worker_id,
+                                                  const common::Uuid& connector_id,
+                                                  const common::Uuid& generation) {
+  // Any unique violation (this generation already numbered, or the number
+  // taken by a concurrent launch) inserts nothing; the read then answers.
+  auto rows = tx.exec_params(
+      "WITH added AS (INSERT INTO sluice_state.worker_generation (worker_id, connector_id, "
+      "launch_generation, number) SELECT $1, $2, $3, coalesce(max(number), 0) + 1 "
+      "FROM sluice_state.worker_generation WHERE worker_id = $1 HAVING NOT EXISTS "
+      "(SELECT 1 FROM sluice_state.worker_generation WHERE launch_generation = $3) "
+      "ON CONFLICT DO NOTHING RETURNING number) "
+      "SELECT number FROM added UNION ALL SELECT number FROM sluice_state.worker_generation "
+      "WHERE launch_generation = $3",
+      worker_id.ToString(), connector_id.ToString(), generation.ToString());
+  if (rows.empty()) return std::nullopt;
+  return rows[0][0].as<int>();
 }
 
 std::vector<Worker> WorkerRepository::EnsureShards(pqxx::work& tx, const common::Uuid& connector_id,

@@ -26,6 +26,16 @@ class WorkerRepository {
   static void Insert(pqxx::work& tx, const Worker& w);
   static void Update(pqxx::work& tx, const Worker& w);
 
+  // The integer launch counter beside the UUID launch_generation
+  // (sluice_state.worker_generation): each launch of a worker row takes the
+  // next number from 1, recorded when the launch is written (Insert/Update
+  // with launched_at set). Numbers a generation not seen yet (a row launched
+  // before the counter existed) on the way; nullopt only when a concurrent
+  // numbering of the same worker won the race.
+  static std::optional<int> LaunchNumber(pqxx::work& tx, const common::Uuid& worker_id,
+                                         const common::Uuid& connector_id,
+                                         const common::Uuid& generation);
+
   // Makes shards 0..count-1 exist (dense from 0); never touches existing rows.
   static std::vector<Worker> EnsureShards(pqxx::work& tx, const common::Uuid& connector_id,
                                           int count);

@@ -21,12 +21,14 @@ ApiHarness::ApiHarness(api::ApiOptions options) {
 ApiHarness::~ApiHarness() { server_->Stop(); }
 
 HttpResult ApiHarness::CallRaw(const std::string& method, const std::string& path,
-                               const std::string& body, const std::string& token) {
+                               const std::string& body, const std::string& token,
+                               const httplib::Headers& extra) {
   httplib::Client cli("127.0.0.1", port());
   cli.set_read_timeout(30, 0);
   httplib::Request req;
   req.method = method;
   req.path = path;
+  req.headers = extra;
   if (!token.empty()) req.headers.emplace("Authorization", "Bearer " + token);
   if (!body.empty()) {
     req.headers.emplace("Content-Type", "application/json");
@@ -45,8 +47,8 @@ HttpResult ApiHarness::CallRaw(const std::string& method, const std::string& pat
 }
 
 HttpResult ApiHarness::Call(const std::string& method, const std::string& path, const Json& body,
-                            const std::string& token) {
-  return CallRaw(method, path, body.is_null() ? "" : body.dump(), token);
+                            const std::string& token, const httplib::Headers& extra) {
+  return CallRaw(method, path, body.is_null() ? "" : body.dump(), token, extra);
 }
 
 TestUser ApiHarness::CreateUser(const std::string& email, bool superuser) {

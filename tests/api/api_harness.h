@@ -43,9 +43,9 @@ class ApiHarness {
   const std::string& url() const { return pg_.url(); }
 
   HttpResult Call(const std::string& method, const std::string& path, const Json& body = nullptr,
-                  const std::string& token = "");
+                  const std::string& token = "", const httplib::Headers& extra = {});
   HttpResult CallRaw(const std::string& method, const std::string& path, const std::string& body,
-                     const std::string& token = "");
+                     const std::string& token = "", const httplib::Headers& extra = {});
 
   // The superuser every harness starts with.
   const TestUser& root() const { return root_; }

@@ -112,10 +112,32 @@ TEST_F(BackfillsApi, ASecondActiveRunForTheSameSourceIs409AndCreatesNothing) {
   EXPECT_EQ(h_.Count("SELECT count(*) FROM backfill_run"), 1) << "c's run rolled back too";
 }
 
+// "internal" is the operator path: a superuser's run that records no actor
+// (triggered_by_* NULL), while user_log still says who asked. A team
+// member, even one who may write the pairs, cannot take it.
+TEST_F(BackfillsApi, InternalOriginIsTheOperatorPathWithNoActorOfRecord) {
+  auto member = h_.CreateUser("member@example.com");
+  h_.Grant(env_, member, "member");
+  h_.AddToTeam(team_, member, true);
+  auto refused = Post("/backfills", {{"origin", "internal"}, {"subscription_ids", {a_.ToString()}}},
+                      member.token);
+  EXPECT_EQ(refused.status, 403) << refused.raw;
+  EXPECT_EQ(Post("/backfills", {{"origin", "internal"}}).status, 422);
+  auto r = Post("/backfills", {{"origin", "internal"}, {"subscription_ids", {a_.ToString()}}});
+  ASSERT_EQ(r.status, 201) << r.raw;
+  auto run = r.body["runs"][0];
+  EXPECT_EQ(run["origin"], "internal");
+  EXPECT_EQ(run["triggered_by_email"], nullptr);
+  EXPECT_EQ(h_.Count("SELECT count(*) FROM backfill_run WHERE origin = 'internal' AND "
+                     "triggered_by_user_id IS NULL AND triggered_by_email IS NULL"),
+            1);
+  EXPECT_EQ(h_.Count("SELECT count(*) FROM user_log WHERE action = 'backfill' AND user_email = '" +
+                     h_.root().email + "'"),
+            1);
+}
+
 TEST_F(BackfillsApi, BadTriggersAre422) {
-  EXPECT_EQ(
-      Post("/backfills", {{"origin", "internal"}, {"subscription_ids", {a_.ToString()}}}).status,
-      422);
+  EXPECT_EQ(Post("/backfills", {{"origin", "warehouse"}}).status, 422);
   EXPECT_EQ(Post("/backfills", {{"origin", "pipeline"}}).status, 422);
   auto both = Post(
       "/backfills",

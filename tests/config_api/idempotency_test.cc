@@ -3,6 +3,7 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "api/config_keys.h"
 #include "api/idempotency.h"
 #include "config_api/api_harness.h"
 
@@ -59,6 +60,79 @@ TEST_F(IdempotencyApi, StoredResponseIsEncryptedWhole) {
   EXPECT_EQ(row[2].as<std::string>().find("db.internal"), std::string::npos);
   EXPECT_EQ(row[3].as<std::string>().size(), 64u);
   EXPECT_EQ(row[4].as<std::string>(), "1 day");
+}
+
+// The record keeps the response before the API's redaction (encrypted whole),
+// and a replay answers exactly what the original did.
+class UnredactedRecord : public IdempotencyApi {
+ protected:
+  struct Stored {
+    std::string raw;
+    Json plain;
+  };
+  Stored Record(const std::string& endpoint) {
+    pqxx::connection c(tdb_->url());
+    pqxx::work tx(c);
+    auto row = tx.exec_params1(
+        "SELECT response_body::text FROM idempotency_record WHERE endpoint = $1", endpoint);
+    Stored s{row[0].as<std::string>(), nullptr};
+    s.plain = api::DecryptStored(Json::parse(s.raw));
+    return s;
+  }
+};
+
+TEST_F(UnredactedRecord, ConnectorCreateReplaysTheRedactedAnswerFromAnUnredactedRecord) {
+  auto first = Post(Path(), Body("a"), {{"Idempotency-Key", "k1"}});
+  ASSERT_EQ(first.status, 201) << first.body.dump();
+  EXPECT_EQ(first.body["configuration"]["password"], "********");
+  auto again = Post(Path(), Body("a"), {{"Idempotency-Key", "k1"}});
+  EXPECT_EQ(again.status, 201);
+  EXPECT_EQ(again.body, first.body);
+  Stored s = Record("connectors:create");
+  EXPECT_EQ(s.raw.find("s3cret-pw"), std::string::npos) << s.raw;
+  EXPECT_EQ(s.plain["configuration"]["password"], "s3cret-pw") << s.plain.dump();
+  EXPECT_EQ(s.plain["id"], first.body["id"]);
+}
+
+TEST_F(UnredactedRecord, WarehouseCreateKeepsTheTokenInTheRecordOnly) {
+  Json body = {{"name", "wh"},
+               {"warehouse_type", "databricks"},
+               {"configuration",
+                {{"host", "dbc-1.cloud.databricks.com"},
+                 {"http_path", "/sql/1.0/warehouses/x"},
+                 {"token", "dapi-secret-token"}}}};
+  const std::string path = "/api/v1/teams/" + team_id_ + "/warehouses";
+  auto first = Post(path, body, {{"Idempotency-Key", "w1"}});
+  ASSERT_EQ(first.status, 201) << first.body.dump();
+  EXPECT_EQ(first.body["configuration"]["token"], "********");
+  auto again = Post(path, body, {{"Idempotency-Key", "w1"}});
+  EXPECT_EQ(again.status, 201);
+  EXPECT_EQ(again.body, first.body);
+  Stored s = Record("warehouses:create");
+  EXPECT_EQ(s.raw.find("dapi-secret-token"), std::string::npos);
+  EXPECT_EQ(s.plain["configuration"]["token"], "dapi-secret-token") << s.plain.dump();
+  EXPECT_EQ(Count("SELECT count(*) FROM warehouse"), 1);
+}
+
+TEST_F(UnredactedRecord, WizardReplayRedactsBothInlineConnectors) {
+  Json body = {
+      {"name", "shop-to-files"},
+      {"source",
+       {{"name", "shop"}, {"type", "postgresql-source"}, {"configuration", PgSourceConfig()}}},
+      {"target",
+       {{"name", "files"}, {"type", "jsonl-target"}, {"configuration", {{"directory", "out"}}}}},
+      {"tables", {{{"schema", "public"}, {"table", "a"}}}}};
+  const std::string path = "/api/v1/teams/" + team_id_ + "/pipeline-wizard";
+  auto first = Post(path, body, {{"Idempotency-Key", "z1"}});
+  ASSERT_EQ(first.status, 201) << first.body.dump();
+  EXPECT_EQ(first.body["source_connector"]["configuration"]["password"], "********");
+  auto again = Post(path, body, {{"Idempotency-Key", "z1"}});
+  EXPECT_EQ(again.status, 201);
+  EXPECT_EQ(again.body, first.body);
+  Stored s = Record("pipelines:wizard");
+  EXPECT_EQ(s.raw.find("s3cret-pw"), std::string::npos);
+  EXPECT_EQ(s.plain["source_connector"]["configuration"]["password"], "s3cret-pw");
+  EXPECT_EQ(Count("SELECT count(*) FROM pipeline"), 1);
 }
 
 TEST_F(IdempotencyApi, ConcurrentDuplicatesProduceOneResource) {

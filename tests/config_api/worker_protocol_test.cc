@@ -86,6 +86,53 @@ TEST_F(WorkerProtocol, ReportsFollowTheWorkerRulesUnderTheRowLock) {
   EXPECT_EQ(std::string(event[1].c_str()), "disk full");
 }
 
+// A pod's events carry the name it gives (the Sluice-Pod header) and its
+// launch's integer number; a replaced pod's late report keeps its own
+// number, so it is recognisable beside the current launch's.
+TEST_F(WorkerProtocol, PodEventsCarryThePodNameAndTheLaunchNumber) {
+  auto event = [&](const std::string& code) {
+    pqxx::connection c(tdb_->url());
+    return pqxx::work(c).exec_params1(
+        "SELECT coalesce(pod, '<null>'), coalesce(generation, 0) FROM resource_event "
+        "WHERE code = $1",
+        code);
+  };
+  const std::string old_token = token_;
+  ASSERT_EQ(Call("POST", "/api/v1/worker/state", {{"state", "ERROR"}, {"reason", "disk full"}},
+                 token_, {{"Sluice-Pod", "sluice-worker-1a2b-0-abc12"}})
+                .status,
+            204);
+  auto first = event("worker.error");
+  EXPECT_EQ(std::string(first[0].c_str()), "sluice-worker-1a2b-0-abc12");
+  EXPECT_EQ(first[1].as<int>(), 1);
+
+  // The back end relaunches the shard: the next number, under a new token.
+  worker_ = db_->Transact([&](pqxx::work& tx) {
+    auto w = *runtime::WorkerRepository::FindForUpdate(tx, worker_.id);
+    w.Start(common::Clock::now(), std::nullopt);
+    runtime::WorkerRepository::Update(tx, w);
+    return w;
+  });
+  token_ = TokenFor(worker_.launch_generation);
+  ASSERT_EQ(Call("POST", "/api/v1/worker/state", {{"state", "ERROR"}, {"reason", "disk full"}},
+                 token_, {{"Sluice-Pod", "sluice-worker-1a2b-0-def34"}})
+                .status,
+            204);
+  auto second = event("worker.error");
+  EXPECT_EQ(std::string(second[0].c_str()), "sluice-worker-1a2b-0-def34");
+  EXPECT_EQ(second[1].as<int>(), 2);
+
+  // The replaced pod still reports its slot lost: the event says launch 1.
+  ASSERT_EQ(Call("POST", "/api/v1/worker/slot",
+                 {{"slot", "sluice_src"}, {"lag_bytes", 0}, {"lost_reason", "slot gone"}},
+                 old_token, {{"Sluice-Pod", "sluice-worker-1a2b-0-abc12"}})
+                .status,
+            204);
+  auto late = event("source.slot_lost");
+  EXPECT_EQ(std::string(late[0].c_str()), "sluice-worker-1a2b-0-abc12");
+  EXPECT_EQ(late[1].as<int>(), 1);
+}
+
 TEST_F(WorkerProtocol, LaunchIsDecryptedOnlyHere) {
   auto launch = Pod("GET", "/launch");
   ASSERT_EQ(launch.status, 200) << launch.body.dump();

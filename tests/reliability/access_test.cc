@@ -341,6 +341,8 @@ std::vector<Row> Rows() {
       {"DELETE", "/api/v1/users/{user_id}", R::kSuperuser, nullptr},
       {"POST", "/api/v1/service-accounts", R::kSuperuser, named("sa")},
       {"GET", "/api/v1/service-accounts", R::kSuperuser, nullptr},
+      {"GET", "/api/v1/service-accounts/{service_account_id}", R::kSuperuser, nullptr},
+      {"PATCH", "/api/v1/service-accounts/{service_account_id}", R::kSuperuser, Empty},
       {"POST", "/api/v1/service-accounts/{service_account_id}/tokens", R::kSuperuser, Empty},
       {"DELETE", "/api/v1/service-accounts/{service_account_id}", R::kSuperuser, nullptr},
       {"GET", "/api/v1/user-log", R::kSuperuser, nullptr},
