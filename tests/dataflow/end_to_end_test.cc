@@ -710,5 +710,83 @@ TEST_F(RealTables, PgbenchTablesAllReachTheTargetWithHistoryKeyedByItsWholeRow) 
   EXPECT_TRUE(Equal("pgbench_history", "pgbench_history_copy", history, history));
 }
 
+// Partitioned tables are published through their root: the snapshot reads
+// the parent once (a partition also named is not read again, nor given a
+// topic), and every partition's changes arrive on the parent's topic under
+// its name, a row moving between partitions and partitions created or
+// attached mid-stream included.
+TEST_F(RealTables, PartitionsReachTheParentsTopicAttachedOnesIncluded) {
+  Source(
+      "CREATE TABLE events (id int, at date NOT NULL, v text, PRIMARY KEY (id, at)) "
+      "PARTITION BY RANGE (at); "
+      "CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO "
+      "('2026-01-01'); "
+      "CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO "
+      "('2027-01-01')");
+  Source(
+      "INSERT INTO events SELECT g, date '2025-06-01' + (g % 400), 'snap ' || g "
+      "FROM generate_series(1, 300) g");
+  const std::string topic = connectors::TopicForTable("e2e", {"public", "events"});
+  json source = {{"type", "postgresql"},
+                 {"url", source_.url()},
+                 {"slot", slot_},
+                 {"publication", slot_},
+                 {"topic_prefix", "e2e"},
+                 {"tables",
+                  {{{"schema", "public"}, {"table", "events"}},
+                   {{"schema", "public"}, {"table", "events_2025"}}}}};
+  RunWorker("source", WorkerConfig("source", {{"source", source}}));
+  RunWorker("target", WorkerConfig("target", {{"target", PgTarget()},
+                                              {"subscriptions",
+                                               {{{"id", common::Uuid::V4().ToString()},
+                                                 {"topic", topic},
+                                                 {"consumer_group", "e2e-events"},
+                                                 {"target_table", "events_copy"},
+                                                 {"error_table", "events_errors"}}}}}));
+  const std::string columns = "id, at, v";
+  ASSERT_TRUE(Equal("events", "events_copy", columns, "id, at"));
+  // Messages on a topic, read to its end (none when it does not exist).
+  auto count = [&](const std::string& t) {
+    std::string cmd = "timeout 30 kcat -C -q -e -f '%o\\n' -b " + broker_.bootstrap() + " -t " + t +
+                      " 2>/dev/null | wc -l";
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[64] = {0};
+    if (p) {
+      if (!fgets(buf, sizeof buf, p)) buf[0] = 0;
+      pclose(p);
+    }
+    return std::atoi(buf);
+  };
+  EXPECT_EQ(count(topic), 300) << "each snapshot row once, through the parent";
+  EXPECT_EQ(count(connectors::TopicForTable("e2e", {"public", "events_2025"})), 0);
+
+  // Changes in both partitions, and a row moving from one to the other.
+  Source("INSERT INTO events VALUES (1001, '2025-03-01', 'new 2025'), (1002, '2026-03-01', 'new')");
+  Source("UPDATE events SET v = v || ' upd' WHERE id % 5 = 0");
+  Source("UPDATE events SET at = '2026-12-31' WHERE id = 7");
+  Source("DELETE FROM events WHERE id % 9 = 0");
+  ASSERT_TRUE(Equal("events", "events_copy", columns, "id, at"));
+  // A partition created mid-stream, and one attached mid-stream.
+  Source(
+      "CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO "
+      "('2028-01-01')");
+  Source(
+      "INSERT INTO events SELECT g, date '2027-01-01' + g % 300, '2027 ' || g FROM "
+      "generate_series(2001, 2050) g");
+  Source("CREATE TABLE events_2028 (LIKE events INCLUDING ALL)");
+  Source(
+      "ALTER TABLE events ATTACH PARTITION events_2028 FOR VALUES FROM ('2028-01-01') TO "
+      "('2029-01-01')");
+  Source(
+      "INSERT INTO events SELECT g, date '2028-01-01' + g % 300, '2028 ' || g FROM "
+      "generate_series(3001, 3050) g");
+  Source("UPDATE events SET v = 'moved into 2028' , at = '2028-06-01' WHERE id = 1001");
+  Source("UPDATE events SET v = 'changed in 2028' WHERE id = 3010");
+  Source("DELETE FROM events WHERE id IN (2005, 3005)");
+  EXPECT_TRUE(Equal("events", "events_copy", columns, "id, at"));
+  for (const auto* partition : {"events_2025", "events_2026", "events_2027", "events_2028"})
+    EXPECT_EQ(count(connectors::TopicForTable("e2e", {"public", partition})), 0) << partition;
+}
+
 }  // namespace
 }  // namespace sluice::dataflow
