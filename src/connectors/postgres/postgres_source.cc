@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <thread>
 
 #include "connectors/postgres/catalog.h"
@@ -260,6 +261,20 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   };
   assembler_ = std::make_unique<ChangeAssembler>(sink_, &schemas_, options_.topic_prefix,
                                                  key_lookup, metrics_);
+  assembler_->SetSpool(options_.spool_dir.empty() ? std::filesystem::temp_directory_path().string()
+                                                  : options_.spool_dir,
+                       options_.spool_memory_bytes);
+  // Replaying a large streamed transaction takes a while: take in the
+  // sink's acknowledgements as it goes (their bookkeeping would otherwise
+  // grow with the transaction), and keep the server's wal_sender_timeout
+  // from ending the stream meanwhile. What is confirmed is still only what
+  // the sink acknowledged.
+  assembler_->SetReplayProgress([this]() -> Status {
+    SLUICE_RETURN_IF_ERROR(sink_->Pump());
+    if (std::chrono::steady_clock::now() - last_status_ >= options_.status_interval)
+      return SendStatus(false);
+    return Status::Ok();
+  });
   sink_->SetAckCallback([this](Lsn lsn) {
     Lsn cur = acked_.load();
     while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {
@@ -392,7 +407,8 @@ Status PostgresSource::HandleCopyData(const std::string& data) {
     if (data.size() < 25) return common::InvalidArgument("truncated XLogData header");
     Lsn wal_start = GetU64(data, 1);
     received_ = std::max(received_, wal_start);
-    auto message = decoder_.Decode(std::string_view(data).substr(25));
+    const std::string_view payload = std::string_view(data).substr(25);
+    auto message = decoder_.Decode(payload);
     if (!message.ok()) return message.status();
     // Our own heartbeat with nothing outstanding: everything before it was
     // sent and acknowledged, so its position may be confirmed.
@@ -401,7 +417,7 @@ Status PostgresSource::HandleCopyData(const std::string& data) {
         acked_.load() >= assembler_->last_checkpoint()) {
       idle_position_ = std::max(idle_position_, m->lsn);
     }
-    return assembler_->Apply(*message, wal_start);
+    return assembler_->Apply(*message, wal_start, payload);
   }
   if (data[0] == 'k') {
     // Primary keepalive: server WAL end, server time, reply requested.
