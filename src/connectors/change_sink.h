@@ -30,6 +30,11 @@ class ChangeSink {
   // Returns once everything emitted so far is durable downstream (and the
   // checkpoints among it have been reported).
   virtual common::Status Flush() = 0;
+  // Takes in the acknowledgements that arrived so far without waiting (a
+  // sink whose bookkeeping of them grows until taken in must do it here). A
+  // source calls it now and then while it emits a long run of events
+  // without returning to its caller, e.g. replaying a large transaction.
+  virtual common::Status Pump() { return common::Status::Ok(); }
   // Whether this sink reads inserts as JSON text (ChangeEvent::key_json and
   // after_json) instead of trees: a source may then skip building them.
   virtual bool TakesJsonText() const { return false; }

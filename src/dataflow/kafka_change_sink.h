@@ -40,7 +40,7 @@ class KafkaChangeSink : public connectors::ChangeSink {
 
   // Processes the deliveries reported so far without waiting; an error once
   // any message failed (the source must restart from its confirmed LSN).
-  common::Status Pump();
+  common::Status Pump() override;
 
   std::int64_t acknowledged_messages() const { return watermark_; }
   // Messages sent and not yet acknowledged, and how long the broker has

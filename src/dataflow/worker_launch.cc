@@ -62,6 +62,7 @@ common::Result<WorkerLaunch> Parse(const json& j) {
     non_negative("heartbeat_interval_ms", &w.source.heartbeat_interval_ms);
     non_negative("slot_lag_warn_bytes", &w.source.slot_lag_warn_bytes);
     non_negative("slot_lag_critical_bytes", &w.source.slot_lag_critical_bytes);
+    non_negative("spool_memory_bytes", &w.source.spool_memory_bytes);
     if (w.source.tables_without_key != "full" && w.source.tables_without_key != "refuse")
       problems.push_back("source.tables_without_key: full or refuse");
     if (w.source.format != "json" && w.source.format != "avro")

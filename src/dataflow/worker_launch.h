@@ -50,6 +50,9 @@ struct SourceLaunch {
   std::int64_t heartbeat_interval_ms = 10000;
   std::int64_t slot_lag_warn_bytes = std::int64_t{1} << 30;
   std::int64_t slot_lag_critical_bytes = std::int64_t{10} << 30;
+  // Bytes of a streamed (large, uncommitted) transaction kept in memory
+  // before the rest goes to a temporary file.
+  std::int64_t spool_memory_bytes = std::int64_t{8} << 20;
 };
 // type postgresql: the CDC source above; type kafka: an existing topic,
 // read by the launch's datamodel stages only.

@@ -129,6 +129,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   options.topic_prefix = launch.source.topic_prefix;
   options.refuse_tables_without_key = launch.source.tables_without_key == "refuse";
   options.heartbeat_interval = std::chrono::milliseconds(launch.source.heartbeat_interval_ms);
+  options.spool_memory_bytes = static_cast<std::size_t>(launch.source.spool_memory_bytes);
   options.on_slot_lost = [&reporter](const std::string& slot, const std::string& reason) {
     SlotReport lost;
     lost.slot = slot;

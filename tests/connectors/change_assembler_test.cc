@@ -18,7 +18,7 @@ class AssemblerTest : public ::testing::Test {
   void Feed(const std::string& bytes, Lsn lsn = 0x100) {
     auto m = decoder_.Decode(bytes);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
-    auto st = assembler_.Apply(*m, lsn);
+    auto st = assembler_.Apply(*m, lsn, bytes);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   static std::string Relation(char identity, bool with_extra = false, bool stream = false) {
@@ -164,6 +164,98 @@ TEST_F(AssemblerTest, AbortedStreamEmitsNothing) {
   EXPECT_TRUE(sink_.events.empty());
   EXPECT_TRUE(sink_.checkpoints.empty());
   EXPECT_FALSE(assembler_.InTransaction());
+}
+
+std::string StreamInsert(std::uint32_t xid, int id) {
+  return MessageBuilder('I').U32(xid).U32(1).U8('N').Tuple({std::to_string(id), "v"}).Build();
+}
+
+// A streamed transaction far past the spool's memory goes to its file and
+// comes back whole, in order, at its commit: after a plain transaction that
+// committed first, without the rows of its aborted subtransaction, every
+// event carrying the commit's xid and position. The replay reports progress
+// as it goes (the source answers the server's keepalives there).
+TEST_F(AssemblerTest, ALargeStreamedTransactionSpillsAndReplaysInCommitOrder) {
+  assembler_.SetSpool(::testing::TempDir(), 512);
+  int progress = 0;
+  assembler_.SetReplayProgress([&] {
+    ++progress;
+    return common::Status::Ok();
+  });
+  Feed(MessageBuilder('S').U32(900).U8(1).Build());
+  Feed(Relation('d', false, /*stream=*/true));
+  for (int id = 1; id <= 3000; ++id) Feed(StreamInsert(900, id));
+  Feed(MessageBuilder('E').Build());
+  // A small transaction commits while the large one is still open.
+  Begin();
+  Feed(Relation('d'));
+  Feed(MessageBuilder('I').U32(1).U8('N').Tuple({"100000", "plain"}).Build());
+  Commit();
+  ASSERT_EQ(sink_.events.size(), 1u);
+  EXPECT_TRUE(assembler_.InTransaction()) << "the streamed transaction is still open";
+  Feed(MessageBuilder('S').U32(900).U8(0).Build());
+  for (int id = 3001; id <= 6000; ++id) Feed(StreamInsert(900, id));
+  for (int id = 9001; id <= 9100; ++id) Feed(StreamInsert(901, id));  // SAVEPOINT s
+  Feed(StreamInsert(900, 6001));
+  Feed(MessageBuilder('E').Build());
+  Feed(MessageBuilder('A').U32(900).U32(901).Build());  // ROLLBACK TO SAVEPOINT s
+  EXPECT_EQ(sink_.events.size(), 1u) << "nothing of it before its commit";
+  Feed(MessageBuilder('c').U32(900).U8(0).U64(0x300).U64(0x310).U64(0).Build());
+  ASSERT_EQ(sink_.events.size(), 1u + 6001u);
+  EXPECT_EQ(sink_.events[0].key, nlohmann::json({{"id", 100000}}));
+  for (int id = 1; id <= 6001; ++id) {
+    const auto& e = sink_.events[static_cast<std::size_t>(id)];
+    ASSERT_EQ(e.key, nlohmann::json({{"id", id}}));
+    ASSERT_EQ(e.xid, 900u);
+    ASSERT_EQ(e.commit_lsn, 0x300u);
+  }
+  EXPECT_EQ(sink_.checkpoints, (std::vector<Lsn>{0x210, 0x310}));
+  EXPECT_EQ(progress, 6001 / 4096);
+  EXPECT_FALSE(assembler_.InTransaction());
+}
+
+// An aborted streamed transaction, spilled or not, never reaches the sink
+// and leaves no checkpoint; a later one on the same relation still works.
+TEST_F(AssemblerTest, AnAbortedSpilledStreamEmitsNothing) {
+  assembler_.SetSpool(::testing::TempDir(), 256);
+  Feed(MessageBuilder('S').U32(900).U8(1).Build());
+  Feed(Relation('d', false, true));
+  for (int id = 1; id <= 2000; ++id) Feed(StreamInsert(900, id));
+  Feed(MessageBuilder('E').Build());
+  Feed(MessageBuilder('A').U32(900).U32(900).Build());
+  EXPECT_TRUE(sink_.events.empty());
+  EXPECT_TRUE(sink_.checkpoints.empty());
+  EXPECT_FALSE(assembler_.InTransaction());
+  Feed(MessageBuilder('S').U32(902).U8(1).Build());
+  Feed(Relation('d', false, true));
+  Feed(StreamInsert(902, 7));
+  Feed(MessageBuilder('E').Build());
+  Feed(MessageBuilder('c').U32(902).U8(0).U64(0x400).U64(0x410).U64(0).Build());
+  ASSERT_EQ(sink_.events.size(), 1u);
+  EXPECT_EQ(sink_.events[0].key, nlohmann::json({{"id", 7}}));
+}
+
+// A replay the caller stops (its server connection failed) stops there and
+// reports why; nothing is checkpointed.
+TEST_F(AssemblerTest, AFailingReplayProgressStopsTheCommit) {
+  assembler_.SetReplayProgress([] { return common::Unavailable("stream gone"); });
+  Feed(MessageBuilder('S').U32(900).U8(1).Build());
+  Feed(Relation('d', false, true));
+  for (int id = 1; id <= 5000; ++id) Feed(StreamInsert(900, id));
+  Feed(MessageBuilder('E').Build());
+  auto m = decoder_.Decode(MessageBuilder('c').U32(900).U8(0).U64(1).U64(2).U64(0).Build());
+  ASSERT_TRUE(m.ok());
+  auto st = assembler_.Apply(*m, 1);
+  EXPECT_EQ(st.message(), "stream gone");
+  EXPECT_EQ(sink_.events.size(), 4095u);  // 4096 messages: the relation, then 4095 inserts
+  EXPECT_TRUE(sink_.checkpoints.empty());
+}
+
+TEST_F(AssemblerTest, AStreamedMessageWithoutItsBytesIsRefused) {
+  Feed(MessageBuilder('S').U32(900).U8(1).Build());
+  auto m = decoder_.Decode(StreamInsert(900, 1));
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(assembler_.Apply(*m, 1).ok());
 }
 
 TEST_F(AssemblerTest, ChangeBeforeRelationIsAnError) {

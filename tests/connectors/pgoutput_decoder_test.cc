@@ -167,6 +167,51 @@ TEST(PgOutputDecoder, StreamBlockPrefixesDataMessagesWithXid) {
   EXPECT_EQ(a.subxid, 901u);
 }
 
+// Inside a block every data message, relation and type ones included, has
+// the (sub)transaction id first; a decoder started in a block (to decode a
+// spooled transaction again) reads them the same way.
+TEST(PgOutputDecoder, EveryStreamedMessageKindCarriesItsXid) {
+  PgOutputDecoder d(/*in_stream=*/true);
+  EXPECT_TRUE(d.in_stream());
+  auto r = DecodeAs<RelationMessage>(
+      d, MessageBuilder('R').U32(77).U32(5).Str("s").Str("t").U8('f').U16(0).Build());
+  EXPECT_EQ(r.xid, 77u);
+  EXPECT_EQ(r.relation_id, 5u);
+  EXPECT_EQ(r.replica_identity, 'f');
+  auto y = DecodeAs<TypeMessage>(d, MessageBuilder('Y').U32(77).U32(9).Str("n").Str("t").Build());
+  EXPECT_EQ(y.xid, 77u);
+  auto u = DecodeAs<UpdateMessage>(
+      d, MessageBuilder('U').U32(78).U32(5).U8('K').Tuple({"1"}).U8('N').Tuple({"2"}).Build());
+  EXPECT_EQ(u.xid, 78u);
+  EXPECT_EQ(u.old_kind, 'K');
+  auto del =
+      DecodeAs<DeleteMessage>(d, MessageBuilder('D').U32(79).U32(5).U8('O').Tuple({"2"}).Build());
+  EXPECT_EQ(del.xid, 79u);
+  auto t = DecodeAs<TruncateMessage>(d, MessageBuilder('T').U32(77).U32(1).U8(1).U32(5).Build());
+  EXPECT_EQ(t.xid, 77u);
+  EXPECT_TRUE(t.cascade);
+  auto m = DecodeAs<LogicalMessage>(
+      d, MessageBuilder('M').U32(77).U8(1).U64(3).Str("p").U32(1).Raw("x").Build());
+  EXPECT_EQ(m.xid, 77u);
+  EXPECT_TRUE(m.transactional);
+}
+
+// Stream Abort of protocol v4 (PostgreSQL 16) carries the abort's LSN and
+// time as well; the v2 form has the two ids only.
+TEST(PgOutputDecoder, StreamAbortOfEitherProtocolDecodes) {
+  PgOutputDecoder d;
+  auto v2 = DecodeAs<StreamAbortMessage>(d, MessageBuilder('A').U32(5).U32(5).Build());
+  EXPECT_EQ(v2.xid, 5u);
+  EXPECT_EQ(v2.subxid, 5u);
+  auto v4 =
+      DecodeAs<StreamAbortMessage>(d, MessageBuilder('A').U32(5).U32(6).U64(0x99).U64(1).Build());
+  EXPECT_EQ(v4.subxid, 6u);
+  EXPECT_FALSE(d.Decode(MessageBuilder('A').U32(5).U32(6).U64(0x99).Build()).ok());
+  // A Stream Start with bytes after its flag opens no block.
+  EXPECT_FALSE(d.Decode(MessageBuilder('S').U32(1).U8(1).U8(0).Build()).ok());
+  EXPECT_FALSE(d.in_stream());
+}
+
 TEST(PgOutputDecoder, EveryTruncationIsRejected) {
   const std::vector<std::string> messages = {
       MessageBuilder('B').U64(1).U64(2).U32(3).Build(),

@@ -76,6 +76,51 @@ Result<std::vector<CatalogColumn>> TableColumns(pqxx::transaction_base& tx, cons
   }
 }
 
+Result<std::vector<TableId>> WithoutCoveredPartitions(pqxx::transaction_base& tx,
+                                                      const std::vector<TableId>& tables,
+                                                      std::vector<TableId>* dropped) {
+  std::vector<TableId> out;
+  try {
+    for (const auto& t : tables) {
+      // pg_partition_ancestors lists the table itself first, then its parents.
+      auto rows = tx.exec(
+          "SELECT n.nspname, c.relname FROM pg_partition_ancestors(" + RegClass(tx, t) +
+          ") a JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+          "WHERE a.relid <> " +
+          RegClass(tx, t));
+      bool covered = false;
+      for (const auto& row : rows) {
+        TableId ancestor{row[0].as<std::string>(), row[1].as<std::string>()};
+        if (std::find(tables.begin(), tables.end(), ancestor) != tables.end()) covered = true;
+      }
+      if (covered) {
+        if (dropped) dropped->push_back(t);
+      } else if (std::find(out.begin(), out.end(), t) == out.end()) {
+        out.push_back(t);
+      }
+    }
+  } catch (const std::exception& e) {
+    return common::NotFound(fmt::format("partitions of the chosen tables: {}", e.what()));
+  }
+  return out;
+}
+
+Result<std::vector<TableId>> LeafPartitions(pqxx::transaction_base& tx, const TableId& table) {
+  try {
+    auto rows = tx.exec(
+        "SELECT n.nspname, c.relname FROM pg_partition_tree(" + RegClass(tx, table) +
+        ") p JOIN pg_class c ON c.oid = p.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE p.isleaf AND p.relid <> " +
+        RegClass(tx, table) + " ORDER BY 1, 2");
+    std::vector<TableId> out;
+    for (const auto& row : rows)
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>()});
+    return out;
+  } catch (const std::exception& e) {
+    return common::NotFound(fmt::format("partitions of {}: {}", table.Qualified(), e.what()));
+  }
+}
+
 void ApplySessionSettings(pqxx::connection& conn) {
   pqxx::nontransaction tx(conn);
   tx.exec(

@@ -32,6 +32,18 @@ struct CatalogColumn {
 common::Result<std::vector<CatalogColumn>> TableColumns(pqxx::transaction_base& tx,
                                                         const TableId& table);
 
+// Partitioned tables: `tables` without those a partitioned table also in
+// `tables` already covers (a partition of it, at any depth). Publishing via
+// the partition root, the parent's changes include its partitions', and
+// reading the parent reads them: naming both would read them twice.
+// `dropped` (when given) receives the tables left out.
+common::Result<std::vector<TableId>> WithoutCoveredPartitions(pqxx::transaction_base& tx,
+                                                              const std::vector<TableId>& tables,
+                                                              std::vector<TableId>* dropped);
+// The leaf partitions of a partitioned table (empty for a plain table).
+common::Result<std::vector<TableId>> LeafPartitions(pqxx::transaction_base& tx,
+                                                    const TableId& table);
+
 // Applies the session settings the type mapping relies on.
 void ApplySessionSettings(pqxx::connection& conn);
 

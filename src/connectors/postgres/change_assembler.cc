@@ -41,8 +41,20 @@ ChangeAssembler::ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::st
       key_lookup_(std::move(key_lookup)),
       metrics_(metrics) {}
 
-Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start) {
+Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start, std::string_view raw) {
   current_lsn_ = wal_start;
+  const bool stream_control = std::holds_alternative<StreamStartMessage>(message) ||
+                              std::holds_alternative<StreamStopMessage>(message) ||
+                              std::holds_alternative<StreamCommitMessage>(message) ||
+                              std::holds_alternative<StreamAbortMessage>(message);
+  if (stream_xid_ != 0 && !stream_control) {
+    // Inside a streamed block: kept as received until Stream Commit. The
+    // relation and type messages too, so the relation cache follows the
+    // transactions in their commit order, as the server's own apply does.
+    if (raw.empty())
+      return common::Internal("a streamed transaction's message came without its bytes");
+    return streams_[stream_xid_].spool->Append(wal_start, raw);
+  }
   return std::visit(
       [&](const auto& m) -> Status {
         using T = std::decay_t<decltype(m)>;
@@ -96,45 +108,80 @@ Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start) {
           return Status::Ok();  // heartbeats and application messages carry no rows
         } else if constexpr (std::is_same_v<T, StreamStartMessage>) {
           stream_xid_ = m.xid;
-          streams_[m.xid];  // open (or continue) its buffer
+          auto& stream = streams_[m.xid];
+          // The first segment starts afresh (the server resends a whole
+          // transaction after a reconnect); later ones continue its spool.
+          if (m.first_segment || !stream.spool) {
+            stream.spool = std::make_unique<TransactionSpool>(spool_dir_, spool_memory_);
+            stream.aborted.clear();
+          }
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, StreamStopMessage>) {
           stream_xid_ = 0;
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, StreamCommitMessage>) {
-          auto it = streams_.find(m.xid);
-          if (it != streams_.end()) {
-            std::vector<Pending> pending = std::move(it->second);
-            streams_.erase(it);
-            for (auto& p : pending) {
-              if (auto* schema = std::get_if<TableSchema>(&p.item)) {
-                SLUICE_RETURN_IF_ERROR(sink_->SchemaChanged(*schema));
-              } else {
-                auto& e = std::get<ChangeEvent>(p.item);
-                e.commit_lsn = m.commit_lsn;
-                e.xid = m.xid;
-                e.commit_time_micros = PgEpochToUnixMicros(m.commit_time);
-                SLUICE_RETURN_IF_ERROR(EmitNow(e));
-              }
-            }
-          }
-          last_checkpoint_ = m.end_lsn;
-          return sink_->Checkpoint(m.end_lsn);
+          return OnStreamCommit(m);
         } else if constexpr (std::is_same_v<T, StreamAbortMessage>) {
           auto it = streams_.find(m.xid);
           if (it == streams_.end()) return Status::Ok();
           if (m.subxid == m.xid || m.subxid == 0) {
-            streams_.erase(it);
+            streams_.erase(it);  // the spool file goes with it: nothing is emitted
           } else {
-            auto& v = it->second;
-            v.erase(std::remove_if(v.begin(), v.end(),
-                                   [&](const Pending& p) { return p.subxid == m.subxid; }),
-                    v.end());
+            it->second.aborted.insert(m.subxid);  // ROLLBACK TO SAVEPOINT
           }
           return Status::Ok();
         }
       },
       message);
+}
+
+Status ChangeAssembler::OnStreamCommit(const StreamCommitMessage& m) {
+  if (stream_xid_ != 0) return common::FailedPrecondition("Stream Commit inside a stream block");
+  auto it = streams_.find(m.xid);
+  if (it != streams_.end()) {
+    Stream stream = std::move(it->second);
+    streams_.erase(it);
+    // Replayed as the plain transaction it is now: its events carry the
+    // commit's xid, time and position, and go to the sink in order.
+    in_transaction_ = true;
+    xid_ = m.xid;
+    commit_time_micros_ = PgEpochToUnixMicros(m.commit_time);
+    commit_lsn_ = m.commit_lsn;
+    PgOutputDecoder decoder(/*in_stream=*/true);
+    std::uint64_t replayed = 0;
+    auto st = stream.spool->ForEach([&](Lsn lsn, std::string_view bytes) -> Status {
+      auto message = decoder.Decode(bytes);
+      if (!message.ok()) return message.status();
+      // Changes of an aborted subtransaction are skipped; relation and type
+      // messages never are (the server will not send them again).
+      std::uint32_t subxid = std::visit(
+          [](const auto& d) -> std::uint32_t {
+            using D = std::decay_t<decltype(d)>;
+            if constexpr (std::is_same_v<D, InsertMessage> || std::is_same_v<D, UpdateMessage> ||
+                          std::is_same_v<D, DeleteMessage> || std::is_same_v<D, TruncateMessage> ||
+                          std::is_same_v<D, LogicalMessage>) {
+              return d.xid;
+            } else {
+              return 0;
+            }
+          },
+          *message);
+      if (subxid != 0 && stream.aborted.count(subxid)) return Status::Ok();
+      SLUICE_RETURN_IF_ERROR(Apply(*message, lsn));
+      if (replay_progress_ && ++replayed % 4096 == 0) return replay_progress_();
+      return Status::Ok();
+    });
+    in_transaction_ = false;
+    SLUICE_RETURN_IF_ERROR(st);
+    // Rare (only transactions past the server's logical_decoding_work_mem
+    // are streamed) and worth knowing about when one is slow to arrive.
+    spdlog::info(
+        "streamed transaction {} committed: {} messages replayed in order ({} bytes "
+        "spilled to a temporary file, {} aborted subtransactions skipped)",
+        m.xid, stream.spool->messages(), stream.spool->spilled_bytes(), stream.aborted.size());
+  }
+  last_checkpoint_ = m.end_lsn;
+  return sink_->Checkpoint(m.end_lsn);
 }
 
 Status ChangeAssembler::OnRelation(const RelationMessage& m) {
@@ -342,15 +389,7 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
 }
 
 Status ChangeAssembler::Deliver(std::uint32_t xid, std::variant<ChangeEvent, TableSchema> item) {
-  if (stream_xid_ != 0) {
-    // Inside a streamed block: hold until Stream Commit. `xid` may name a
-    // subtransaction, which a Stream Abort can drop on its own.
-    // A schema announcement is kept even then: the relation cache already
-    // moved on, so dropping it would leave the new shape unannounced.
-    bool schema = std::holds_alternative<TableSchema>(item);
-    streams_[stream_xid_].push_back({xid != 0 && !schema ? xid : stream_xid_, std::move(item)});
-    return Status::Ok();
-  }
+  (void)xid;  // a subtransaction's own id; the event carries its top-level one
   if (auto* schema = std::get_if<TableSchema>(&item)) return sink_->SchemaChanged(*schema);
   auto& e = std::get<ChangeEvent>(item);
   e.xid = xid_;

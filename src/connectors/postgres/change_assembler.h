@@ -1,12 +1,16 @@
 // Turns decoded pgoutput messages into change events on a sink: keeps the
 // relation cache (relation id -> table schema), maps tuple values to JSON,
-// shapes before/after images, buffers streamed in-progress transactions
-// until they commit (dropping them, or one subtransaction, on abort), and
-// marks every commit as a checkpoint so the sink can acknowledge it.
+// shapes before/after images, keeps streamed in-progress transactions in a
+// TransactionSpool (bounded memory, then a temporary file) until they
+// commit, replaying them then in order (dropping them, or one aborted
+// subtransaction's changes, on abort), and marks every commit as a
+// checkpoint so the sink can acknowledge it.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <variant>
@@ -15,6 +19,7 @@
 #include "common/status.h"
 #include "connectors/change_sink.h"
 #include "connectors/postgres/pgoutput_decoder.h"
+#include "connectors/postgres/transaction_spool.h"
 #include "connectors/production_metrics.h"
 
 namespace sluice::connectors::postgres {
@@ -32,8 +37,23 @@ class ChangeAssembler {
   ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::string topic_prefix,
                   KeyLookup key_lookup = nullptr, ProductionMetrics* metrics = nullptr);
 
-  // `wal_start` is the XLogData start position of the message.
-  common::Status Apply(const PgOutputMessage& message, Lsn wal_start);
+  // `wal_start` is the XLogData start position of the message; `raw` its
+  // bytes as received, which a streamed transaction's messages need (they
+  // are kept as they came and decoded again at their Stream Commit).
+  common::Status Apply(const PgOutputMessage& message, Lsn wal_start, std::string_view raw = {});
+
+  // Where streamed transactions spill past `memory_bytes` each (defaults:
+  // the system's temporary directory, 8 MiB).
+  void SetSpool(std::string dir, std::size_t memory_bytes) {
+    spool_dir_ = std::move(dir);
+    spool_memory_ = memory_bytes;
+  }
+  // Called every few thousand changes while a streamed transaction is
+  // replayed at its commit (which may take minutes for millions of rows),
+  // so the caller can keep answering the server; an error stops the replay.
+  void SetReplayProgress(std::function<common::Status()> progress) {
+    replay_progress_ = std::move(progress);
+  }
 
   // True while a transaction is half received or a streamed one is buffered:
   // then the server's keepalive position must not be confirmed.
@@ -50,11 +70,14 @@ class ChangeAssembler {
     std::vector<std::size_t> name_order;
     std::vector<std::string> json_names;
   };
-  struct Pending {
-    std::uint32_t subxid = 0;
-    std::variant<ChangeEvent, TableSchema> item;
+  // A streamed transaction not yet committed: its messages, and the
+  // subtransactions aborted so far (their changes are skipped at replay).
+  struct Stream {
+    std::unique_ptr<TransactionSpool> spool;
+    std::set<std::uint32_t> aborted;
   };
 
+  common::Status OnStreamCommit(const StreamCommitMessage& m);
   common::Status OnRelation(const RelationMessage& m);
   common::Status OnRow(std::uint32_t xid, std::uint32_t relation_id, ChangeEvent event,
                        char old_kind, const TupleData* old_tuple, const TupleData* new_tuple);
@@ -91,7 +114,10 @@ class ChangeAssembler {
   Lsn current_lsn_ = 0;
 
   std::uint32_t stream_xid_ = 0;  // top-level xid of the open stream block
-  std::map<std::uint32_t, std::vector<Pending>> streams_;
+  std::map<std::uint32_t, Stream> streams_;
+  std::string spool_dir_ = std::filesystem::temp_directory_path().string();
+  std::size_t spool_memory_ = std::size_t{8} << 20;
+  std::function<common::Status()> replay_progress_;
   Lsn last_checkpoint_ = 0;
 };
 

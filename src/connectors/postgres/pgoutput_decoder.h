@@ -125,6 +125,10 @@ using PgOutputMessage =
 // whether it is in such a block.
 class PgOutputDecoder {
  public:
+  // `in_stream`: start as if inside a Stream Start/Stop block (to decode a
+  // streamed transaction's messages again, as kept by a TransactionSpool).
+  explicit PgOutputDecoder(bool in_stream = false) : in_stream_(in_stream) {}
+
   common::Result<PgOutputMessage> Decode(std::string_view message);
 
   bool in_stream() const { return in_stream_; }

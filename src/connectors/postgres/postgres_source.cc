@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <thread>
 
 #include "connectors/postgres/catalog.h"
@@ -56,7 +57,16 @@ Status PostgresSource::EnsurePublication() {
     // the application's own UPDATEs and DELETEs on it: refuse it here
     // instead, naming every such table and the statement that fixes it.
     std::vector<std::string> problems;
+    // A partitioned table's rows live in its partitions, and PostgreSQL
+    // checks the identity of the partition a change touches: check them too.
+    std::vector<TableId> checked;
     for (const auto& t : options_.tables) {
+      checked.push_back(t);
+      auto leaves = LeafPartitions(tx, t);
+      if (!leaves.ok()) return leaves.status();
+      checked.insert(checked.end(), leaves->begin(), leaves->end());
+    }
+    for (const auto& t : checked) {
       auto ident = tx.exec(fmt::format(
           "SELECT c.relreplident, EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND "
           "i.indisprimary) FROM pg_class c WHERE c.oid = {}::regclass",
@@ -93,23 +103,37 @@ Status PostgresSource::EnsurePublication() {
       for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
       return common::FailedPrecondition(all);
     }
-    auto existing = tx.exec("SELECT 1 FROM pg_publication WHERE pubname = " +
-                            tx.quote(options_.publication_name));
+    // Partitioned tables are published through their root (PostgreSQL 13
+    // and later): a change of any partition, one attached or created after
+    // the start included, comes as a change of the parent, on its topic.
+    const bool via_root =
+        tx.exec("SELECT current_setting('server_version_num')::int >= 130000")[0][0].as<bool>();
+    auto existing =
+        tx.exec(fmt::format("SELECT {}, puballtables FROM pg_publication WHERE pubname = {}",
+                            via_root ? "pubviaroot" : "true", tx.quote(options_.publication_name)));
     std::string list;
     if (existing.empty()) {
       for (const auto& t : options_.tables) {
         if (!list.empty()) list += ", ";
         list += QuoteTable(tx, t);
       }
-      tx.exec(fmt::format("CREATE PUBLICATION {} FOR TABLE {}",
-                          tx.quote_name(options_.publication_name), list));
+      tx.exec(fmt::format("CREATE PUBLICATION {} FOR TABLE {}{}",
+                          tx.quote_name(options_.publication_name), list,
+                          via_root ? " WITH (publish_via_partition_root = true)" : ""));
     } else {
-      // Reuse it, adding any chosen table it lacks.
-      for (const auto& t : options_.tables) {
+      if (!existing[0][0].as<bool>()) {
+        tx.exec(fmt::format("ALTER PUBLICATION {} SET (publish_via_partition_root = true)",
+                            tx.quote_name(options_.publication_name)));
+      }
+      // Reuse it, adding any chosen table it lacks (pg_publication_tables
+      // lists a partitioned table's partitions, not itself, without
+      // publish_via_partition_root: ask the membership directly).
+      const bool all_tables = existing[0][1].as<bool>();
+      for (const auto& t : all_tables ? std::vector<TableId>{} : options_.tables) {
         auto has = tx.exec(fmt::format(
-            "SELECT 1 FROM pg_publication_tables WHERE pubname = {} AND schemaname = {} AND "
-            "tablename = {}",
-            tx.quote(options_.publication_name), tx.quote(t.schema), tx.quote(t.name)));
+            "SELECT 1 FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid "
+            "WHERE p.pubname = {} AND r.prrelid = {}::regclass",
+            tx.quote(options_.publication_name), tx.quote(QuoteTable(tx, t))));
         if (has.empty()) {
           tx.exec(fmt::format("ALTER PUBLICATION {} ADD TABLE {}",
                               tx.quote_name(options_.publication_name), QuoteTable(tx, t)));
@@ -179,6 +203,21 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   } catch (const std::exception& e) {
     return common::Unavailable(fmt::format("source database: {}", e.what()));
   }
+  try {
+    // A partition of a chosen partitioned table comes with its parent.
+    pqxx::work tx(*catalog_);
+    std::vector<TableId> covered;
+    auto tables = WithoutCoveredPartitions(tx, options_.tables, &covered);
+    if (!tables.ok()) return common::Unavailable(tables.status().message());
+    for (const auto& t : covered)
+      spdlog::info(
+          "table {} is a partition of a chosen partitioned table: read and streamed "
+          "as part of its parent",
+          t.Qualified());
+    options_.tables = std::move(*tables);
+  } catch (const std::exception& e) {
+    return common::Unavailable(fmt::format("source database: {}", e.what()));
+  }
   SLUICE_RETURN_IF_ERROR(EnsurePublication());
 
   bool slot_exists = false;
@@ -222,6 +261,20 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   };
   assembler_ = std::make_unique<ChangeAssembler>(sink_, &schemas_, options_.topic_prefix,
                                                  key_lookup, metrics_);
+  assembler_->SetSpool(options_.spool_dir.empty() ? std::filesystem::temp_directory_path().string()
+                                                  : options_.spool_dir,
+                       options_.spool_memory_bytes);
+  // Replaying a large streamed transaction takes a while: take in the
+  // sink's acknowledgements as it goes (their bookkeeping would otherwise
+  // grow with the transaction), and keep the server's wal_sender_timeout
+  // from ending the stream meanwhile. What is confirmed is still only what
+  // the sink acknowledged.
+  assembler_->SetReplayProgress([this]() -> Status {
+    SLUICE_RETURN_IF_ERROR(sink_->Pump());
+    if (std::chrono::steady_clock::now() - last_status_ >= options_.status_interval)
+      return SendStatus(false);
+    return Status::Ok();
+  });
   sink_->SetAckCallback([this](Lsn lsn) {
     Lsn cur = acked_.load();
     while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {
@@ -354,7 +407,8 @@ Status PostgresSource::HandleCopyData(const std::string& data) {
     if (data.size() < 25) return common::InvalidArgument("truncated XLogData header");
     Lsn wal_start = GetU64(data, 1);
     received_ = std::max(received_, wal_start);
-    auto message = decoder_.Decode(std::string_view(data).substr(25));
+    const std::string_view payload = std::string_view(data).substr(25);
+    auto message = decoder_.Decode(payload);
     if (!message.ok()) return message.status();
     // Our own heartbeat with nothing outstanding: everything before it was
     // sent and acknowledged, so its position may be confirmed.
@@ -363,7 +417,7 @@ Status PostgresSource::HandleCopyData(const std::string& data) {
         acked_.load() >= assembler_->last_checkpoint()) {
       idle_position_ = std::max(idle_position_, m->lsn);
     }
-    return assembler_->Apply(*message, wal_start);
+    return assembler_->Apply(*message, wal_start, payload);
   }
   if (data[0] == 'k') {
     // Primary keepalive: server WAL end, server time, reply requested.

@@ -40,7 +40,14 @@ struct PostgresSourceOptions {
   // NOTHING) is refused, and the error names the ALTER TABLE to run.
   bool refuse_tables_without_key = false;
   int proto_version = 2;  // 1, or 2 (streams large transactions on PostgreSQL >= 14)
-  bool snapshot = true;   // read the tables first when the slot is new
+  // A transaction the server streams before its commit (protocol 2, past
+  // the server's logical_decoding_work_mem) is kept until it commits: up to
+  // this many bytes in memory, the rest in an unlinked temporary file under
+  // `spool_dir` (default: the system's temporary directory). Memory stays
+  // bounded whatever the transaction's size; an aborted one emits nothing.
+  std::size_t spool_memory_bytes = std::size_t{8} << 20;
+  std::string spool_dir;
+  bool snapshot = true;  // read the tables first when the slot is new
   int snapshot_chunk_size = 1000;
   // What a previous run reported through on_snapshot_progress (ignored for
   // a new slot). With an existing slot, unfinished tables are read again from
