@@ -222,6 +222,7 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   };
   assembler_ = std::make_unique<ChangeAssembler>(sink_, &schemas_, options_.topic_prefix,
                                                  key_lookup, metrics_);
+  assembler_->OnColumnChanges(options_.on_column_changes);
   sink_->SetAckCallback([this](Lsn lsn) {
     Lsn cur = acked_.load();
     while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {
