@@ -136,6 +136,17 @@ Response Slot(ApiContext& ctx, Request& req) {
   });
 }
 
+Response ColumnChanges(ApiContext& ctx, Request& req) {
+  const auto& body = req.Body();
+  if (!body.is_object() || !body.contains("changes"))
+    throw ApiError(422, "invalid_column_changes", "changes: an array is required");
+  auto changes = dataflow::ColumnChangesFromJson(body["changes"]);
+  if (!changes.ok()) throw ApiError(422, "invalid_column_changes", changes.status().message());
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
+    return dataflow::RecordColumnChanges(tx, pod, *changes);
+  });
+}
+
 }  // namespace
 
 void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
@@ -165,6 +176,10 @@ void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
   g.Post(
       "/worker/slot", "A source's replication slot: lag, wal_status, safe_wal_size (events)",
       [&ctx](Request& q) { return Slot(ctx, q); }, w);
+  g.Post(
+      "/worker/column_changes",
+      "A source table's columns changed: dropped, renamed, widened, other type (events)",
+      [&ctx](Request& q) { return ColumnChanges(ctx, q); }, w);
 }
 
 }  // namespace sluice::api

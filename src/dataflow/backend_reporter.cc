@@ -87,6 +87,10 @@ class BackendReporter : public WorkerReporter {
   common::Status Slot(const SlotReport& report) override {
     return Post("/slot", SlotReportToJson(report));
   }
+  common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) override {
+    if (changes.empty()) return {};
+    return Post("/column_changes", {{"changes", ColumnChangesToJson(changes)}});
+  }
 
  private:
   common::Status Post(const std::string& path, const json& body) {

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include <set>
+
 #include "events/connector_events.h"
 #include "metrics/ingest.h"
 #include "runtime/worker_repository.h"
@@ -396,6 +398,102 @@ common::Result<SlotReport> SlotReportFromJson(const json& j) {
     r.lost_reason = j["lost_reason"].get<std::string>();
   SLUICE_RETURN_IF_ERROR(Problems(problems));
   return r;
+}
+
+common::Status RecordColumnChanges(pqxx::work& tx, const PodIdentity& pod,
+                                   const std::vector<ColumnChangeReport>& changes) {
+  for (const auto& c : changes) {
+    auto ev = PodEvent(tx, pod, std::nullopt);
+    if (!ev) return {};
+    ev->type = events::Type::kConnector;
+    ev->details = {{"table", c.table},       {"column", c.column},     {"change", c.kind},
+                   {"old_type", c.old_type}, {"new_type", c.new_type}, {"shard_index", pod.shard}};
+    if (c.kind == "added") {
+      ev->level = events::Level::kInfo;
+      ev->code = "source.column_added";
+      ev->summary = "A column was added at the source; the target adds it";
+      ev->reason = fmt::format("column {} ({}) added to {}", c.column, c.new_type, c.table);
+    } else if (c.kind == "dropped") {
+      ev->level = events::Level::kWarn;
+      ev->code = "source.column_dropped";
+      ev->summary = "A column was dropped at the source; the target keeps it, NULL in new rows";
+      ev->reason = fmt::format("column {} ({}) dropped from {}", c.column, c.old_type, c.table);
+    } else if (c.kind == "renamed") {
+      ev->level = events::Level::kWarn;
+      ev->code = "source.column_renamed";
+      ev->summary =
+          "A column was renamed at the source; the target adds the new name, earlier rows keep "
+          "their value under the old one";
+      ev->reason = fmt::format("column {} of {} renamed to {}", c.old_name, c.table, c.column);
+      ev->details["old_name"] = c.old_name;
+    } else if (c.kind == "widened") {
+      ev->level = events::Level::kInfo;
+      ev->code = "source.column_widened";
+      ev->summary = "A column's type was widened at the source; the target column follows";
+      ev->reason = fmt::format("column {} of {} changed type from {} to {}", c.column, c.table,
+                               c.old_type, c.new_type);
+    } else if (c.kind == "type_changed") {
+      ev->level = events::Level::kWarn;
+      ev->code = "source.column_type_changed";
+      ev->summary =
+          "A column changed type at the source in a way the target cannot follow safely; its "
+          "values are still written where the target column takes them";
+      ev->reason = fmt::format("column {} of {} changed type from {} to {}", c.column, c.table,
+                               c.old_type, c.new_type);
+    } else {
+      return common::InvalidArgument("kind: added, dropped, renamed, widened or type_changed");
+    }
+    SLUICE_RETURN_IF_ERROR(events::EventStore::Record(tx, *ev, {}).status());
+  }
+  return {};
+}
+
+json ColumnChangesToJson(const std::vector<ColumnChangeReport>& changes) {
+  json out = json::array();
+  for (const auto& c : changes)
+    out.push_back({{"table", c.table},
+                   {"kind", c.kind},
+                   {"column", c.column},
+                   {"old_name", c.old_name},
+                   {"old_type", c.old_type},
+                   {"new_type", c.new_type}});
+  return out;
+}
+
+common::Result<std::vector<ColumnChangeReport>> ColumnChangesFromJson(const json& j) {
+  if (!j.is_array()) return common::InvalidArgument("changes: an array is required");
+  if (j.size() > 1000) return common::InvalidArgument("changes: at most 1000 per report");
+  std::vector<ColumnChangeReport> out;
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const auto& e = j[i];
+    auto where = fmt::format("changes[{}]", i);
+    if (!e.is_object()) {
+      problems.push_back(where + ": an object is required");
+      continue;
+    }
+    ColumnChangeReport c;
+    auto str = [&](const char* key, std::string* to, bool required) {
+      if (e.contains(key) && e[key].is_string() &&
+          e[key].get_ref<const std::string&>().size() <= 512)
+        *to = e[key].get<std::string>();
+      else if (required || e.contains(key))
+        problems.push_back(where + "." + key + ": a string of at most 512 characters is required");
+    };
+    str("table", &c.table, true);
+    str("kind", &c.kind, true);
+    str("column", &c.column, true);
+    str("old_name", &c.old_name, false);
+    str("old_type", &c.old_type, false);
+    str("new_type", &c.new_type, false);
+    static const std::set<std::string> kKinds = {"added", "dropped", "renamed", "widened",
+                                                 "type_changed"};
+    if (!c.kind.empty() && !kKinds.count(c.kind))
+      problems.push_back(where + ".kind: added, dropped, renamed, widened or type_changed");
+    out.push_back(std::move(c));
+  }
+  SLUICE_RETURN_IF_ERROR(Problems(problems));
+  return out;
 }
 
 }  // namespace sluice::dataflow

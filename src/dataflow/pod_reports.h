@@ -71,6 +71,18 @@ struct SlotReport {
   std::optional<std::string> lost_reason;
 };
 
+// A change to a source table's columns (DDL at the source) as the source
+// worker read it from the replication stream (connectors/postgres/relation_diff.h).
+struct ColumnChangeReport {
+  std::string table;  // "schema.table" at the source
+  // added | dropped | renamed | widened | type_changed
+  std::string kind;
+  std::string column;    // its (new) name
+  std::string old_name;  // renamed only
+  std::string old_type;  // as "varchar(5)", "int4"; empty when not known
+  std::string new_type;
+};
+
 std::vector<RejectedRef> ToRefs(const std::vector<RejectedRecord>& records);
 
 common::Status ApplyStateReport(pqxx::work& tx, const PodIdentity& pod, runtime::WorkerState state,
@@ -96,6 +108,16 @@ common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
 // A lost slot is source.slot_lost, naming the slot.
 common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const SlotReport& report);
 
+// One event per change: source.column_added (info), source.column_dropped
+// (warn: the target keeps the column, NULL in new rows),
+// source.column_renamed (warn: the target gains the new name, old rows keep
+// their value under the old one), source.column_widened (info: the target
+// column is widened to match), source.column_type_changed (warn: the
+// target column stays as it is; a value it refuses goes the rejected-record
+// path). Each names the table and column, and the types or names involved.
+common::Status RecordColumnChanges(pqxx::work& tx, const PodIdentity& pod,
+                                   const std::vector<ColumnChangeReport>& changes);
+
 // Wire forms of the HTTP worker protocol.
 nlohmann::json IntervalsToJson(const std::vector<connectors::TopicInterval>& intervals);
 common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const nlohmann::json& j);
@@ -105,5 +127,7 @@ nlohmann::json RejectedToJson(const std::vector<RejectedRef>& records);
 common::Result<std::vector<RejectedRef>> RejectedFromJson(const nlohmann::json& j);
 nlohmann::json SlotReportToJson(const SlotReport& report);
 common::Result<SlotReport> SlotReportFromJson(const nlohmann::json& j);
+nlohmann::json ColumnChangesToJson(const std::vector<ColumnChangeReport>& changes);
+common::Result<std::vector<ColumnChangeReport>> ColumnChangesFromJson(const nlohmann::json& j);
 
 }  // namespace sluice::dataflow

@@ -24,6 +24,7 @@ class NullReporter : public WorkerReporter {
     return {};
   }
   common::Status Slot(const SlotReport&) override { return {}; }
+  common::Status ColumnChanges(const std::vector<ColumnChangeReport>&) override { return {}; }
 };
 
 class DatabaseReporter : public WorkerReporter {
@@ -56,6 +57,10 @@ class DatabaseReporter : public WorkerReporter {
   }
   common::Status Slot(const SlotReport& report) override {
     return Write([&](pqxx::work& tx) { return ApplySlotReport(tx, pod_, report); });
+  }
+  common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) override {
+    if (changes.empty()) return {};
+    return Write([&](pqxx::work& tx) { return RecordColumnChanges(tx, pod_, changes); });
   }
 
  private:

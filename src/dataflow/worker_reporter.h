@@ -53,6 +53,8 @@ class WorkerReporter {
                                   const std::vector<RejectedRecord>& records) = 0;
   // A PostgreSQL source's replication slot (dataflow/pod_reports.h).
   virtual common::Status Slot(const SlotReport& report) = 0;
+  // A source table's columns changed (DDL at the source; dataflow/pod_reports.h).
+  virtual common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) = 0;
 };
 
 // Reports into the data-plane database at `url`.

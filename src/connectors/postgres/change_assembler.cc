@@ -212,6 +212,10 @@ Status ChangeAssembler::OnRelation(const RelationMessage& m) {
   bool changed = known == schemas_->end() || !known->second.SameShape(rel.schema);
   if (known != schemas_->end()) {
     rel.schema.version = known->second.version + (changed ? 1 : 0);
+    if (changed && on_column_changes_) {
+      auto changes = DiffRelation(known->second.columns, rel.schema.columns);
+      if (!changes.empty()) on_column_changes_(rel.schema.table, changes);
+    }
   }
   const auto& cols = rel.schema.columns;
   rel.name_order.resize(cols.size());

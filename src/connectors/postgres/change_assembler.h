@@ -20,6 +20,7 @@
 #include "connectors/change_sink.h"
 #include "connectors/postgres/pgoutput_decoder.h"
 #include "connectors/postgres/transaction_spool.h"
+#include "connectors/postgres/relation_diff.h"
 #include "connectors/production_metrics.h"
 
 namespace sluice::connectors::postgres {
@@ -60,6 +61,13 @@ class ChangeAssembler {
   bool InTransaction() const { return in_transaction_ || !streams_.empty(); }
   // End LSN of the last commit handed to the sink as a checkpoint.
   Lsn last_checkpoint() const { return last_checkpoint_; }
+
+  // Told of a table's column changes (DDL at the source: drops, renames,
+  // type changes, adds; relation_diff.h) when a Relation message differs
+  // from the schema known before, from the snapshot or an earlier message.
+  using ColumnChangesCallback =
+      std::function<void(const TableId&, const std::vector<ColumnChange>&)>;
+  void OnColumnChanges(ColumnChangesCallback callback) { on_column_changes_ = std::move(callback); }
 
  private:
   struct Relation {
@@ -102,6 +110,7 @@ class ChangeAssembler {
   std::string topic_prefix_;
   KeyLookup key_lookup_;
   ProductionMetrics* metrics_;
+  ColumnChangesCallback on_column_changes_;
 
   std::unordered_map<std::uint32_t, Relation> relations_;
   std::unordered_map<std::uint32_t, std::string> type_names_;

@@ -275,6 +275,7 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
       return SendStatus(false);
     return Status::Ok();
   });
+  assembler_->OnColumnChanges(options_.on_column_changes);
   sink_->SetAckCallback([this](Lsn lsn) {
     Lsn cur = acked_.load();
     while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {

@@ -72,6 +72,10 @@ struct PostgresSourceOptions {
   // max_slot_wal_keep_size) and has been dropped to be created again; every
   // table is then read again. `reason` is in the server's words.
   std::function<void(const std::string& slot, const std::string& reason)> on_slot_lost;
+  // Called with a table's column changes seen in the stream (DDL at the
+  // source: a column dropped, renamed, or of another type; see
+  // relation_diff.h), before any row of the new shape reaches the sink.
+  ChangeAssembler::ColumnChangesCallback on_column_changes;
 };
 
 class PostgresSource {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/hex.h"
+#include "connectors/postgres/type_widening.h"
 #include "connectors/targets/copy_text.h"
 #include "guard/postgres_conninfo.h"
 
@@ -230,6 +231,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
                                  const std::vector<TargetColumn>& columns) {
   if (known_columns_.empty()) {
     json_columns_.clear();
+    source_types_.clear();
     for (const auto& r : tx.exec_params(
              "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
              "$1 AND table_name = $2",
@@ -288,6 +290,48 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
                         QuoteIdent(c.name), TargetType(c.source_type)));
     NoteColumn(c.name, TargetType(c.source_type));
     spdlog::info("added column {} to {}", c.name, Qualified());
+  }
+}
+
+bool PostgresTarget::TypesChanged(const std::vector<TargetColumn>& columns) const {
+  for (const auto& c : columns) {
+    if (c.source_type.empty()) continue;
+    auto it = source_types_.find(c.name);
+    if (it == source_types_.end() || it->second != c.source_type) return true;
+  }
+  return false;
+}
+
+void PostgresTarget::FollowTypes(pqxx::transaction_base& tx,
+                                 const std::vector<TargetColumn>& columns) {
+  if (!TypesChanged(columns)) return;
+  std::map<std::string, connectors::postgres::ColumnType> current;
+  for (const auto& r : tx.exec_params(
+           "SELECT a.attname, t.typname, a.atttypmod FROM pg_attribute a JOIN pg_type t ON t.oid "
+           "= a.atttypid WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT "
+           "a.attisdropped",
+           Qualified()))
+    current[r[0].c_str()] = {r[1].c_str(), r[2].as<std::int32_t>()};
+  for (const auto& c : columns) {
+    if (c.source_type.empty()) continue;
+    auto seen = source_types_.find(c.name);
+    if (seen != source_types_.end() && seen->second == c.source_type) continue;
+    bool changed = seen != source_types_.end();
+    source_types_[c.name] = c.source_type;
+    auto it = current.find(c.name);
+    if (it == current.end() || (!changed && it->second.modifier >= 0)) continue;
+    std::string want = TargetType(c.source_type);
+    auto want_name = tx.exec_params1(
+                           "SELECT coalesce((SELECT typname::text FROM pg_type WHERE oid = "
+                           "to_regtype($1)), '')",
+                           want)[0]
+                         .as<std::string>();
+    if (!connectors::postgres::IsSafeWidening(it->second, {want_name, -1})) continue;
+    tx.exec(fmt::format("ALTER TABLE {} ALTER COLUMN {} TYPE {}", Qualified(), QuoteIdent(c.name),
+                        want));
+    spdlog::info("widened column {} of {} from {} to {} (its source type is now {})", c.name,
+                 Qualified(), connectors::postgres::FormatType(it->second), want, c.source_type);
+    it->second = {want_name, -1};
   }
 }
 
@@ -383,6 +427,7 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
       row.upsert = true;
     }
     EnsureTable(tx, columns);
+    FollowTypes(tx, columns);
     if (key_columns_.empty())
       throw std::runtime_error("target table has no key to apply changes by");
 
@@ -554,13 +599,14 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   // not seen yet: a round trip per batch otherwise.
   bool known = !known_columns_.empty() && !key_columns_.empty();
   for (const auto& n : names) known = known && known_columns_.count(n);
-  if (!known) {
+  if (!known || TypesChanged(columns)) {
     std::map<std::string, std::string> types;
     for (const auto& c : columns) types[c.name] = c.source_type;
     pqxx::work tx(*conn_);
     EnsureTable(tx, columns);
     for (const auto& n : names)
       if (!known_columns_.count(n)) EnsureTable(tx, {{n, types[n], false}});
+    FollowTypes(tx, columns);
     tx.commit();
   }
   if (key_columns_.empty()) return common::FailedPrecondition("no key");

@@ -98,6 +98,18 @@ class PostgresTarget {
   std::string KeyMatch(const std::string& a, const std::string& b) const;
   // Records a column of the table and its type.
   void NoteColumn(const std::string& name, const std::string& type);
+  // Follows a source column's type change (DDL at the source) where that is
+  // safe: the column is altered to the type this target gives the new
+  // source type when that type takes every value of its current one
+  // (connectors/postgres/type_widening.h: integer -> bigint, real -> double
+  // precision, varchar(n) -> text, ...). Anything else leaves the column as
+  // it is: a value it refuses is a rejected row like any other. Looked at
+  // when a column's source type differs from the last one seen; on first
+  // sight, only a column without a declared size or precision (as this
+  // target creates them) is widened, never one a user sized.
+  void FollowTypes(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
+  // True when a column's source type differs from the last one seen.
+  bool TypesChanged(const std::vector<TargetColumn>& columns) const;
   // The COPY path; FailedPrecondition when the batch does not fit it (the
   // caller then applies it the ordinary way).
   common::Status ApplyCopy(const std::vector<TargetChange>& batch);
@@ -108,6 +120,9 @@ class PostgresTarget {
   PostgresTargetOptions options_;
   std::unique_ptr<pqxx::connection> conn_;
   std::set<std::string> known_columns_;
+  // Each column's source type as last seen (FollowTypes); forgotten with
+  // known_columns_, as a rolled-back transaction may have undone an ALTER.
+  std::map<std::string, std::string> source_types_;
   // Columns of type json or jsonb (-> that name): a value carried as its
   // text goes into them through a cast, not as a JSON string.
   std::map<std::string, std::string> json_columns_;
