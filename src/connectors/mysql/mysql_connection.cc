@@ -3,12 +3,22 @@
 #include <fmt/format.h>
 #include <mysql.h>
 
+#include "guard/connect_policy.h"
+
 namespace sluice::connectors::mysql {
 
 using common::Result;
 using common::Status;
 
 Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEndpoint& e) {
+  // The connect policy, at connect time: to the checked address only.
+  auto addresses = guard::ResolveChecked(*guard::ProcessPolicy(), {e.host, e.port, std::nullopt});
+  if (!addresses.ok()) {
+    if (guard::IsRefusal(addresses.status())) return addresses.status();
+    return common::Unavailable(
+        fmt::format("source database {}:{}: {}", e.host, e.port, addresses.status().message()));
+  }
+  const std::string address = addresses->front().ToString();
   MYSQL* mysql = mysql_init(nullptr);
   if (!mysql) return common::Internal("mysql_init failed");
   mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
@@ -18,7 +28,7 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
     unsigned t = e.read_timeout_seconds;
     mysql_optionsv(mysql, MYSQL_OPT_READ_TIMEOUT, &t);
   }
-  if (!mysql_real_connect(mysql, e.host.c_str(), e.user.c_str(), e.password.c_str(),
+  if (!mysql_real_connect(mysql, address.c_str(), e.user.c_str(), e.password.c_str(),
                           e.database.empty() ? nullptr : e.database.c_str(),
                           static_cast<unsigned>(e.port), nullptr, 0)) {
     std::string why = mysql_error(mysql);

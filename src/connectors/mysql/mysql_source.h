@@ -72,6 +72,15 @@ struct MysqlSourceOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
 };
 
+// The launch contract's `source` for type mysql (dataflow/worker_launch.h):
+//   {"type": "mysql", "host": "...", "port": 3306, "user": "...", "password": "...",
+//    "database": "shop", "server_id": 123456, "topic_prefix": "sluice",
+//    "tables": [{"schema": "shop", "table": "orders"}], "heartbeat_interval_ms": 1000,
+//    "snapshot": true, "snapshot_chunk_size": 1000}
+// Every problem in one InvalidArgument. The state (positions) is not part of it.
+common::Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const nlohmann::json& source);
+nlohmann::json MysqlSourceOptionsToJson(const MysqlSourceOptions& options);
+
 // Pre-flight: every server setting and grant the source needs, each missing
 // one named with what to set, in one FailedPrecondition.
 common::Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options);
