@@ -11,6 +11,7 @@ packages=(
   libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev libjemalloc-dev
   kcat python3 python3-confluent-kafka python3-kafka python3-avro python3-requests
   clang-format clang libclang-rt-14-dev util-linux procps ccache
+  mariadb-server mariadb-client libmariadb-dev
   chromium
 )
 
@@ -33,5 +34,6 @@ if ((${#missing[@]})); then
 fi
 
 # Debian's postgresql package starts a system cluster on 5432; Sluice runs its
-# own clusters, so the system one is left alone and never relied on.
+# own clusters, so the system one is left alone and never relied on. The same
+# holds for mariadb-server: the mysql-source tests start their own mariadbd.
 echo "setup: dependencies ready"

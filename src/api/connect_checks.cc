@@ -25,6 +25,12 @@ void RequireConnectorAllowed(const std::string& system, const Json& config) {
   const auto& policy = *guard::ProcessPolicy();
   if (system == "postgresql") {
     Throw(guard::CheckPostgres(policy, guard::ConninfoFromConfig(config)), "connect_refused");
+  } else if (system == "mysql") {
+    int port = config.contains("port") && config["port"].is_number_integer()
+                   ? config["port"].get<int>()
+                   : 3306;
+    Throw(guard::CheckConfigured(policy, {Text(config, "host"), port, std::nullopt}),
+          "connect_refused");
   } else if (system == "http") {
     Throw(guard::CheckHttp(policy, Text(config, "url")), "connect_refused");
   } else if (system == "jsonl") {

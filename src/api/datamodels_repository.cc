@@ -95,9 +95,12 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
     if (source.connector_type == "kafka") {
       d.source_topic = source.configuration.value("topic", std::string());
     } else if (d.source_table) {
-      d.source_topic =
-          catalog::TopicForTable(source.configuration.value("topic_prefix", std::string("sluice")),
-                                 d.source_schema.value_or("public"), *d.source_table);
+      // A MySQL table's namespace is the connector's database (source_schema is NULL).
+      d.source_topic = catalog::TopicForTable(
+          source.configuration.value("topic_prefix", std::string("sluice")),
+          source.connector_type == "mysql" ? source.configuration.value("database", std::string())
+                                           : d.source_schema.value_or("public"),
+          *d.source_table);
     }
   }
   if (!d.target_topic) {

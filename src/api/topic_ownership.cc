@@ -68,7 +68,8 @@ std::vector<ConnectorRow> EnvSources(pqxx::work& tx, const common::Uuid& env) {
 }
 
 bool Produces(pqxx::work& tx, const ConnectorRow& c, const std::string& topic) {
-  if (c.connector_type == "postgresql" && UnderPrefix(topic, TopicSpelling(PrefixOf(c))))
+  if ((c.connector_type == "postgresql" || c.connector_type == "mysql") &&
+      UnderPrefix(topic, TopicSpelling(PrefixOf(c))))
     return true;
   if (c.connector_type == "kafka" &&
       topic == c.configuration.value("topic", std::string()) + ".sluice")
@@ -187,7 +188,7 @@ void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* b
                            "' is not a team id (a comma-separated list of team ids)");
     }
   }
-  if (c.connector_type == "postgresql") {
+  if (c.connector_type == "postgresql" || c.connector_type == "mysql") {
     if (!config.contains("topic_prefix") || config["topic_prefix"].is_null()) {
       // Replacing a configuration never renames the topics it publishes.
       if (before && before->configuration.contains("topic_prefix")) {
@@ -200,7 +201,9 @@ void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* b
     bool changed = !before || TopicSpelling(PrefixOf(*before)) != spelled;
     if (!changed || !c.env_id) return;
     for (const auto& other : EnvSources(tx, *c.env_id)) {
-      if (other.id == c.id || other.connector_type != "postgresql" || other.team_id == c.team_id)
+      if (other.id == c.id ||
+          (other.connector_type != "postgresql" && other.connector_type != "mysql") ||
+          other.team_id == c.team_id)
         continue;
       if (TopicSpelling(PrefixOf(other)) == spelled) {
         Refuse("topic_prefix_taken",

@@ -82,6 +82,34 @@ std::vector<ConnectorType> Build() {
             "server no longer reserves the slot's WAL); 0: only then",
             std::int64_t{10} << 30)}});
   types.push_back(
+      {"mysql-source",
+       "mysql",
+       Way::kSource,
+       "MariaDB / MySQL (binlog replication)",
+       {Str("host", true, "Server host name or address"),
+        Int("port", false, 1, 65535, "Server port", 3306),
+        Str("database", true,
+            "Database the tables are read from: their namespace in topics and events "
+            "(datamodel.source_schema stays empty, MySQL has no schemas)"),
+        Str("user", true,
+            "User with REPLICATION SLAVE, REPLICATION CLIENT (BINLOG MONITOR) and SELECT"),
+        Secret("password", true, "Password of the user"),
+        Int("server_id", false, 1, 4294967295LL,
+            "Replica server id of shard 0 (shard n uses this + n); unique among the server's "
+            "replicas (default: derived from the connector id)"),
+        Str("topic_prefix", false,
+            "Prefix of the per-table topics (default: sluice.<12 hex digits of the connector "
+            "id>)"),
+        Str("share_topics_with", false,
+            "Comma-separated ids of the teams allowed to read the topics this connector "
+            "produces (default: none; the topics are its team's)"),
+        OneOf("format", {"json", "avro"},
+              "Encoding of the change events: JSON, or Avro in Confluent's wire format "
+              "with the schema in the registry",
+              "json"),
+        Int("heartbeat_interval_seconds", false, 1, 3600,
+            "Seconds between the server's heartbeats on an idle binlog stream", 1)}});
+  types.push_back(
       {"postgresql-target",
        "postgresql",
        Way::kTarget,

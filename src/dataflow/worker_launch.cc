@@ -69,8 +69,19 @@ common::Result<WorkerLaunch> Parse(const json& j) {
       problems.push_back("source.format: json or avro");
     if (w.source.format == "avro" && !w.registry_url)
       problems.push_back("source.format avro needs registry.url");
-    if (w.source.type != "postgresql" && w.source.type != "kafka")
-      problems.push_back("source.type: postgresql or kafka");
+    if (w.source.type != "postgresql" && w.source.type != "kafka" && w.source.type != "mysql")
+      problems.push_back("source.type: postgresql, mysql or kafka");
+    if (w.source.type == "mysql") {
+      auto mysql = connectors::mysql::MysqlSourceOptionsFromJson(s);
+      if (!mysql.ok()) {
+        problems.push_back(mysql.status().message());
+      } else {
+        w.source.mysql = std::move(*mysql);
+        w.source.topic_prefix = w.source.mysql.topic_prefix;
+        for (const auto& t : w.source.mysql.tables)
+          w.source.tables.push_back({w.source.mysql.database, t});
+      }
+    }
     if (w.source.type == "postgresql") {
       if (w.source.url.empty()) problems.push_back("source.url is required");
       if (w.source.slot.empty()) problems.push_back("source.slot is required");

@@ -9,6 +9,7 @@
 //    "registry": {"url": "http://host:port",      the schema registry, for Avro
 //                 "ca_file": "..."}               (https: the CA to verify it with)
 //    "source": {"type": "postgresql", "url": "...", "slot": "...", "publication": "...",
+//               (type "mysql": connectors/mysql/mysql_source.h, MysqlSourceOptionsFromJson)
 //               "format": "json" | "avro",
 //               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
 //    "datamodels": [{"id", "source_topic", "target_topic", "consumer_group", "transform",
@@ -29,6 +30,7 @@
 #include "common/status.h"
 #include "common/uuid.h"
 #include "connectors/change_event.h"
+#include "connectors/mysql/mysql_source.h"
 #include "dataflow/datamodel_stage.h"
 #include "dataflow/subscription_stage.h"
 #include "kafka/client_config.h"
@@ -53,9 +55,12 @@ struct SourceLaunch {
   // Bytes of a streamed (large, uncommitted) transaction kept in memory
   // before the rest goes to a temporary file.
   std::int64_t spool_memory_bytes = std::int64_t{8} << 20;
+  // type mysql: all its settings, typed (tables, topic_prefix and format
+  // above are filled from it too).
+  connectors::mysql::MysqlSourceOptions mysql;
 };
-// type postgresql: the CDC source above; type kafka: an existing topic,
-// read by the launch's datamodel stages only.
+// type postgresql: the CDC source above; type mysql: the binlog source; type kafka: an existing
+// topic, read by the launch's datamodel stages only.
 
 struct WorkerLaunch {
   common::Uuid worker_id;

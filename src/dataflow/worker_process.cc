@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/time.h"
+#include "connectors/mysql/mysql_source.h"
 #include "connectors/postgres/lsn.h"
 #include "connectors/postgres/postgres_source.h"
 #include "dataflow/datamodel_stage.h"
@@ -83,6 +84,96 @@ class DatamodelRunner {
   std::thread thread_;
 };
 
+// Writes `state` to `path` atomically (rename over it).
+void SaveState(const std::string& path, const nlohmann::json& state) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << state.dump();
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+// The binlog source: the same loop as PostgreSQL's, its position (and an
+// unfinished snapshot's progress) kept in the state file, written only with
+// what the broker acknowledged, so a restarted process resumes there.
+int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
+                   const std::atomic<bool>& stop, const WorkerTiming& timing, WorkerMetrics& wm,
+                   KafkaChangeSink& sink, DatamodelRunner& datamodels) {
+  namespace my = connectors::mysql;
+  connectors::ProductionMetrics metrics(common::NowEpochMillis());
+  my::MysqlSourceOptions options = launch.source.mysql;
+  nlohmann::json state = nlohmann::json::object();
+  if (!launch.state_path.empty()) {
+    std::ifstream in(launch.state_path);
+    auto saved = nlohmann::json::parse(in, nullptr, false);
+    if (saved.is_object() && saved.contains("mysql") && saved["mysql"].is_object())
+      state = saved["mysql"];
+  }
+  if (state.contains("position"))
+    if (auto p = my::BinlogPosition::FromJson(state["position"]); p.ok())
+      options.start_position = *p;
+  if (!options.start_position && state.contains("snapshot_position")) {
+    auto p = my::BinlogPosition::FromJson(state["snapshot_position"]);
+    auto progress = my::SnapshotProgress::FromJson(state.value("snapshot", nlohmann::json()));
+    if (p.ok() && progress.ok()) {
+      options.snapshot_position = *p;
+      options.snapshot_progress = *progress;
+    }
+  }
+  const std::string path = launch.state_path;
+  options.on_snapshot_progress = [&state, path](const my::BinlogPosition& at,
+                                                const my::SnapshotProgress& progress) {
+    state["snapshot_position"] = at.ToJson();
+    state["snapshot"] = progress.ToJson();
+    SaveState(path, {{"mysql", state}});
+  };
+  options.on_position = [&state, path](const my::BinlogPosition& at) {
+    state["position"] = at.ToJson();
+    state.erase("snapshot_position");
+    state.erase("snapshot");
+    SaveState(path, {{"mysql", state}});
+  };
+  my::MysqlSource source(options, &sink, &metrics);
+  if (auto st = source.Start(); !st.ok()) return Fail(reporter, wm, st);
+  if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
+    spdlog::warn("back end refused LIVE ({}); exiting", st.message());
+    return 0;
+  }
+  auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
+  while (!stop) {
+    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
+      return Fail(reporter, wm, st);
+    if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
+    if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
+    auto now = Steady::now();
+    if (now - last_heartbeat >= timing.heartbeat_every) {
+      last_heartbeat = now;
+      auto st = reporter.Heartbeat();
+      wm.OnHeartbeat(st.ok());
+      if (Refused(st)) {
+        spdlog::warn("heartbeat refused ({}); exiting", st.message());
+        break;
+      }
+    }
+    if (now - last_metrics >= timing.metrics_every) {
+      last_metrics = now;
+      auto intervals = metrics.TakeInterval(common::NowEpochMillis());
+      wm.OnProduced(intervals);
+      (void)reporter.Production(intervals);
+    }
+  }
+  datamodels.Stop();
+  if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, wm, st);
+  source.Stop();  // reports what the flush acknowledged
+  auto last = metrics.TakeInterval(common::NowEpochMillis());
+  wm.OnProduced(last);
+  (void)reporter.Production(last);
+  (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
+  return 0;
+}
+
 int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
   auto registry = launch.registry_url
@@ -120,6 +211,8 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
           ? std::make_unique<KafkaChangeSink>(**producer, registry, launch.source.topic_prefix)
           : std::make_unique<KafkaChangeSink>(**producer);
   KafkaChangeSink& sink = *sink_ptr;
+  if (launch.source.type == "mysql")
+    return RunMysqlSource(launch, reporter, stop, timing, wm, sink, datamodels);
   connectors::ProductionMetrics metrics(common::NowEpochMillis());
   connectors::postgres::PostgresSourceOptions options;
   options.url = launch.source.url;

@@ -51,6 +51,14 @@ std::string DefaultSlotName(const runtime::Worker& worker) {
   return fmt::format("sluice_{}_{}", id.substr(0, 16), worker.shard_index);
 }
 
+std::uint32_t DefaultServerId(const runtime::Worker& worker) {
+  // FNV-1a of the connector id, kept between 2^30 and 2^31 so that shard
+  // offsets stay clear of the small ids servers are usually given.
+  std::uint32_t h = 2166136261u;
+  for (char c : worker.connector_id.ToString()) h = (h ^ static_cast<std::uint8_t>(c)) * 16777619u;
+  return (1u << 30) + (h % (1u << 29)) * 2;
+}
+
 common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker,
                                        const secrets::KeyRing* keys) {
   auto rows = tx.exec_params(
@@ -69,7 +77,7 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
                  {"kind", way},
                  {"broker", broker}};
   if (way == "source") {
-    if (type != "postgresql" && type != "kafka")
+    if (type != "postgresql" && type != "kafka" && type != "mysql")
       return common::FailedPrecondition(fmt::format("no runtime for source type {}", type));
     std::vector<runtime::Placeable> placed;
     std::vector<json> tables, datamodels;
@@ -85,7 +93,11 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
              worker.connector_id.ToString(), type == "kafka")) {
       placed.push_back(
           {Text(r[0]), r[3].is_null() ? std::nullopt : std::optional<int>(r[3].as<int>())});
-      std::string schema = r[1].is_null() ? "public" : Text(r[1]);
+      // MySQL has no schemas (source_schema is NULL): its tables are in
+      // the connector's database, their namespace.
+      std::string schema = type == "mysql"  ? config.value("database", std::string())
+                           : r[1].is_null() ? "public"
+                                            : Text(r[1]);
       tables.push_back({{"schema", schema}, {"table", Text(r[2])}});
       // The raw topic: the table's (PostgreSQL), or the existing one (Kafka).
       std::string raw = !r[4].is_null() && !Text(r[4]).empty() ? Text(r[4])
@@ -116,6 +128,29 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
     if (!models.empty()) launch["datamodels"] = models;
     if (type == "kafka") {
       launch["source"] = {{"type", type}, {"topic", config.value("topic", std::string())}};
+      return launch;
+    }
+    if (type == "mysql") {
+      // Each shard reads the binlog as a replica of its own server id.
+      std::uint32_t server_id =
+          config.contains("server_id") && config["server_id"].is_number_integer()
+              ? config["server_id"].get<std::uint32_t>()
+              : DefaultServerId(worker);
+      launch["source"] = {{"type", type},
+                          {"host", config.value("host", std::string())},
+                          {"port", config.value("port", 3306)},
+                          {"user", config.value("user", std::string())},
+                          {"password", config.value("password", std::string())},
+                          {"database", config.value("database", std::string())},
+                          {"server_id", server_id + static_cast<std::uint32_t>(worker.shard_index)},
+                          {"topic_prefix", prefix},
+                          {"format", format},
+                          {"tables", captured}};
+      if (config.contains("heartbeat_interval_seconds") &&
+          config["heartbeat_interval_seconds"].is_number_integer() &&
+          config["heartbeat_interval_seconds"].get<std::int64_t>() > 0)
+        launch["source"]["heartbeat_interval_ms"] =
+            config["heartbeat_interval_seconds"].get<std::int64_t>() * 1000;
       return launch;
     }
     // A configured slot name is the shard 0 slot; other shards suffix it, as

@@ -50,5 +50,8 @@ std::optional<std::string> RepublishedTopic(const std::string& source_type,
 
 // Names of the replication slot and publication of a source shard.
 std::string DefaultSlotName(const runtime::Worker& worker);
+// The replica server id of a mysql-source connector without a configured
+// server_id (shard n reads as this + n): derived from the connector id.
+std::uint32_t DefaultServerId(const runtime::Worker& worker);
 
 }  // namespace sluice::orchestrator

@@ -1,0 +1,94 @@
+#include "connectors/mysql/mysql_connection.h"
+
+#include <fmt/format.h>
+#include <mysql.h>
+
+#include "guard/connect_policy.h"
+
+namespace sluice::connectors::mysql {
+
+using common::Result;
+using common::Status;
+
+Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEndpoint& e) {
+  // The connect policy, at connect time: to the checked address only.
+  auto addresses = guard::ResolveChecked(*guard::ProcessPolicy(), {e.host, e.port, std::nullopt});
+  if (!addresses.ok()) {
+    if (guard::IsRefusal(addresses.status())) return addresses.status();
+    return common::Unavailable(
+        fmt::format("source database {}:{}: {}", e.host, e.port, addresses.status().message()));
+  }
+  const std::string address = addresses->front().ToString();
+  MYSQL* mysql = mysql_init(nullptr);
+  if (!mysql) return common::Internal("mysql_init failed");
+  mysql_optionsv(mysql, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  unsigned connect_timeout = 10;
+  mysql_optionsv(mysql, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+  if (e.read_timeout_seconds > 0) {
+    unsigned t = e.read_timeout_seconds;
+    mysql_optionsv(mysql, MYSQL_OPT_READ_TIMEOUT, &t);
+  }
+  if (!mysql_real_connect(mysql, address.c_str(), e.user.c_str(), e.password.c_str(),
+                          e.database.empty() ? nullptr : e.database.c_str(),
+                          static_cast<unsigned>(e.port), nullptr, 0)) {
+    std::string why = mysql_error(mysql);
+    mysql_close(mysql);
+    return common::Unavailable(fmt::format("source database {}:{}: {}", e.host, e.port, why));
+  }
+  std::unique_ptr<MysqlConnection> conn(new MysqlConnection(mysql));
+  SLUICE_RETURN_IF_ERROR(conn->Exec("SET time_zone = '+00:00', sql_mode = ''"));
+  return conn;
+}
+
+MysqlConnection::~MysqlConnection() {
+  if (mysql_) mysql_close(mysql_);
+}
+
+Status MysqlConnection::Error(const std::string& what) {
+  return common::Unavailable(fmt::format("{}: {}", what, mysql_error(mysql_)));
+}
+
+Status MysqlConnection::Exec(const std::string& sql) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return Error(sql);
+  // Drain any result so the connection stays usable.
+  if (MYSQL_RES* res = mysql_store_result(mysql_)) mysql_free_result(res);
+  return Status::Ok();
+}
+
+Result<std::vector<MysqlRow>> MysqlConnection::Query(const std::string& sql) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return Error(sql);
+  MYSQL_RES* res = mysql_store_result(mysql_);
+  std::vector<MysqlRow> rows;
+  if (!res) {
+    if (mysql_field_count(mysql_) != 0) return Error(sql);
+    return rows;
+  }
+  unsigned n = mysql_num_fields(res);
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    unsigned long* lengths = mysql_fetch_lengths(res);
+    MysqlRow out(n);
+    for (unsigned i = 0; i < n; ++i)
+      if (row[i]) out[i] = std::string(row[i], lengths[i]);
+    rows.push_back(std::move(out));
+  }
+  mysql_free_result(res);
+  return rows;
+}
+
+std::string MysqlConnection::Quote(std::string_view value) {
+  std::string out(value.size() * 2 + 1, '\0');
+  unsigned long n = mysql_real_escape_string(mysql_, out.data(), value.data(), value.size());
+  out.resize(n);
+  return "'" + out + "'";
+}
+
+std::string MysqlConnection::QuoteName(std::string_view name) {
+  std::string out = "`";
+  for (char c : name) {
+    if (c == '`') out.push_back('`');
+    out.push_back(c);
+  }
+  return out + "`";
+}
+
+}  // namespace sluice::connectors::mysql

@@ -1,0 +1,790 @@
+#include "connectors/mysql/mysql_source.h"
+
+#include <fmt/format.h>
+#include <mysql.h>
+// After mysql.h, which it needs.
+#include <mariadb_rpl.h>
+
+#include <sodium.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "connectors/topic_naming.h"
+
+namespace sluice::connectors::mysql {
+
+using common::Result;
+using common::Status;
+using nlohmann::json;
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+std::string Upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+std::string Field(const MysqlRow& row, std::size_t i) {
+  return i < row.size() && row[i] ? *row[i] : std::string();
+}
+
+std::string Base64(std::string_view bin) {
+  std::string b64(sodium_base64_ENCODED_LEN(bin.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(bin.data()),
+                    bin.size(), sodium_base64_VARIANT_ORIGINAL);
+  b64.resize(b64.size() - 1);
+  return b64;
+}
+
+// "12:00:00.500000" -> "12:00:00.5": the fraction as the binlog decoder
+// (and PostgreSQL) spells it.
+std::string TrimFraction(std::string s) {
+  auto dot = s.find('.');
+  if (dot == std::string::npos) return s;
+  while (s.size() > dot + 1 && s.back() == '0') s.pop_back();
+  if (s.size() == dot + 1) s.pop_back();
+  return s;
+}
+
+bool ZeroDate(const std::string& s) {
+  return s.size() >= 10 && (s.compare(5, 2, "00") == 0 || s.compare(8, 2, "00") == 0);
+}
+
+// A column as information_schema describes it, in the decoder's terms, so
+// the snapshot's schema and values match the stream's.
+ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json_columns) {
+  // name, data_type, column_type, character_set_name, numeric_precision,
+  // numeric_scale, datetime_precision, column_key
+  ColumnInfo c;
+  c.name = Field(r, 0);
+  std::string t = Lower(Field(r, 1));
+  std::string column_type = Lower(Field(r, 2));
+  bool has_charset = r.size() > 3 && r[3].has_value();
+  c.collation = has_charset ? 45 : 63;
+  c.is_unsigned = column_type.find("unsigned") != std::string::npos;
+  auto num = [&](std::size_t i) {
+    std::uint32_t v = 0;
+    auto s = Field(r, i);
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    return v;
+  };
+  c.precision = num(4);
+  c.scale = num(5);
+  if (t == "tinyint")
+    c.type = kTiny;
+  else if (t == "smallint")
+    c.type = kShort;
+  else if (t == "mediumint")
+    c.type = kInt24;
+  else if (t == "int" || t == "integer")
+    c.type = kLong;
+  else if (t == "bigint")
+    c.type = kLongLong;
+  else if (t == "decimal" || t == "numeric")
+    c.type = kNewDecimal;
+  else if (t == "float")
+    c.type = kFloat;
+  else if (t == "double" || t == "real")
+    c.type = kDouble;
+  else if (t == "date")
+    c.type = kDate;
+  else if (t == "datetime")
+    c.type = kDateTime2;
+  else if (t == "timestamp")
+    c.type = kTimestamp2;
+  else if (t == "time")
+    c.type = kTime2;
+  else if (t == "year")
+    c.type = kYear;
+  else if (t == "bit") {
+    c.type = kBit;
+    c.length = c.precision;
+  } else if (t == "enum")
+    c.type = kEnum;
+  else if (t == "set")
+    c.type = kSet;
+  else if (t == "char" || t == "binary")
+    c.type = kString;
+  else if (t == "varchar" || t == "varbinary")
+    c.type = kVarchar;
+  else if (t.find("text") != std::string::npos || t.find("blob") != std::string::npos)
+    c.type = kBlob;
+  else if (t == "json")
+    c.type = has_charset ? kBlob : kJson;
+  else
+    c.type = kGeometry;
+  if (t == "datetime" || t == "timestamp" || t == "time") c.precision = num(6);
+  c.key = Field(r, 7) == "PRI";
+  c.json = json_columns.count(c.name) > 0 || (t == "json" && has_charset);
+  return c;
+}
+
+// A value of the snapshot's text protocol as the stream would decode it.
+json TextValue(const ColumnInfo& c, const std::string& text) {
+  switch (c.type) {
+    case kTiny:
+    case kShort:
+    case kInt24:
+    case kLong:
+    case kLongLong:
+    case kYear: {
+      if (c.is_unsigned) {
+        std::uint64_t v = 0;
+        std::from_chars(text.data(), text.data() + text.size(), v);
+        return v;
+      }
+      std::int64_t v = 0;
+      std::from_chars(text.data(), text.data() + text.size(), v);
+      return v;
+    }
+    case kFloat:
+    case kDouble: {
+      auto j = json::parse(text, nullptr, false);
+      return j.is_discarded() ? json(text) : j;
+    }
+    case kDate:
+      return ZeroDate(text) ? json(nullptr) : json(text);
+    case kDateTime2:
+    case kTimestamp2: {
+      if (ZeroDate(text)) return nullptr;
+      std::string s = TrimFraction(text);
+      if (s.size() > 10 && s[10] == ' ') s[10] = 'T';
+      if (c.type == kTimestamp2) s += 'Z';
+      return s;
+    }
+    case kTime2:
+      return TrimFraction(text);
+    case kString:
+    case kVarchar:
+    case kBlob:
+    case kGeometry:
+      if (c.binary()) return Base64(text);
+      return text;
+    default:
+      return text;
+  }
+}
+
+Lsn PositionLsn(const std::string& file, std::uint64_t pos) {
+  return BinlogPosition{file, pos}.ToLsn();
+}
+
+}  // namespace
+
+Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const json& s) {
+  std::vector<std::string> problems;
+  MysqlSourceOptions o;
+  if (!s.is_object()) return common::InvalidArgument("source: a JSON object is required");
+  auto str = [&](const char* key, std::string* out, bool required) {
+    if (s.contains(key) && s[key].is_string())
+      *out = s[key].get<std::string>();
+    else if (s.contains(key) || required)
+      problems.push_back(fmt::format("source.{}: a string is required", key));
+  };
+  auto integer = [&](const char* key, std::int64_t min,
+                     std::int64_t max) -> std::optional<std::int64_t> {
+    if (!s.contains(key)) return std::nullopt;
+    if (!s[key].is_number_integer() || s[key].get<std::int64_t>() < min ||
+        s[key].get<std::int64_t>() > max) {
+      problems.push_back(fmt::format("source.{}: an integer from {} to {}", key, min, max));
+      return std::nullopt;
+    }
+    return s[key].get<std::int64_t>();
+  };
+  str("host", &o.endpoint.host, true);
+  str("user", &o.endpoint.user, true);
+  str("password", &o.endpoint.password, false);
+  str("database", &o.database, true);
+  str("topic_prefix", &o.topic_prefix, false);
+  if (auto port = integer("port", 1, 65535)) o.endpoint.port = static_cast<int>(*port);
+  if (auto id = integer("server_id", 1, 4294967295LL))
+    o.server_id = static_cast<std::uint32_t>(*id);
+  else if (!s.contains("server_id"))
+    problems.push_back("source.server_id is required");
+  if (auto hb = integer("heartbeat_interval_ms", 100, 3600000))
+    o.heartbeat_interval = std::chrono::milliseconds(*hb);
+  if (auto chunk = integer("snapshot_chunk_size", 1, 1000000))
+    o.snapshot_chunk_size = static_cast<int>(*chunk);
+  if (s.contains("snapshot")) {
+    if (s["snapshot"].is_boolean())
+      o.snapshot = s["snapshot"].get<bool>();
+    else
+      problems.push_back("source.snapshot: true or false");
+  }
+  if (s.contains("tables") && s["tables"].is_array()) {
+    for (const auto& t : s["tables"]) {
+      std::string table = t.is_object() ? t.value("table", std::string()) : std::string();
+      std::string schema = t.is_object() ? t.value("schema", o.database) : std::string();
+      if (table.empty() || schema != o.database)
+        problems.push_back("source.tables[]: {\"table\": name} in the source's database");
+      else
+        o.tables.push_back(table);
+    }
+  }
+  if (o.tables.empty()) problems.push_back("source.tables: at least one table");
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+    return common::InvalidArgument(all);
+  }
+  return o;
+}
+
+json MysqlSourceOptionsToJson(const MysqlSourceOptions& o) {
+  json tables = json::array();
+  for (const auto& t : o.tables) tables.push_back({{"schema", o.database}, {"table", t}});
+  return {{"type", "mysql"},
+          {"host", o.endpoint.host},
+          {"port", o.endpoint.port},
+          {"user", o.endpoint.user},
+          {"password", o.endpoint.password},
+          {"database", o.database},
+          {"server_id", o.server_id},
+          {"topic_prefix", o.topic_prefix},
+          {"tables", tables},
+          {"heartbeat_interval_ms", o.heartbeat_interval.count()},
+          {"snapshot", o.snapshot},
+          {"snapshot_chunk_size", o.snapshot_chunk_size}};
+}
+
+Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
+  std::vector<std::string> problems;
+  auto vars = conn.Query(
+      "SELECT @@GLOBAL.log_bin, @@GLOBAL.binlog_format, @@GLOBAL.binlog_row_image, "
+      "@@GLOBAL.binlog_row_metadata, @@GLOBAL.server_id, CURRENT_USER()");
+  if (!vars.ok()) return vars.status();
+  if (vars->empty()) return common::Unavailable("pre-flight: no answer to the settings query");
+  const auto& v = vars->front();
+  std::string log_bin = Upper(Field(v, 0)), format = Upper(Field(v, 1)), image = Upper(Field(v, 2)),
+              metadata = Upper(Field(v, 3)), user = Field(v, 5);
+  if (log_bin != "1" && log_bin != "ON")
+    problems.push_back(
+        "binary logging is off (log_bin): start the server with log_bin (e.g. log_bin = "
+        "mysql-bin in its configuration)");
+  if (format != "ROW")
+    problems.push_back(fmt::format(
+        "binlog_format is {}: set binlog_format = ROW (SET GLOBAL binlog_format = 'ROW', and in "
+        "the server's configuration)",
+        format));
+  if (image != "FULL")
+    problems.push_back(fmt::format(
+        "binlog_row_image is {}: set binlog_row_image = FULL (SET GLOBAL binlog_row_image = "
+        "'FULL', and in the server's configuration)",
+        image));
+  if (metadata != "FULL")
+    problems.push_back(fmt::format(
+        "binlog_row_metadata is {}: set binlog_row_metadata = FULL (SET GLOBAL "
+        "binlog_row_metadata = 'FULL', and in the server's configuration), so row events name "
+        "their columns",
+        metadata.empty() ? "unknown" : metadata));
+  if (options.server_id == 0)
+    problems.push_back("server_id: the connector needs a replica server id of its own (not 0)");
+  else if (Field(v, 4) == std::to_string(options.server_id))
+    problems.push_back(fmt::format(
+        "server_id {} is the source server's own @@server_id: choose another replica server id",
+        options.server_id));
+
+  auto privs = conn.Query("SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES");
+  if (!privs.ok()) return privs.status();
+  std::set<std::string> granted;
+  for (const auto& r : *privs) granted.insert(Upper(Field(r, 0)));
+  auto grant = [&](const std::string& what, const std::string& on) {
+    return fmt::format("the user {} lacks {}: GRANT {} ON {} TO {}", user, what, what, on, user);
+  };
+  if (!granted.count("REPLICATION SLAVE")) problems.push_back(grant("REPLICATION SLAVE", "*.*"));
+  // MariaDB 10.5 renamed REPLICATION CLIENT to BINLOG MONITOR (the old name
+  // is an alias).
+  if (!granted.count("REPLICATION CLIENT") && !granted.count("BINLOG MONITOR"))
+    problems.push_back(grant("REPLICATION CLIENT", "*.*"));
+  if (!granted.count("SELECT")) {
+    auto schema = conn.Query(fmt::format(
+        "SELECT 1 FROM information_schema.SCHEMA_PRIVILEGES WHERE TABLE_SCHEMA = {} AND "
+        "PRIVILEGE_TYPE = 'SELECT'",
+        conn.Quote(options.database)));
+    if (!schema.ok()) return schema.status();
+    if (schema->empty()) {
+      for (const auto& t : options.tables) {
+        auto table = conn.Query(fmt::format(
+            "SELECT 1 FROM information_schema.TABLE_PRIVILEGES WHERE TABLE_SCHEMA = {} AND "
+            "TABLE_NAME = {} AND PRIVILEGE_TYPE = 'SELECT'",
+            conn.Quote(options.database), conn.Quote(t)));
+        if (!table.ok()) return table.status();
+        if (table->empty()) {
+          problems.push_back(grant("SELECT", MysqlConnection::QuoteName(options.database) + ".*"));
+          break;
+        }
+      }
+    }
+  }
+  if (problems.empty()) {
+    auto existing = conn.Query(
+        fmt::format("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}",
+                    conn.Quote(options.database)));
+    if (!existing.ok()) return existing.status();
+    std::set<std::string> names;
+    for (const auto& r : *existing) names.insert(Field(r, 0));
+    for (const auto& t : options.tables)
+      if (!names.count(t))
+        problems.push_back(fmt::format("table {}.{} does not exist (or the user cannot see it)",
+                                       options.database, t));
+  }
+  if (problems.empty()) return Status::Ok();
+  std::string all;
+  for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
+  return common::FailedPrecondition(all);
+}
+
+MysqlSource::MysqlSource(MysqlSourceOptions options, ChangeSink* sink, ProductionMetrics* metrics)
+    : options_(std::move(options)), sink_(sink), metrics_(metrics) {
+  chosen_.insert(options_.tables.begin(), options_.tables.end());
+}
+
+MysqlSource::~MysqlSource() {
+  Stop();
+  sink_->SetAckCallback(nullptr);
+}
+
+Result<std::set<std::string>> MysqlSource::JsonColumns(const std::string& table) {
+  auto it = json_columns_.find(table);
+  if (it != json_columns_.end()) return it->second;
+  // MariaDB's JSON is a LONGTEXT with a json_valid() check named after the column.
+  auto rows = catalog_->Query(fmt::format(
+      "SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+      "CONSTRAINT_SCHEMA = {} AND TABLE_NAME = {}",
+      catalog_->Quote(options_.database), catalog_->Quote(table)));
+  if (!rows.ok()) return rows.status();
+  std::set<std::string> out;
+  for (const auto& r : *rows) {
+    std::string clause = Lower(Field(r, 1));
+    if (clause.rfind("json_valid(", 0) == 0) out.insert(Field(r, 0));
+  }
+  json_columns_[table] = out;
+  return out;
+}
+
+Status MysqlSource::Announce(TableSchema& schema) {
+  auto known = schemas_.find(schema.table);
+  if (known != schemas_.end() && known->second.SameShape(schema)) {
+    schema.version = known->second.version;
+    return Status::Ok();
+  }
+  schema.version = known == schemas_.end() ? 1 : known->second.version + 1;
+  schemas_[schema.table] = schema;
+  return sink_->SchemaChanged(schema);
+}
+
+Status MysqlSource::Start() {
+  if (options_.tables.empty()) return common::InvalidArgument("no tables chosen");
+  if (options_.database.empty()) return common::InvalidArgument("no database given");
+  auto conn = MysqlConnection::Connect(options_.endpoint);
+  if (!conn.ok()) return conn.status();
+  catalog_ = std::move(*conn);
+  SLUICE_RETURN_IF_ERROR(CheckSource(*catalog_, options_));
+
+  sink_->SetAckCallback([this](Lsn lsn) {
+    Lsn cur = acked_.load();
+    while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {
+    }
+  });
+
+  BinlogPosition from;
+  if (options_.start_position) {
+    from = *options_.start_position;
+    snapshot_done_ = true;
+  } else if (options_.snapshot) {
+    SLUICE_RETURN_IF_ERROR(Snapshot(&from));
+    snapshot_done_ = true;
+  } else {
+    auto status = catalog_->Query("SHOW MASTER STATUS");
+    if (!status.ok()) return status.status();
+    if (status->empty())
+      return common::FailedPrecondition("SHOW MASTER STATUS: binary logging is off");
+    from = {Field(status->front(), 0), 0};
+    std::from_chars(Field(status->front(), 1).data(),
+                    Field(status->front(), 1).data() + Field(status->front(), 1).size(), from.pos);
+    snapshot_done_ = true;
+  }
+  // Nothing before `from` needs replaying: it is the first confirmed position.
+  confirmed_ = from;
+  if (options_.on_position) options_.on_position(from);
+  acked_ = from.ToLsn();
+  last_checkpoint_ = from.ToLsn();
+  SLUICE_RETURN_IF_ERROR(OpenStream(from));
+  spdlog::info("mysql source: streaming {} from {}", options_.database, from.ToString());
+  return Status::Ok();
+}
+
+Status MysqlSource::Snapshot(BinlogPosition* position) {
+  auto opened = MysqlConnection::Connect(options_.endpoint);
+  if (!opened.ok()) return opened.status();
+  auto& conn = **opened;
+  SLUICE_RETURN_IF_ERROR(conn.Exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"));
+  SLUICE_RETURN_IF_ERROR(conn.Exec("START TRANSACTION WITH CONSISTENT SNAPSHOT"));
+  BinlogPosition at;
+  if (options_.snapshot_position) {
+    at = *options_.snapshot_position;
+  } else {
+    // MariaDB reports the binlog position its consistent snapshot matches,
+    // with no lock taken.
+    auto status = conn.Query("SHOW STATUS LIKE 'binlog_snapshot_%'");
+    if (!status.ok()) return status.status();
+    for (const auto& r : *status) {
+      if (Field(r, 0) == "Binlog_snapshot_file") at.file = Field(r, 1);
+      if (Field(r, 0) == "Binlog_snapshot_position") {
+        auto s = Field(r, 1);
+        std::from_chars(s.data(), s.data() + s.size(), at.pos);
+      }
+    }
+    if (at.file.empty())
+      return common::FailedPrecondition(
+          "the server reports no binlog_snapshot_file: a consistent snapshot position needs "
+          "MariaDB (MySQL sources are not supported yet)");
+  }
+  SnapshotProgress progress;
+  for (const auto& t : options_.tables) {
+    TableProgress tp;
+    tp.table = {options_.database, t};
+    if (options_.snapshot_progress)
+      for (const auto& old : options_.snapshot_progress->tables)
+        if (old.table == tp.table) tp = old;
+    progress.tables.push_back(tp);
+  }
+  for (auto& tp : progress.tables) {
+    if (tp.done) continue;
+    const std::string& name = tp.table.name;
+    auto json_cols = JsonColumns(name);
+    if (!json_cols.ok()) return json_cols.status();
+    auto cols = conn.Query(fmt::format(
+        "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, NUMERIC_PRECISION, "
+        "NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY FROM information_schema.COLUMNS WHERE "
+        "TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+        conn.Quote(options_.database), conn.Quote(name)));
+    if (!cols.ok()) return cols.status();
+    auto pk = conn.Query(fmt::format(
+        "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} AND "
+        "TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+        conn.Quote(options_.database), conn.Quote(name)));
+    if (!pk.ok()) return pk.status();
+    std::vector<ColumnInfo> columns;
+    for (const auto& r : *cols) columns.push_back(InfoSchemaColumn(r, *json_cols));
+    bool any_key = std::any_of(columns.begin(), columns.end(), [](auto& c) { return c.key; });
+    TableSchema schema;
+    schema.table = tp.table;
+    schema.topic = TopicForTable(options_.topic_prefix, schema.table);
+    std::string select_list;
+    for (auto& c : columns) {
+      if (!any_key) c.key = true;
+      schema.columns.push_back({c.name, 0, -1, PostgresTypeName(c), c.key});
+      if (!select_list.empty()) select_list += ", ";
+      select_list += c.type == kBit ? fmt::format("LPAD(BIN({0}), {1}, '0')",
+                                                  MysqlConnection::QuoteName(c.name), c.length)
+                                    : MysqlConnection::QuoteName(c.name);
+    }
+    SLUICE_RETURN_IF_ERROR(Announce(schema));
+    std::vector<std::string> keys;
+    for (const auto& r : *pk) keys.push_back(Field(r, 0));
+    std::string key_list;
+    for (const auto& k : keys)
+      key_list += (key_list.empty() ? "" : ", ") + MysqlConnection::QuoteName(k);
+    const std::string table_sql =
+        MysqlConnection::QuoteName(options_.database) + "." + MysqlConnection::QuoteName(name);
+    bool chunked = !keys.empty();
+    while (!tp.done) {
+      std::string sql = fmt::format("SELECT {} FROM {}", select_list, table_sql);
+      if (chunked) {
+        if (!tp.last_key.empty()) {
+          if (tp.last_key.size() != keys.size())
+            return common::InvalidArgument(
+                fmt::format("snapshot progress of {} has {} key values, the key {} columns",
+                            tp.table.Qualified(), tp.last_key.size(), keys.size()));
+          std::string bound;
+          for (const auto& k : tp.last_key) bound += (bound.empty() ? "" : ", ") + conn.Quote(k);
+          sql += fmt::format(" WHERE ({}) > ({})", key_list, bound);
+        }
+        sql += fmt::format(" ORDER BY {} LIMIT {}", key_list, options_.snapshot_chunk_size);
+      }
+      auto rows = conn.Query(sql);
+      if (!rows.ok()) return rows.status();
+      for (const auto& row : *rows) {
+        ChangeEvent e;
+        e.op = Op::kRead;
+        e.table = schema.table;
+        e.topic = schema.topic;
+        e.schema_version = schema.version;
+        e.after = json::object();
+        e.key = json::object();
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+          json value = row[i] ? TextValue(columns[i], *row[i]) : json(nullptr);
+          if (CarriedAsText(columns[i]) && row[i]) e.text_columns.push_back(columns[i].name);
+          if (columns[i].key) e.key[columns[i].name] = value;
+          e.after[columns[i].name] = std::move(value);
+        }
+        SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+        if (metrics_) metrics_->Record(e.topic, e.op);
+      }
+      tp.rows += static_cast<std::int64_t>(rows->size());
+      if (chunked && !rows->empty()) {
+        tp.last_key.clear();
+        for (const auto& k : keys)
+          for (std::size_t i = 0; i < columns.size(); ++i)
+            if (columns[i].name == k) tp.last_key.push_back(rows->back()[i].value_or(""));
+      }
+      if (!chunked || rows->size() < static_cast<std::size_t>(options_.snapshot_chunk_size))
+        tp.done = true;
+      // Durable first, then reported: a resume never skips rows the sink lost.
+      SLUICE_RETURN_IF_ERROR(sink_->Flush());
+      if (options_.on_snapshot_progress) options_.on_snapshot_progress(at, progress);
+    }
+  }
+  SLUICE_RETURN_IF_ERROR(conn.Exec("COMMIT"));
+  *position = at;
+  return Status::Ok();
+}
+
+Status MysqlSource::OpenStream(const BinlogPosition& from) {
+  MysqlEndpoint endpoint = options_.endpoint;
+  auto beat_seconds =
+      static_cast<unsigned>(std::max<std::int64_t>(1, options_.heartbeat_interval.count() / 1000));
+  endpoint.read_timeout_seconds = std::max(10u, beat_seconds * 3);
+  auto conn = MysqlConnection::Connect(endpoint);
+  if (!conn.ok()) return conn.status();
+  stream_conn_ = std::move(*conn);
+  SLUICE_RETURN_IF_ERROR(
+      stream_conn_->Exec("SET @master_binlog_checksum = @@global.binlog_checksum"));
+  // MariaDB-aware replica: GTID events instead of BEGIN queries.
+  SLUICE_RETURN_IF_ERROR(stream_conn_->Exec("SET @mariadb_slave_capability = 4"));
+  SLUICE_RETURN_IF_ERROR(stream_conn_->Exec(
+      fmt::format("SET @master_heartbeat_period = {}",
+                  std::max<std::int64_t>(100, options_.heartbeat_interval.count()) * 1000000)));
+  rpl_ = mariadb_rpl_init(stream_conn_->handle());
+  if (!rpl_) return common::Internal("mariadb_rpl_init failed");
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FILENAME, from.file.c_str(), from.file.size());
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START, static_cast<unsigned long>(from.pos));
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_SERVER_ID, static_cast<unsigned int>(options_.server_id));
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FLAGS, 0u);
+  if (mariadb_rpl_open(rpl_) != 0) {
+    std::string why = mysql_error(stream_conn_->handle());
+    if (why.empty()) why = mariadb_rpl_error(rpl_);
+    return common::Unavailable(fmt::format("opening the binlog at {}: {}", from.ToString(), why));
+  }
+  file_ = from.file;
+  return Status::Ok();
+}
+
+Status MysqlSource::EndGroup(Lsn end) {
+  in_group_ = false;
+  if (end == 0) return Status::Ok();
+  last_checkpoint_ = end;
+  return sink_->Checkpoint(end);
+}
+
+Status MysqlSource::OnTableMap(st_mariadb_rpl_event* ev) {
+  const auto& tm = ev->event.table_map;
+  std::string_view types(tm.column_types.str, tm.column_types.length);
+  std::size_t null_len = (tm.column_count + 7) / 8;
+  std::string_view nulls(reinterpret_cast<const char*>(tm.null_indicator), null_len);
+  // The optional metadata runs from after the nullability bitmap to the
+  // event's end (before its checksum); libmariadb hands over its start only.
+  const unsigned char* opt_start = tm.null_indicator + null_len;
+  const unsigned char* end = ev->raw_data + ev->raw_data_size - (rpl_->use_checksum ? 4 : 0);
+  std::string_view optional(reinterpret_cast<const char*>(opt_start),
+                            end > opt_start ? static_cast<std::size_t>(end - opt_start) : 0);
+  std::string database(tm.database.str, tm.database.length);
+  std::string table(tm.table.str, tm.table.length);
+  Table entry;
+  entry.chosen = database == options_.database && chosen_.count(table) > 0;
+  if (!entry.chosen) {
+    tables_[tm.table_id] = std::move(entry);
+    return Status::Ok();
+  }
+  auto map = ParseTableMap(tm.table_id, database, table, types,
+                           std::string_view(tm.metadata.str, tm.metadata.length), nulls, optional);
+  if (!map.ok()) return map.status();
+  if (!map->has_names)
+    return common::FailedPrecondition(
+        fmt::format("the table map of {}.{} names no columns: set binlog_row_metadata = FULL",
+                    database, table));
+  auto json_cols = JsonColumns(table);
+  if (!json_cols.ok()) return json_cols.status();
+  bool any_key = false;
+  for (auto& c : map->columns) {
+    c.json = json_cols->count(c.name) > 0 && (c.type == kBlob || c.type == kLongBlob);
+    any_key = any_key || c.key;
+  }
+  entry.schema.table = {database, table};
+  entry.schema.topic = TopicForTable(options_.topic_prefix, entry.schema.table);
+  for (auto& c : map->columns) {
+    if (!any_key) c.key = true;
+    entry.schema.columns.push_back({c.name, 0, -1, PostgresTypeName(c), c.key});
+  }
+  entry.map = std::move(*map);
+  SLUICE_RETURN_IF_ERROR(Announce(entry.schema));
+  tables_[tm.table_id] = std::move(entry);
+  return Status::Ok();
+}
+
+Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
+  const auto& rows = ev->event.rows;
+  auto it = tables_.find(rows.table_id);
+  if (it == tables_.end())
+    return common::FailedPrecondition(
+        fmt::format("rows event for table id {} before its table map", rows.table_id));
+  if (!it->second.chosen) return Status::Ok();
+  const Table& t = it->second;
+  RowsKind kind = rows.type == WRITE_ROWS    ? RowsKind::kWrite
+                  : rows.type == UPDATE_ROWS ? RowsKind::kUpdate
+                                             : RowsKind::kDelete;
+  std::size_t bitmap_len = (rows.column_count + 7) / 8;
+  std::string_view present(reinterpret_cast<const char*>(rows.column_bitmap), bitmap_len);
+  std::string_view present_after;
+  if (rows.column_update_bitmap)
+    present_after = {reinterpret_cast<const char*>(rows.column_update_bitmap), bitmap_len};
+  bool after_in_data = ev->event_type == UPDATE_ROWS_EVENT && !rows.column_update_bitmap;
+  auto decoded = DecodeRows(
+      t.map, kind, rows.column_count, present, present_after,
+      std::string_view(static_cast<const char*>(rows.row_data), rows.row_data_size), after_in_data);
+  if (!decoded.ok()) return decoded.status();
+  Lsn at = PositionLsn(file_, ev->next_event_pos);
+  const auto& cols = t.map.columns;
+  auto object = [&](const RowImage& image, ChangeEvent& e, bool is_key_image) {
+    json out = json::object();
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      if (!image[i]) continue;
+      out[cols[i].name] = *image[i];
+      if (is_key_image) {
+        if (cols[i].key) e.key[cols[i].name] = *image[i];
+        if (CarriedAsText(cols[i]) && !image[i]->is_null()) e.text_columns.push_back(cols[i].name);
+      }
+    }
+    return out;
+  };
+  for (const auto& row : *decoded) {
+    ChangeEvent e;
+    e.op = kind == RowsKind::kWrite    ? Op::kCreate
+           : kind == RowsKind::kUpdate ? Op::kUpdate
+                                       : Op::kDelete;
+    e.table = t.schema.table;
+    e.topic = t.schema.topic;
+    e.schema_version = t.schema.version;
+    e.key = json::object();
+    if (!row.before.empty()) e.before = object(row.before, e, kind == RowsKind::kDelete);
+    if (!row.after.empty()) e.after = object(row.after, e, true);
+    e.lsn = at;
+    e.commit_lsn = group_start_;
+    e.commit_time_micros = group_time_micros_ ? group_time_micros_
+                                              : static_cast<std::int64_t>(ev->timestamp) * 1000000;
+    SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+    if (metrics_) metrics_->Record(e.topic, e.op);
+  }
+  return Status::Ok();
+}
+
+Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
+  Lsn end = ev->next_event_pos ? PositionLsn(file_, ev->next_event_pos) : 0;
+  auto idle = [&](Lsn position) {
+    // Nothing half-read and every checkpoint acknowledged: the position
+    // after this event loses nothing when confirmed.
+    if (!in_group_ && position && acked_.load() >= last_checkpoint_)
+      idle_position_ = std::max(idle_position_, position);
+  };
+  switch (ev->event_type) {
+    case ROTATE_EVENT: {
+      file_ = std::string(ev->event.rotate.filename.str, ev->event.rotate.filename.length);
+      idle(PositionLsn(file_, ev->event.rotate.position));
+      return Status::Ok();
+    }
+    case HEARTBEAT_LOG_EVENT:
+      idle(end);
+      return Status::Ok();
+    case GTID_EVENT:
+      in_group_ = !(ev->event.gtid.flags & FL_STANDALONE);
+      group_start_ = end;
+      group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
+      return Status::Ok();
+    case QUERY_EVENT: {
+      std::string statement(ev->event.query.statement.str, ev->event.query.statement.length);
+      std::string head = Upper(statement.substr(0, 8));
+      if (head.rfind("BEGIN", 0) == 0) {
+        in_group_ = true;
+        group_start_ = end;
+        group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
+        return Status::Ok();
+      }
+      if (head.rfind("COMMIT", 0) != 0 && head.rfind("ROLLBACK", 0) != 0) {
+        // DDL: table maps after it carry the new columns; JSON checks are read again.
+        json_columns_.clear();
+        if (in_group_) return Status::Ok();
+      }
+      return EndGroup(end);
+    }
+    case XID_EVENT:
+      return EndGroup(end);
+    case TABLE_MAP_EVENT:
+      return OnTableMap(ev);
+    case WRITE_ROWS_EVENT_V1:
+    case UPDATE_ROWS_EVENT_V1:
+    case DELETE_ROWS_EVENT_V1:
+    case WRITE_ROWS_EVENT:
+    case UPDATE_ROWS_EVENT:
+    case DELETE_ROWS_EVENT:
+      return OnRows(ev);
+    case WRITE_ROWS_COMPRESSED_EVENT_V1:
+    case UPDATE_ROWS_COMPRESSED_EVENT_V1:
+    case DELETE_ROWS_COMPRESSED_EVENT_V1:
+    case WRITE_ROWS_COMPRESSED_EVENT:
+    case UPDATE_ROWS_COMPRESSED_EVENT:
+    case DELETE_ROWS_COMPRESSED_EVENT:
+      return common::FailedPrecondition(
+          "compressed row events are not supported: set log_bin_compress = OFF");
+    default:
+      idle(end);
+      return Status::Ok();
+  }
+}
+
+void MysqlSource::ReportPosition() {
+  Lsn flush = std::max(acked_.load(), idle_position_);
+  if (flush <= confirmed_.ToLsn() || file_.empty()) return;
+  confirmed_ = BinlogPosition::FromLsn(flush, file_);
+  if (options_.on_position) options_.on_position(confirmed_);
+}
+
+Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
+  if (!rpl_) return common::FailedPrecondition("source not started");
+  auto deadline = std::chrono::steady_clock::now() + max_wait;
+  while (true) {
+    ReportPosition();
+    if (std::chrono::steady_clock::now() >= deadline) return Status::Ok();
+    MARIADB_RPL_EVENT* ev = mariadb_rpl_fetch(rpl_, event_);
+    if (!ev) {
+      event_ = nullptr;  // freed by the failed fetch
+      std::string why = mysql_error(stream_conn_->handle());
+      if (why.empty()) why = mariadb_rpl_error(rpl_);
+      return common::Unavailable(
+          fmt::format("binlog stream ({} after {}): {}", options_.database, file_, why));
+    }
+    event_ = ev;
+    SLUICE_RETURN_IF_ERROR(HandleEvent(ev));
+  }
+}
+
+Status MysqlSource::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) SLUICE_RETURN_IF_ERROR(Poll(std::chrono::milliseconds(200)));
+  return Status::Ok();
+}
+
+void MysqlSource::Stop() {
+  if (rpl_) ReportPosition();
+  if (event_) mariadb_free_rpl_event(event_);
+  event_ = nullptr;
+  if (rpl_) mariadb_rpl_close(rpl_);
+  rpl_ = nullptr;
+  stream_conn_.reset();
+}
+
+}  // namespace sluice::connectors::mysql

@@ -1,0 +1,145 @@
+// The MariaDB/MySQL CDC source (connector type mysql-source): pre-flight,
+// an initial snapshot in one consistent-snapshot transaction whose binlog
+// position MariaDB reports (binlog_snapshot_file/position), then the binlog
+// read as a replica through libmariadb's replication API, decoded into the
+// same change events as the PostgreSQL source (row_decoder.h).
+//
+// MySQL has no slot: the position is the source's own state. It reaches
+// on_position only once the sink acknowledged every change before it, so
+// the caller persists only what is durable and a restart (start_position)
+// replays rather than loses.
+//
+// Single-threaded like PostgresSource: the caller drives Poll()/Run(); the
+// sink's ack callback may come from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/change_sink.h"
+#include "connectors/mysql/binlog_position.h"
+#include "connectors/mysql/mysql_connection.h"
+#include "connectors/mysql/row_decoder.h"
+#include "connectors/postgres/snapshot_reader.h"
+#include "connectors/production_metrics.h"
+
+struct st_mariadb_rpl;
+struct st_mariadb_rpl_event;
+
+namespace sluice::connectors::mysql {
+
+using SnapshotProgress = postgres::SnapshotProgress;
+using TableProgress = postgres::TableProgress;
+
+// Everything a mysql-source worker runs with: one typed struct, which the
+// launch contract carries as its `source` (dataflow/worker_launch.h).
+struct MysqlSourceOptions {
+  MysqlEndpoint endpoint;  // host, port, user, password (database unused)
+  // The database the chosen tables live in: the events' namespace
+  // (TableId.schema, the topic's middle part). datamodel.source_schema
+  // stays NULL for MySQL, as the spec says.
+  std::string database;
+  std::vector<std::string> tables;
+  // Our replica server id: unique among the server's replicas and unlike
+  // the server's own @@server_id (pre-flight checks the latter).
+  std::uint32_t server_id = 0;
+  std::string topic_prefix = "sluice";
+  bool snapshot = true;  // read the tables first when there is no start_position
+  int snapshot_chunk_size = 1000;
+  // Where a previous run's acknowledged changes end (its last on_position);
+  // nullopt: a new source (snapshot, or the server's current position).
+  std::optional<BinlogPosition> start_position;
+  // A snapshot a previous run left unfinished: its binlog position and its
+  // progress. The unfinished tables are read again from their last key
+  // (on a fresh snapshot) and the stream starts at the old position, so the
+  // result converges as with PostgreSQL.
+  std::optional<BinlogPosition> snapshot_position;
+  std::optional<SnapshotProgress> snapshot_progress;
+  // Called after each durable snapshot chunk, with the snapshot's position.
+  std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
+  // Called with each newly acknowledged position (to persist it).
+  std::function<void(const BinlogPosition&)> on_position;
+  // Server heartbeats on an idle stream (and the longest a Poll blocks).
+  std::chrono::milliseconds heartbeat_interval{1000};
+};
+
+// The launch contract's `source` for type mysql (dataflow/worker_launch.h):
+//   {"type": "mysql", "host": "...", "port": 3306, "user": "...", "password": "...",
+//    "database": "shop", "server_id": 123456, "topic_prefix": "sluice",
+//    "tables": [{"schema": "shop", "table": "orders"}], "heartbeat_interval_ms": 1000,
+//    "snapshot": true, "snapshot_chunk_size": 1000}
+// Every problem in one InvalidArgument. The state (positions) is not part of it.
+common::Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const nlohmann::json& source);
+nlohmann::json MysqlSourceOptionsToJson(const MysqlSourceOptions& options);
+
+// Pre-flight: every server setting and grant the source needs, each missing
+// one named with what to set, in one FailedPrecondition.
+common::Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options);
+
+class MysqlSource {
+ public:
+  MysqlSource(MysqlSourceOptions options, ChangeSink* sink, ProductionMetrics* metrics = nullptr);
+  ~MysqlSource();
+
+  // Pre-flight, snapshot (when due), then the binlog stream.
+  common::Status Start();
+  // Processes events for up to about `max_wait` (a fetch may block until
+  // the next server heartbeat) and reports acknowledged positions.
+  common::Status Poll(std::chrono::milliseconds max_wait);
+  common::Status Run(const std::atomic<bool>& stop);
+  void Stop();
+
+  // The last position reported through on_position (empty before any).
+  const BinlogPosition& confirmed_position() const { return confirmed_; }
+  bool snapshot_done() const { return snapshot_done_; }
+
+ private:
+  struct Table {
+    TableMap map;
+    TableSchema schema;
+    bool chosen = false;
+  };
+  common::Status Snapshot(BinlogPosition* position);
+  common::Status OpenStream(const BinlogPosition& from);
+  common::Status HandleEvent(st_mariadb_rpl_event* event);
+  common::Status OnTableMap(st_mariadb_rpl_event* event);
+  common::Status OnRows(st_mariadb_rpl_event* event);
+  common::Status EndGroup(Lsn end);
+  common::Status Announce(TableSchema& schema);
+  void ReportPosition();
+  common::Result<std::set<std::string>> JsonColumns(const std::string& table);
+
+  MysqlSourceOptions options_;
+  ChangeSink* sink_;
+  ProductionMetrics* metrics_;
+  std::unique_ptr<MysqlConnection> catalog_;
+  std::unique_ptr<MysqlConnection> stream_conn_;
+  st_mariadb_rpl* rpl_ = nullptr;
+  st_mariadb_rpl_event* event_ = nullptr;
+  std::set<std::string> chosen_;
+
+  std::map<std::uint64_t, Table> tables_;  // by binlog table id
+  std::map<TableId, TableSchema> schemas_;
+  std::map<std::string, std::set<std::string>> json_columns_;  // by table name
+
+  std::string file_;  // current binlog file
+  bool in_group_ = false;
+  Lsn group_start_ = 0;
+  std::int64_t group_time_micros_ = 0;
+  Lsn last_checkpoint_ = 0;
+  Lsn idle_position_ = 0;
+  std::atomic<Lsn> acked_{0};
+  BinlogPosition confirmed_;
+  bool snapshot_done_ = false;
+};
+
+}  // namespace sluice::connectors::mysql
