@@ -459,20 +459,14 @@ void Launcher::Sweep(const std::map<Uuid, LoaderJob>& listed) {
 }
 
 void Launcher::Start() {
-  thread_ = std::thread([this] {
-    while (!stop_) {
-      auto st = Tick();
-      if (!st.ok()) spdlog::warn("{}", st.message());
-      for (auto waited = std::chrono::milliseconds(0); waited < options_.tick && !stop_;
-           waited += std::chrono::milliseconds(50))
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+  ticker_ = std::make_unique<common::PeriodicTask>(options_.tick, [this] {
+    auto st = Tick();
+    if (!st.ok()) spdlog::warn("{}", st.message());
   });
 }
 
 void Launcher::Stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  ticker_.reset();  // joins: a tick under way finishes first
 }
 
 }  // namespace sluice::backfill

@@ -39,6 +39,7 @@
 #include "backfill/kubernetes_jobs.h"
 #include "backfill/scheduler.h"
 #include "backfill/stall.h"
+#include "common/periodic_task.h"
 #include "common/status.h"
 #include "runtime/kubernetes_pod_launcher.h"
 #include "secrets/key_ring.h"
@@ -107,8 +108,7 @@ class Launcher {
   std::unique_ptr<LoaderJobs> jobs_;       // with kubernetes
   std::set<std::string> secrets_removed_;  // finished Jobs' token Secrets, this process
   std::unique_ptr<pqxx::connection> leader_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::unique_ptr<common::PeriodicTask> ticker_;  // from Start() to Stop()
 };
 
 }  // namespace sluice::backfill

@@ -306,14 +306,7 @@ bool CopySafe(const std::string& type) {
   return kSafe.count(type.size() > 1 && type[0] == '_' ? type.substr(1) : type) > 0;
 }
 
-std::string QuoteIdent(const std::string& name) {
-  std::string out = "\"";
-  for (char ch : name) {
-    if (ch == '"') out.push_back('"');
-    out.push_back(ch);
-  }
-  return out + "\"";
-}
+using connectors::targets::QuoteIdent;
 
 std::string QuoteLiteral(const std::string& text) {
   std::string out = "'";

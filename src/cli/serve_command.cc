@@ -21,9 +21,9 @@
 #include "cli/connect_flags.h"
 #include "cli/tls_flags.h"
 #include "common/net.h"
+#include "common/periodic_task.h"
 #include "common/subprocess.h"
 #include "guard/connect_policy.h"
-#include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
 #ifdef SLUICE_WITH_BACKFILL
@@ -211,7 +211,7 @@ int Serve(const ServeFlags& f) {
   backfill_launcher.Start();
 #endif
   sluice::orchestrator::BackgroundTasks background(db, background_options);
-  sluice::metrics::PeriodicTask idempotency_cleanup(
+  sluice::common::PeriodicTask idempotency_cleanup(
       std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
   std::fflush(stdout);
   int sig = 0;

@@ -29,11 +29,11 @@
 #include "cli/demo_pipeline.h"
 #include "cli/tls_flags.h"
 #include "common/net.h"
+#include "common/periodic_task.h"
 #include "common/subprocess.h"
 #include "common/uuid.h"
 #include "guard/connect_policy.h"
 #include "kafka/client_config.h"
-#include "metrics/periodic_task.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
 #ifdef SLUICE_WITH_BACKFILL
@@ -241,7 +241,7 @@ int Up(const UpFlags& f) {
   background.events_broker = (*broker_access)->BackendClient();
   sluice::orchestrator::BackgroundTasks tasks(db, background);
   // Idempotency records stop replaying after 24 h; delete them within the hour.
-  sluice::metrics::PeriodicTask idempotency_cleanup(
+  sluice::common::PeriodicTask idempotency_cleanup(
       std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
 
   std::atomic<bool> stop{false};

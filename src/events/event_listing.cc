@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "events/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::events {
 
-using internal::EpochMicros;
+using common::ToEpochMicros;
 
 namespace {
 
@@ -24,7 +24,7 @@ std::string UuidArray(const std::vector<common::Uuid>& ids) {
 }  // namespace
 
 std::string PageToken::Encode() const {
-  return fmt::format("{}_{}", EpochMicros(ts), id.ToString());
+  return fmt::format("{}_{}", ToEpochMicros(ts), id.ToString());
 }
 
 std::optional<PageToken> PageToken::Decode(const std::string& token) {
@@ -35,7 +35,7 @@ std::optional<PageToken> PageToken::Decode(const std::string& token) {
   if (ec != std::errc() || p != token.data() + sep) return std::nullopt;
   auto id = common::Uuid::Parse(std::string_view(token).substr(sep + 1));
   if (!id) return std::nullopt;
-  return PageToken{internal::FromEpochMicros(us), *id};
+  return PageToken{common::FromEpochMicros(us), *id};
 }
 
 namespace {
@@ -113,7 +113,7 @@ common::Result<EventPage> ListEvents(pqxx::transaction_base& tx, const EventQuer
   std::optional<std::int64_t> after_ts;
   std::optional<std::string> after_id;
   if (q.after) {
-    after_ts = EpochMicros(q.after->ts);
+    after_ts = ToEpochMicros(q.after->ts);
     after_id = q.after->id.ToString();
   }
   // One row more than asked says whether another page exists.
@@ -121,7 +121,7 @@ common::Result<EventPage> ListEvents(pqxx::transaction_base& tx, const EventQuer
       tx.exec_params(fmt::format("SELECT {} FROM resource_event e WHERE {}"
                                  " AND ($8::uuid[] IS NULL OR e.team_id = ANY($8::uuid[]))"
                                  " AND e.level IN (SELECT jsonb_array_elements_text($4::jsonb))"
-                                 " AND ($5::bigint IS NULL OR (e.ts, e.id) < (" SLUICE_EV_TS(
+                                 " AND ($5::bigint IS NULL OR (e.ts, e.id) < (" SLUICE_SQL_TS(
                                      "$5") ", $6::uuid))"
                                            " ORDER BY e.ts DESC, e.id DESC LIMIT $7",
                                  internal::StoredEventColumns("e"), sql.condition),

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "events/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::events {
 
-using internal::EpochMicros;
+using common::ToEpochMicros;
 
 namespace {
 
@@ -30,15 +30,15 @@ common::Result<RecordResult> EventStore::Record(pqxx::work& tx, const ResourceEv
                                                 const EventStoreOptions& opts) {
   SLUICE_RETURN_IF_ERROR(ev.Validate());
   const std::string fp = ev.Fingerprint();
-  const std::int64_t ts = EpochMicros(ev.ts);
+  const std::int64_t ts = ToEpochMicros(ev.ts);
   const std::int64_t window_us = static_cast<std::int64_t>(opts.dedup_window.count()) * 1000000;
-  const std::int64_t now = EpochMicros(common::Clock::now());
+  const std::int64_t now = ToEpochMicros(common::Clock::now());
 
   // Past the window: the old row stops absorbing at its last ts + window.
   tx.exec_params(
       "UPDATE resource_event SET closed_at = ts + $3::bigint * INTERVAL '1 microsecond',"
-      " updated_at = " SLUICE_EV_TS("$4") " WHERE fingerprint = $1 AND closed_at IS NULL"
-      " AND ts < " SLUICE_EV_TS("$2") " - $3::bigint * INTERVAL '1 microsecond'",
+      " updated_at = " SLUICE_SQL_TS("$4") " WHERE fingerprint = $1 AND closed_at IS NULL"
+      " AND ts < " SLUICE_SQL_TS("$2") " - $3::bigint * INTERVAL '1 microsecond'",
       fp, ts, window_us, now);
 
   // The partial unique index on open fingerprints is the arbiter, so
@@ -48,9 +48,9 @@ common::Result<RecordResult> EventStore::Record(pqxx::work& tx, const ResourceEv
       " count, fingerprint, env_id, team_id, connector_id, connector_name, datamodel_id,"
       " datamodel_name, subscription_id, subscription_name, actor_email, pod, generation,"
       " created_at, updated_at)"
-      " VALUES ($1, " SLUICE_EV_TS("$2") ", " SLUICE_EV_TS("$2") ", $3, $4, $5, $6, $7, $8::jsonb,"
-      " 1, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, " SLUICE_EV_TS("$21") ", "
-      SLUICE_EV_TS("$21") ")"
+      " VALUES ($1, " SLUICE_SQL_TS("$2") ", " SLUICE_SQL_TS("$2") ", $3, $4, $5, $6, $7, $8::jsonb,"
+      " 1, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, " SLUICE_SQL_TS("$21") ", "
+      SLUICE_SQL_TS("$21") ")"
       " ON CONFLICT (fingerprint) WHERE closed_at IS NULL DO UPDATE SET"
       " count = resource_event.count + 1,"
       " ts = GREATEST(resource_event.ts, EXCLUDED.ts),"
@@ -76,8 +76,8 @@ common::Result<RecordResult> EventStore::Record(pqxx::work& tx, const ResourceEv
   // is measured on it.
   auto occ = tx.exec_params(
       "INSERT INTO resource_event_occurrence (id, event_id, ts, count, created_at, updated_at)"
-      " VALUES ($1, $2::uuid, " SLUICE_EV_TS("$3") ", $4, " SLUICE_EV_DB_NOW ", " SLUICE_EV_DB_NOW
-                                                   ") RETURNING seq",
+      " VALUES ($1, $2::uuid, " SLUICE_SQL_TS("$3") ", $4, " SLUICE_SQL_DB_NOW
+                                                    ", " SLUICE_SQL_DB_NOW ") RETURNING seq",
       out.occurrence_id.ToString(), out.event_id.ToString(), ts, out.count);
   out.seq = occ[0][0].as<std::int64_t>();
   return out;
@@ -90,11 +90,11 @@ common::Result<std::int64_t> EventStore::CloseExpired(common::TimePoint now) {
       return static_cast<std::int64_t>(
           tx.exec_params(
                 "UPDATE resource_event SET closed_at = ts + $2::bigint * INTERVAL '1 microsecond',"
-                " updated_at = " SLUICE_EV_TS(
-                    "$1") " WHERE closed_at IS NULL AND ts < " SLUICE_EV_TS("$1") " - $2::bigint * "
-                                                                                  "INTERVAL '1 "
-                                                                                  "microsecond'",
-                EpochMicros(now), window_us)
+                " updated_at = " SLUICE_SQL_TS("$1") " WHERE closed_at IS NULL AND ts "
+                                                     "< " SLUICE_SQL_TS("$1") " - $2::bigint * "
+                                                                              "INTERVAL '1 "
+                                                                              "microsecond'",
+                ToEpochMicros(now), window_us)
               .affected_rows());
     });
   } catch (const std::exception& e) {

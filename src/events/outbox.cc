@@ -5,7 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "events/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::events {
 
@@ -22,8 +22,8 @@ nlohmann::json OutboxRecord::ToJson() const {
 common::Result<std::int64_t> OutboxPublisher::Cursor() {
   try {
     return db_.Transact([&](pqxx::work& tx) -> std::int64_t {
-      auto r =
-          tx.exec_params("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1", opts_.name);
+      auto r = tx.exec_params(
+          "SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1", opts_.name);
       return r.empty() ? 0 : r[0][0].as<std::int64_t>();
     });
   } catch (const std::exception& e) {
@@ -48,22 +48,24 @@ common::Result<PublishReport> OutboxPublisher::PublishOnce() {
 common::Result<PublishReport> OutboxPublisher::PublishBatch() {
   try {
     return db_.Transact([&](pqxx::work& tx) {
-      const std::int64_t db_now = internal::EpochMicros(common::Clock::now());
+      const std::int64_t db_now = common::ToEpochMicros(common::Clock::now());
       tx.exec_params(
           "INSERT INTO sluice_state.events_outbox_cursor (name, last_seq, created_at, updated_at)"
-          " VALUES ($1, 0, " SLUICE_EV_TS("$2") ", " SLUICE_EV_TS("$2") ") ON CONFLICT DO NOTHING",
+          " VALUES ($1, 0, " SLUICE_SQL_TS("$2") ", " SLUICE_SQL_TS(
+              "$2") ") ON CONFLICT DO NOTHING",
           opts_.name, db_now);
       // The row lock makes concurrent publishers of one outbox take turns.
       std::int64_t cursor =
-          tx.exec_params("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1 FOR UPDATE",
-                         opts_.name)[0][0]
+          tx.exec_params(
+                "SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1 FOR UPDATE",
+                opts_.name)[0][0]
               .as<std::int64_t>();
       auto rows =
-          tx.exec_params(fmt::format("SELECT o.seq, o.id::text, " SLUICE_EV_MICROS(
+          tx.exec_params(fmt::format("SELECT o.seq, o.id::text, " SLUICE_SQL_MICROS(
                                          "o.ts") ", o.count,"
-                                                 " o.created_at < " SLUICE_EV_DB_NOW
+                                                 " o.created_at < " SLUICE_SQL_DB_NOW
                                                  " - $3::bigint * INTERVAL '1 millisecond',"
-                                                 " o.created_at < " SLUICE_EV_DB_NOW
+                                                 " o.created_at < " SLUICE_SQL_DB_NOW
                                                  " - $4::bigint * INTERVAL '1 millisecond', {}"
                                                  " FROM resource_event_occurrence o JOIN "
                                                  "resource_event e ON e.id = o.event_id"
@@ -83,7 +85,7 @@ common::Result<PublishReport> OutboxPublisher::PublishBatch() {
         OutboxRecord rec;
         rec.seq = seq;
         rec.occurrence_id = common::Uuid::Parse(r[1].c_str()).value();
-        rec.occurred_at = internal::FromEpochMicros(r[2].as<std::int64_t>());
+        rec.occurred_at = common::FromEpochMicros(r[2].as<std::int64_t>());
         rec.count = r[3].as<std::int32_t>();
         rec.event = internal::ReadStoredEvent(r, 6);
         common::Status st;
@@ -99,9 +101,10 @@ common::Result<PublishReport> OutboxPublisher::PublishBatch() {
         cursor = seq;
         ++report.published;
       }
-      tx.exec_params("UPDATE sluice_state.events_outbox_cursor SET last_seq = $2, updated_at = " SLUICE_EV_TS(
-                         "$3") " WHERE name = $1",
-                     opts_.name, cursor, db_now);
+      tx.exec_params(
+          "UPDATE sluice_state.events_outbox_cursor SET last_seq = $2, updated_at = " SLUICE_SQL_TS(
+              "$3") " WHERE name = $1",
+          opts_.name, cursor, db_now);
       report.cursor = cursor;
       return report;
     });

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "events/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::events {
 
@@ -59,8 +59,8 @@ namespace internal {
 
 std::string StoredEventColumns(const std::string& a) {
   return fmt::format(
-      "{0}.id::text, " SLUICE_EV_MICROS("{0}.ts") ", " SLUICE_EV_MICROS("{0}.first_ts") ", "
-      SLUICE_EV_MICROS("{0}.closed_at") ", {0}.level, {0}.type, {0}.code, {0}.message, "
+      "{0}.id::text, " SLUICE_SQL_MICROS("{0}.ts") ", " SLUICE_SQL_MICROS("{0}.first_ts") ", "
+      SLUICE_SQL_MICROS("{0}.closed_at") ", {0}.level, {0}.type, {0}.code, {0}.message, "
       "{0}.reason, {0}.details::text, {0}.count, {0}.fingerprint, {0}.env_id::text, "
       "{0}.team_id::text, {0}.connector_id::text, {0}.connector_name, {0}.datamodel_id::text, "
       "{0}.datamodel_name, {0}.subscription_id::text, {0}.subscription_name, {0}.actor_email, "
@@ -71,9 +71,9 @@ std::string StoredEventColumns(const std::string& a) {
 StoredEvent ReadStoredEvent(const pqxx::row& r, int f) {
   StoredEvent e;
   e.id = ReqUuid(r[f + 0]);
-  e.ts = FromEpochMicros(r[f + 1].as<std::int64_t>());
-  e.first_ts = FromEpochMicros(r[f + 2].as<std::int64_t>());
-  if (!r[f + 3].is_null()) e.closed_at = FromEpochMicros(r[f + 3].as<std::int64_t>());
+  e.ts = common::FromEpochMicros(r[f + 1].as<std::int64_t>());
+  e.first_ts = common::FromEpochMicros(r[f + 2].as<std::int64_t>());
+  if (!r[f + 3].is_null()) e.closed_at = common::FromEpochMicros(r[f + 3].as<std::int64_t>());
   e.level = ParseLevel(r[f + 4].c_str()).value_or(Level::kInfo);
   e.type = ParseType(r[f + 5].c_str()).value_or(Type::kConnector);
   e.code = r[f + 6].as<std::string>();

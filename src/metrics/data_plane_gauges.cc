@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include "metrics/rate.h"
-#include "metrics/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::metrics {
+
+using common::ToEpochMicros;
 
 namespace {
 
@@ -21,8 +23,8 @@ constexpr const char* kRateCols =
 
 std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, common::TimePoint now,
                                                  const GaugeOptions& opts) {
-  const std::int64_t since = EpochMicros(now - opts.window);
-  const std::int64_t at = EpochMicros(now);
+  const std::int64_t since = ToEpochMicros(now - opts.window);
+  const std::int64_t at = ToEpochMicros(now);
   std::vector<MetricFamily> out;
 
   MetricFamily produced{"sluice_production_events_per_second",

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "metrics/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::metrics {
+
+using common::ToEpochMicros;
 
 namespace {
 
@@ -29,7 +31,7 @@ common::Status ValidateAll(const std::vector<T>& batch, common::TimePoint now,
 common::Status IngestProduction(pqxx::work& tx, const std::vector<ProductionSnapshot>& batch,
                                 common::TimePoint now, const ValidationOptions& opts) {
   SLUICE_RETURN_IF_ERROR(ValidateAll(batch, now, opts));
-  const std::int64_t at = EpochMicros(now);
+  const std::int64_t at = ToEpochMicros(now);
   for (const auto& s : batch) {
     tx.exec_params(
         "INSERT INTO production_metric (id, from_ts, to_ts, topic, events, created_at, "
@@ -43,7 +45,7 @@ common::Status IngestProduction(pqxx::work& tx, const std::vector<ProductionSnap
 common::Status IngestConsumption(pqxx::work& tx, const std::vector<ConsumptionSnapshot>& batch,
                                  common::TimePoint now, const ValidationOptions& opts) {
   SLUICE_RETURN_IF_ERROR(ValidateAll(batch, now, opts));
-  const std::int64_t at = EpochMicros(now);
+  const std::int64_t at = ToEpochMicros(now);
   for (const auto& s : batch) {
     tx.exec_params(
         "INSERT INTO consumption_metric (id, subscription_id, topic, from_ts, to_ts, "

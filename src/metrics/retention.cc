@@ -7,9 +7,12 @@
 #include <typeinfo>
 
 #include "common/uuid.h"
-#include "metrics/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::metrics {
+
+using common::FromEpochMicros;
+using common::ToEpochMicros;
 
 namespace {
 
@@ -65,7 +68,7 @@ std::vector<TableRetention> RawRetention::RunOnce(common::TimePoint now) {
 TableRetention RawRetention::RunTable(const std::string& table, common::TimePoint now) {
   TableRetention result;
   result.table = table;
-  const std::int64_t at = EpochMicros(now);
+  const std::int64_t at = ToEpochMicros(now);
   try {
     db_.Transact([&](pqxx::work& tx) { EnsureStateRow(tx, table, at); });
     if (opts_.retention.count() <= 0) {
@@ -82,7 +85,7 @@ TableRetention RawRetention::RunTable(const std::string& table, common::TimePoin
       return result;
     }
     result.index_rebuilt = EnsureIndex(table, now);
-    const std::int64_t cutoff = EpochMicros(now - opts_.retention);
+    const std::int64_t cutoff = ToEpochMicros(now - opts_.retention);
     // Oldest first, through the created_at index, batch by batch.
     const std::string del = fmt::format(
         "DELETE FROM {0} WHERE id IN (SELECT id FROM {0} WHERE created_at < " SLUICE_SQL_TS(
@@ -125,7 +128,7 @@ TableRetention RawRetention::RunTable(const std::string& table, common::TimePoin
 
 bool RawRetention::EnsureIndex(const std::string& table, common::TimePoint now) {
   const std::string index = IndexName(table);
-  const std::int64_t at = EpochMicros(now);
+  const std::int64_t at = ToEpochMicros(now);
   bool valid = db_.Transact([&](pqxx::work& tx) {
     auto r =
         tx.exec_params("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)", index);

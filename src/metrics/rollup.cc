@@ -5,9 +5,13 @@
 #include <set>
 
 #include "common/uuid.h"
-#include "metrics/sql_time.h"
+#include "store/sql_time.h"
 
 namespace sluice::metrics {
+
+using common::ToEpochMicros;
+using store::sql::DayStart;
+using store::sql::EpochDay;
 
 namespace {
 
@@ -22,7 +26,7 @@ std::set<std::int64_t> DaysWithRows(pqxx::work& tx, const char* table, std::int6
           "SELECT DISTINCT (created_at::date - DATE '1970-01-01')::bigint FROM {}"
           " WHERE created_at >= " SLUICE_SQL_TS("$1") " AND created_at < " SLUICE_SQL_TS("$2"),
           table),
-      EpochMicros(DayStart(lo)), EpochMicros(DayStart(hi)));
+      ToEpochMicros(DayStart(lo)), ToEpochMicros(DayStart(hi)));
   std::set<std::int64_t> days;
   for (const auto& row : res) days.insert(row[0].as<std::int64_t>());
   return days;
@@ -93,8 +97,8 @@ std::int64_t MetricRollup::RollupProductionDay(std::int64_t day, common::TimePoi
         " FROM production_metric"
         " WHERE created_at >= " SLUICE_SQL_TS("$1") " AND created_at < " SLUICE_SQL_TS(
             "$2") " GROUP BY topic",
-        EpochMicros(DayStart(day)), EpochMicros(DayStart(day + 1)));
-    const std::int64_t at = EpochMicros(now);
+        ToEpochMicros(DayStart(day)), ToEpochMicros(DayStart(day + 1)));
+    const std::int64_t at = ToEpochMicros(now);
     for (const auto& r : agg) {
       tx.exec_params(
           "INSERT INTO production_metric_daily (id, topic, day, creates, updates, deletes, reads,"
@@ -125,8 +129,8 @@ std::int64_t MetricRollup::RollupConsumptionDay(std::int64_t day, common::TimePo
         " FROM consumption_metric"
         " WHERE created_at >= " SLUICE_SQL_TS("$1") " AND created_at < " SLUICE_SQL_TS(
             "$2") " GROUP BY subscription_id",
-        EpochMicros(DayStart(day)), EpochMicros(DayStart(day + 1)));
-    const std::int64_t at = EpochMicros(now);
+        ToEpochMicros(DayStart(day)), ToEpochMicros(DayStart(day + 1)));
+    const std::int64_t at = ToEpochMicros(now);
     for (const auto& r : agg) {
       tx.exec_params(
           "INSERT INTO consumption_metric_daily (id, subscription_id, topic, day, consumed_count,"

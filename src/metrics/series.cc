@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
-#include "metrics/sql_array.h"
-#include "metrics/sql_time.h"
+#include "store/sql_array.h"
+#include "store/sql_time.h"
 
 namespace sluice::metrics {
+
+using common::ToEpochMicros;
+using store::sql::EpochDay;
+using store::sql::TextArrayLiteral;
 
 namespace {
 
@@ -72,7 +76,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
     for (auto& c : *cons)
       if (auto* pt = at(DayIndex(c.key, first_day))) pt->consumption = c;
   } else {
-    const std::int64_t start = EpochMicros(range.start), end = EpochMicros(range.end);
+    const std::int64_t start = ToEpochMicros(range.start), end = ToEpochMicros(range.end);
     const std::int64_t step_us =
         std::chrono::duration_cast<std::chrono::microseconds>(step).count();
     for (const auto& r : tx.exec_params(
@@ -118,7 +122,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
     }
   }
   // Lag is a gauge and never rolled up: raw rows only, whatever the step.
-  const std::int64_t start = EpochMicros(range.start), end = EpochMicros(range.end);
+  const std::int64_t start = ToEpochMicros(range.start), end = ToEpochMicros(range.end);
   const std::int64_t step_us = std::chrono::duration_cast<std::chrono::microseconds>(step).count();
   for (const auto& r : tx.exec_params(
            fmt::format("SELECT {} AS b, MAX(consumer_lag)::bigint FROM consumption_metric"

@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
-#include "metrics/sql_array.h"
-#include "metrics/sql_time.h"
+#include "store/sql_array.h"
+#include "store/sql_time.h"
 
 namespace sluice::metrics {
+
+using common::ToEpochMicros;
+using store::sql::EpochDay;
+using store::sql::TextArrayLiteral;
 
 namespace {
 
@@ -146,7 +150,7 @@ common::Result<std::vector<ProductionTotals>> ProductionBreakdown(
   SLUICE_RETURN_IF_ERROR(CheckRange(range));
   auto [lo, hi] = RollupDays(range, now, path);
   auto res = tx.exec_params(UnionSql(kProduction, group), TextArrayLiteral(topics),
-                            EpochMicros(range.start), EpochMicros(range.end), lo, hi);
+                            ToEpochMicros(range.start), ToEpochMicros(range.end), lo, hi);
   std::vector<ProductionTotals> out;
   for (const auto& row : res) {
     ProductionTotals t;
@@ -182,7 +186,7 @@ common::Result<std::vector<ConsumptionTotals>> ConsumptionBreakdown(
   std::vector<std::string> ids;
   for (const auto& sub : subscriptions) ids.push_back(sub.ToString());
   auto res = tx.exec_params(UnionSql(kConsumption, group), TextArrayLiteral(ids),
-                            EpochMicros(range.start), EpochMicros(range.end), lo, hi);
+                            ToEpochMicros(range.start), ToEpochMicros(range.end), lo, hi);
   std::vector<ConsumptionTotals> out;
   for (const auto& row : res) {
     ConsumptionTotals t;
@@ -213,7 +217,7 @@ std::optional<std::int64_t> LastReportedLag(pqxx::transaction_base& tx,
       "SELECT consumer_lag FROM consumption_metric WHERE subscription_id = $1"
       " AND created_at >= " SLUICE_SQL_TS("$2") " AND created_at < " SLUICE_SQL_TS(
           "$3") " AND consumer_lag IS NOT NULL ORDER BY created_at DESC, to_ts DESC LIMIT 1",
-      subscription.ToString(), EpochMicros(range.start), EpochMicros(range.end));
+      subscription.ToString(), ToEpochMicros(range.start), ToEpochMicros(range.end));
   if (res.empty()) return std::nullopt;
   return res[0][0].as<std::int64_t>();
 }

@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/periodic_task.h"
 #include "events/event_store.h"
 #include "events/outbox.h"
 #include "kafka/producer.h"
-#include "metrics/periodic_task.h"
 #include "metrics/retention.h"
 #include "metrics/rollup.h"
 #include "warehouse/runner.h"
@@ -21,25 +21,25 @@ struct BackgroundTasks::State {
   std::unique_ptr<warehouse::TaskScheduler> scheduler;
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<events::OutboxPublisher> outbox;
-  std::vector<std::unique_ptr<metrics::PeriodicTask>> tasks;
+  std::vector<std::unique_ptr<common::PeriodicTask>> tasks;
 };
 
 BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
     : state_(std::make_unique<State>()) {
   auto& tasks = state_->tasks;
-  tasks.push_back(std::make_unique<metrics::PeriodicTask>(10min, [&db, options] {
+  tasks.push_back(std::make_unique<common::PeriodicTask>(10min, [&db, options] {
     auto r =
         metrics::MetricRollup(db, {3, options.raw_metric_retention}).RunOnce(common::Clock::now());
     if (!r.ok()) spdlog::warn("metric rollup: {}", r.status().message());
   }));
-  tasks.push_back(std::make_unique<metrics::PeriodicTask>(1h, [&db, options] {
+  tasks.push_back(std::make_unique<common::PeriodicTask>(1h, [&db, options] {
     metrics::RawRetention(db, {options.raw_metric_retention}).RunOnce(common::Clock::now());
   }));
-  tasks.push_back(std::make_unique<metrics::PeriodicTask>(options.license_refresh, [&db, options] {
+  tasks.push_back(std::make_unique<common::PeriodicTask>(options.license_refresh, [&db, options] {
     auto st = RefreshLicense(db, options.license);
     if (!st.ok()) spdlog::warn("license refresh (the last verdict stays): {}", st.message());
   }));
-  tasks.push_back(std::make_unique<metrics::PeriodicTask>(1min, [&db] {
+  tasks.push_back(std::make_unique<common::PeriodicTask>(1min, [&db] {
     auto r = events::EventStore(db).CloseExpired(common::Clock::now());
     if (!r.ok()) spdlog::warn("closing quiet events: {}", r.status().message());
   }));
@@ -49,7 +49,7 @@ BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
         db, *state_->task_runs, warehouse::SchedulerOptions{options.warehouse_keys});
     auto* scheduler = state_->scheduler.get();
     tasks.push_back(
-        std::make_unique<metrics::PeriodicTask>(options.task_scheduler_tick, [scheduler] {
+        std::make_unique<common::PeriodicTask>(options.task_scheduler_tick, [scheduler] {
           auto r = scheduler->FireDue(common::Clock::now());
           if (!r.ok()) spdlog::warn("task scheduler: {}", r.status().message());
         }));
@@ -74,7 +74,7 @@ BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
           return common::Status::Ok();
         });
     auto* outbox = state_->outbox.get();
-    tasks.push_back(std::make_unique<metrics::PeriodicTask>(2s, [outbox] {
+    tasks.push_back(std::make_unique<common::PeriodicTask>(2s, [outbox] {
       auto r = outbox->PublishOnce();
       if (!r.ok()) spdlog::warn("connector_events outbox: {}", r.status().message());
     }));

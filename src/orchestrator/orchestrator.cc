@@ -237,20 +237,14 @@ void Orchestrator::RecordWorkerEvent(const Worker& w, const std::string& code,
 }
 
 void Orchestrator::Start() {
-  thread_ = std::thread([this] {
-    while (!stop_) {
-      auto st = Tick();
-      if (!st.ok()) spdlog::warn("{}", st.message());
-      for (auto waited = std::chrono::milliseconds(0); waited < options_.tick && !stop_;
-           waited += std::chrono::milliseconds(50))
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+  ticker_ = std::make_unique<common::PeriodicTask>(options_.tick, [this] {
+    auto st = Tick();
+    if (!st.ok()) spdlog::warn("{}", st.message());
   });
 }
 
 void Orchestrator::Stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  ticker_.reset();  // joins: a tick under way finishes first
   // Detached stops finish against the supervisor and database; wait for them.
   for (int i = 0; i < 600; ++i) {
     {

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "common/periodic_task.h"
 #include "common/status.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/kubernetes_pod_launcher.h"
@@ -78,9 +79,8 @@ class Orchestrator {
   OrchestratorOptions options_;
   std::unique_ptr<runtime::PodLauncher> launcher_;
   std::mutex stops_mu_;
-  std::set<std::string> stopping_;  // pod keys with a stop in flight
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::set<std::string> stopping_;                // pod keys with a stop in flight
+  std::unique_ptr<common::PeriodicTask> ticker_;  // from Start() to Stop()
 };
 
 }  // namespace sluice::orchestrator

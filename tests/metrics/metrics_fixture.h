@@ -9,11 +9,14 @@
 #include <string>
 
 #include "metrics/ingest.h"
-#include "metrics/sql_time.h"
 #include "store/database.h"
+#include "store/sql_time.h"
 #include "support/test_database.h"
 
 namespace sluice::metrics {
+
+using common::ToEpochMicros;
+using store::sql::EpochDay;
 
 class MetricsDbTest : public ::testing::Test {
  protected:

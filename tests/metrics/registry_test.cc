@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "metrics/periodic_task.h"
+#include "common/periodic_task.h"
 
 namespace sluice::metrics {
 namespace {
@@ -43,7 +43,7 @@ TEST(MetricRegistry, ANameKeepsOneType) {
 TEST(PeriodicTask, RunsRightAwayThenEveryIntervalUntilStopped) {
   std::atomic<int> runs = 0;
   {
-    PeriodicTask task(10ms, [&] {
+    common::PeriodicTask task(10ms, [&] {
       ++runs;
       if (runs == 2) throw std::runtime_error("a failing cycle does not stop the loop");
     });

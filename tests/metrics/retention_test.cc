@@ -19,13 +19,13 @@ class RetentionTest : public MetricsDbTest {
           "INSERT INTO production_metric (id, from_ts, to_ts, topic, events, created_at)"
           " SELECT gen_random_uuid(), 0, 1, 't', '{\"total\":0,\"r\":0,\"c\":0,\"u\":0,\"d\":0}',"
           " " SLUICE_SQL_TS("$2") " FROM generate_series(1, $1)",
-          n, EpochMicros(at));
+          n, ToEpochMicros(at));
       tx.exec_params(
           "INSERT INTO consumption_metric (id, subscription_id, topic, from_ts, to_ts,"
           " consumed_count, delivered_count, skipped_count, error_count, created_at)"
           " SELECT gen_random_uuid(), gen_random_uuid(), 't', 0, 1, 0, 0, 0, 0,"
           " " SLUICE_SQL_TS("$2") " FROM generate_series(1, $1)",
-          n, EpochMicros(at));
+          n, ToEpochMicros(at));
     });
   }
 

@@ -3,8 +3,8 @@
 // snapshot in its bucket, day buckets come from the rollups, and bad
 // ranges are 422.
 #include "metrics/rollup.h"
-#include "metrics/sql_time.h"
 #include "monitoring/monitoring_harness.h"
+#include "store/sql_time.h"
 
 namespace sluice::testing {
 namespace {
@@ -125,7 +125,7 @@ TEST_F(MetricsApi, DaySeriesReadsTheRollupsOnceRawRowsArePruned) {
   IngestConsumption(subscription_, Ms(two_days_ago + 1h), Ms(two_days_ago + 1h + 10s), 33, 0,
                     std::nullopt, two_days_ago + 1h + 10s);
   metrics::MetricRollup rollup(*db_);
-  auto day = metrics::EpochDay(two_days_ago);
+  auto day = store::sql::EpochDay(two_days_ago);
   ASSERT_TRUE(rollup.RollupDay(day, common::Clock::now()).ok());
   {
     pqxx::connection c(tdb_->url());

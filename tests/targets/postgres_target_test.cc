@@ -148,6 +148,16 @@ TEST(PostgresOutages, SqlStatesOfTheDatabasesStateAreOutagesAndDataErrorsAreRefu
     EXPECT_FALSE(PostgresTarget::IsOutage(refusal)) << refusal;
 }
 
+// One quoting for the target and the backfill loader: any name, double
+// quotes and case kept, is one identifier.
+TEST(PostgresQuoting, QuoteIdentDoublesQuotesAndKeepsCaseAndSpaces) {
+  EXPECT_EQ(QuoteIdent("orders"), "\"orders\"");
+  EXPECT_EQ(QuoteIdent("Order Lines"), "\"Order Lines\"");
+  EXPECT_EQ(QuoteIdent("a\"b"), "\"a\"\"b\"");
+  EXPECT_EQ(QuoteIdent("\"; DROP TABLE t; --"), "\"\"\"; DROP TABLE t; --\"");
+  EXPECT_EQ(QuoteIdent(""), "\"\"");
+}
+
 // A role that lost INSERT on the table: the database's state, not the
 // rows'. Nothing is refused, and once the grant is back the batch lands.
 TEST_F(PostgresTargetTest, PermissionDeniedIsAnOutageNotARejection) {

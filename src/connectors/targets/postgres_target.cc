@@ -19,8 +19,6 @@ namespace sluice::connectors::targets {
 using common::FirstLine;
 using nlohmann::json;
 
-namespace {
-
 std::string QuoteIdent(const std::string& name) {
   std::string out = "\"";
   for (char c : name) {
@@ -29,6 +27,8 @@ std::string QuoteIdent(const std::string& name) {
   }
   return out + "\"";
 }
+
+namespace {
 
 // Sources send bytea as base64; PostgreSQL's input function wants \x hex.
 json NormaliseValue(const std::string& source_type, const json& value) {

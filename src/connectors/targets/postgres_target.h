@@ -32,6 +32,10 @@ namespace sluice::connectors::targets {
 
 struct CopyText;  // copy_text.h
 
+// A PostgreSQL identifier quoted: "name", any double quote in it doubled.
+// Quote schema and table apart ("s"."t"). The backfill loader quotes with it too.
+std::string QuoteIdent(const std::string& name);
+
 struct PostgresTargetOptions {
   std::string url;  // libpq connection string (keywords or URL) of the target database
   std::string schema = "public";

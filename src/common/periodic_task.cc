@@ -1,6 +1,6 @@
-#include "metrics/periodic_task.h"
+#include "common/periodic_task.h"
 
-namespace sluice::metrics {
+namespace sluice::common {
 
 PeriodicTask::PeriodicTask(std::chrono::milliseconds interval, std::function<void()> fn)
     : interval_(interval), fn_(std::move(fn)) {
@@ -29,4 +29,4 @@ void PeriodicTask::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-}  // namespace sluice::metrics
+}  // namespace sluice::common

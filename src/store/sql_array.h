@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::metrics {
+namespace sluice::store::sql {
 
 // {"a","b\"c"}: every element quoted, quotes and backslashes escaped.
 inline std::string TextArrayLiteral(const std::vector<std::string>& items) {
@@ -22,4 +22,4 @@ inline std::string TextArrayLiteral(const std::vector<std::string>& items) {
   return out + "}";
 }
 
-}  // namespace sluice::metrics
+}  // namespace sluice::store::sql

@@ -1,5 +1,6 @@
 // A background loop: runs a function every interval on its own thread until
-// stopped. Used for the rollup and retention cycles.
+// stopped. The back end's periodic jobs, the orchestrator's and the backfill
+// launcher's ticks run on it.
 #pragma once
 
 #include <chrono>
@@ -8,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-namespace sluice::metrics {
+namespace sluice::common {
 
 class PeriodicTask {
  public:
@@ -30,4 +31,4 @@ class PeriodicTask {
   std::thread thread_;
 };
 
-}  // namespace sluice::metrics
+}  // namespace sluice::common
