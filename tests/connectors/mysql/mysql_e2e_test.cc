@@ -57,10 +57,10 @@ class MysqlEndToEnd : public ::testing::Test {
         int n = batch * 100 + i;
         values += fmt::format(
             "{}('snap{} 😀', {}.{:02}, '2024-01-02 03:04:{:02}.{:06}', {}, {}, 'note {}', "
-            "'{}:{:02}:00', '{{\"n\": {}}}', X'{:02x}ff', '{}')",
+            "'{}{}:{:02}:00', '{{\"n\": {}}}', X'{:02x}ff', '{}')",
             values.empty() ? "" : ",", n, n * 3, n % 100, n % 60, n * 7, n % 256,
             n == 1 ? std::string("18446744073709551615") : std::to_string(n * 1000003), n,
-            n % 2 ? "-" : "", n % 839, n, n, n % 256, n % 3 == 0 ? "new" : "paid");
+            n % 2 ? "-" : "", n % 839, n % 60, n, n % 256, n % 3 == 0 ? "new" : "paid");
       }
       maria_.Sql("INSERT INTO orders (name, amount, at, flag, big, note, tm, j, b, e) VALUES " +
                  values);
