@@ -512,11 +512,7 @@ TEST_F(TargetFailures, PostgresPermissionDeniedIsAnOutageAndLosesNothing) {
 
 // An event a pod reports carries the pod's own name and the integer number
 // of the launch it runs under; a relaunch reports under the next number.
-// DISABLED: in the helper's run the worker recorded no worker.error within
-// 60 s against an always-503 webhook (its log shows only "starting"); the
-// harness needs looking at before this can run. The HTTP path is covered by
-// WorkerProtocol.PodEventsCarryThePodNameAndTheLaunchNumber.
-TEST_F(TargetFailures, DISABLED_AWorkerErrorEventNamesThePodAndItsLaunchNumber) {
+TEST_F(TargetFailures, AWorkerErrorEventNamesThePodAndItsLaunchNumber) {
   Produce(1, 1000);
   Answer([&](const Request&, httplib::Response& res) {
     res.set_content("pod outage", "text/plain");
