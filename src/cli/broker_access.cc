@@ -36,13 +36,39 @@ common::Result<std::unique_ptr<EmbeddedBrokerAccess>> EmbeddedBrokerAccess::Crea
   if (sodium_init() < 0) return common::Internal("libsodium did not initialise");
   auto access = std::unique_ptr<EmbeddedBrokerAccess>(
       new EmbeddedBrokerAccess(std::move(acl_file), std::move(bootstrap), std::move(tls_ca_file)));
-  access->backend_password_ = RandomSecret();
-  broker::Grant admin;
-  admin.admin = true;
   std::lock_guard lock(access->mu_);
-  access->principals_[kBackendPrincipal] = {access->backend_password_, admin};
+  // A restarted back end keeps the principals it issued: workers still
+  // running (they outlive `serve`) go on authenticating with theirs.
+  std::error_code ec;
+  if (fs::exists(access->acl_file_, ec)) {
+    std::ifstream in(access->acl_file_);
+    auto parsed = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    auto table = parsed.is_discarded() ? common::Result<std::shared_ptr<const broker::AclTable>>(
+                                             common::InvalidArgument("not JSON"))
+                                       : broker::AclTable::FromJson(parsed);
+    if (!table.ok())
+      return common::InvalidArgument("broker ACL file " + access->acl_file_.string() + ": " +
+                                     table.status().message() +
+                                     " (fix or remove it; removing it revokes every worker's "
+                                     "broker credentials)");
+    for (const auto& [principal, password] : (*table)->passwords())
+      access->principals_[principal] = {password, *(*table)->GrantOf(principal)};
+  }
+  auto& backend = access->principals_[kBackendPrincipal];
+  if (backend.first.empty()) backend.first = RandomSecret();
+  backend.second = broker::Grant{};
+  backend.second.admin = true;
+  access->backend_password_ = backend.first;
   SLUICE_RETURN_IF_ERROR(access->WriteLocked());
   return access;
+}
+
+void InstallBrokerAccess(EmbeddedBrokerAccess& access) {
+  kafka::SetOwnBrokerIdentity(access.BackendClient());
+  orchestrator::SetBrokerIdentityIssuer([&access](const runtime::Worker& w, const nlohmann::json& b,
+                                                  const orchestrator::BrokerGrant& g) {
+    return access.IssueWorkerIdentity(w, b, g);
+  });
 }
 
 std::string EmbeddedBrokerAccess::security_protocol() const {

@@ -2,7 +2,8 @@
 // is an admin; every worker launched against this broker gets a principal of
 // its own whose grant is derived from its launch (orchestrator/broker_grants.h).
 // They live in an ACL file the broker re-reads when it changes (broker/acl.h),
-// written whole and renamed into place, 0600.
+// written whole and renamed into place, 0600. `sluice serve` keeps the same
+// file for a `sluice broker --acl-file` it shares a file system with.
 #pragma once
 
 #include <filesystem>
@@ -24,7 +25,8 @@ class EmbeddedBrokerAccess {
  public:
   static constexpr const char* kBackendPrincipal = "sluice-backend";
 
-  // Writes `acl_file` with a fresh back-end password; `bootstrap` is the
+  // Writes `acl_file` with a back-end principal, keeping the principals
+  // (and the back-end password) an existing file holds; `bootstrap` is the
   // broker's HOST:PORT as envs name it. `tls_ca_file` set: the broker
   // speaks TLS (its --tls-cert), and its clients verify it with this file.
   static common::Result<std::unique_ptr<EmbeddedBrokerAccess>> Create(
@@ -58,5 +60,9 @@ class EmbeddedBrokerAccess {
   std::mutex mu_;
   std::map<std::string, std::pair<std::string, broker::Grant>> principals_;
 };
+
+// This process's own broker identity and the issuer of its workers'
+// identities, from `access` (which must outlive every launch).
+void InstallBrokerAccess(EmbeddedBrokerAccess& access);
 
 }  // namespace sluice::cli

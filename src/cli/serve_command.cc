@@ -1,4 +1,4 @@
-// requires-subsystems: api store orchestrator
+// requires-subsystems: api store orchestrator broker
 // `sluice serve`: the HTTP JSON API (and, when built, the schema registry)
 // over the data-plane database. Stops cleanly on SIGINT/SIGTERM.
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
+#include "cli/broker_access.h"
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
 #include "cli/tls_flags.h"
@@ -58,6 +59,9 @@ struct ServeFlags {
   std::string jsonl_root;
   // --tls-cert/--tls-key: the API and the registry speak HTTPS.
   sluice::common::TlsFiles tls;
+  // A `sluice broker --acl-file` this process manages the principals of
+  // (empty: workers get the env's broker settings as configured).
+  std::string broker_acl_file, broker_bootstrap, broker_tls_ca;
 };
 
 void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
@@ -80,6 +84,12 @@ int Serve(const ServeFlags& f) {
   }
   if (auto st = sluice::common::CheckServerTls(f.tls); !st.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (f.broker_acl_file.empty() != f.broker_bootstrap.empty()) {
+    std::fprintf(stderr,
+                 "sluice serve: --broker-acl-file and --broker-bootstrap go together (the "
+                 "bootstrap is how envs name the broker that reads the file)\n");
     return 2;
   }
   const std::string scheme = f.tls.http_scheme();
@@ -113,6 +123,20 @@ int Serve(const ServeFlags& f) {
     return 1;
   }
   sluice::store::Database db((*provisioned)->url(), 8);
+  // Each worker launched against the managed broker gets a principal of its
+  // own, granted only its connector's topics and groups (as under `up`).
+  std::unique_ptr<sluice::cli::EmbeddedBrokerAccess> broker_access;
+  if (!f.broker_acl_file.empty()) {
+    auto access = sluice::cli::EmbeddedBrokerAccess::Create(
+        std::filesystem::absolute(f.broker_acl_file), f.broker_bootstrap,
+        f.broker_tls_ca.empty() ? "" : std::filesystem::absolute(f.broker_tls_ca).string());
+    if (!access.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", access.status().message().c_str());
+      return 1;
+    }
+    broker_access = std::move(access).value();
+    sluice::cli::InstallBrokerAccess(*broker_access);
+  }
   if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) {
     std::fprintf(stderr, "sluice serve: bootstrap superuser: %s\n", st.ToString().c_str());
     return 1;
@@ -278,6 +302,14 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
                   "Bearer token a Prometheus scraper presents at GET /metrics (without one, "
                   "only a superuser's token is accepted)")
       ->envname("SLUICE_METRICS_TOKEN");
+  cmd->add_option("--broker-acl-file", flags->broker_acl_file,
+                  "ACL file of a `sluice broker --acl-file` on this file system: each worker "
+                  "launched against it gets its own principal, limited to its connector's "
+                  "topics and groups; kept across restarts");
+  cmd->add_option("--broker-bootstrap", flags->broker_bootstrap,
+                  "HOST:PORT of that broker, as envs name it");
+  cmd->add_option("--broker-tls-ca", flags->broker_tls_ca,
+                  "CA file workers verify that broker's TLS with (it runs with --tls-cert)");
   sluice::cli::AddConnectFlags(*cmd, flags->connect_allow, flags->connect_deny, flags->jsonl_root);
   sluice::cli::AddTlsFlags(*cmd, flags->tls, "the API/UI and the schema registry (HTTPS)");
   cmd->callback([flags] { sluice::cli::ExitCode() = Serve(*flags); });

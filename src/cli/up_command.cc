@@ -145,12 +145,7 @@ int Up(const UpFlags& f) {
   auto broker_access = sluice::cli::EmbeddedBrokerAccess::Create(
       std::filesystem::path(f.data_dir) / "broker-acl.json", f.broker_listen, ca_file);
   if (!broker_access.ok()) return Fail(broker_access.status().message());
-  sluice::kafka::SetOwnBrokerIdentity((*broker_access)->BackendClient());
-  sluice::orchestrator::SetBrokerIdentityIssuer(
-      [access = broker_access->get()](const sluice::runtime::Worker& w, const nlohmann::json& b,
-                                      const sluice::orchestrator::BrokerGrant& g) {
-        return access->IssueWorkerIdentity(w, b, g);
-      });
+  sluice::cli::InstallBrokerAccess(**broker_access);
   std::vector<std::string> broker_args = {sluice::common::SelfExecutablePath(),
                                           "broker",
                                           "--listen",

@@ -3,8 +3,12 @@
 // its grant names, sees only those topics, and never creates or deletes one;
 // the back end's admin principal may. The ACL file is re-read while the
 // broker runs, so a worker launched later gets in without a restart.
+// `sluice serve --broker-acl-file` manages such a broker's file and keeps its
+// principals across a restart.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +19,7 @@
 
 #include "broker/broker_harness.h"
 #include "reliability/record.h"
+#include "support/test_database.h"
 
 namespace sluice::testing {
 namespace {
@@ -150,6 +155,97 @@ TEST_F(BrokerAcl, ClientWithoutSaslIsNotServed) {
   ++tried_;
   if (r.exit_code != 0) ++refused_;
   EXPECT_NE(r.exit_code, 0) << r.out;
+  Record();
+}
+
+// `sluice serve --broker-acl-file F --broker-bootstrap B` with the broker run
+// apart (`sluice broker --acl-file F`). Returns serve's exit status when it
+// ends by itself within `limit`, else -1 and `*pid` runs on.
+int StartServe(const std::string& database_url, const std::string& data_dir,
+               const std::vector<std::string>& broker_flags, pid_t* pid,
+               std::chrono::seconds limit = std::chrono::seconds(20)) {
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) return -2;
+  *pid = fork();
+  if (*pid == 0) {
+    dup2(out_pipe[1], 1);
+    close(out_pipe[0]);
+    setenv("SLUICE_DATABASE_URL", database_url.c_str(), 1);
+    std::vector<std::string> args = {
+        std::getenv("SLUICE_BIN"), "serve",       "--listen",   "127.0.0.1:0",
+        "--registry-listen",       "127.0.0.1:0", "--data-dir", data_dir};
+    args.insert(args.end(), broker_flags.begin(), broker_flags.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  FILE* out = fdopen(out_pipe[0], "r");
+  char line[512] = {0};
+  bool listening = false;
+  while (!listening && fgets(line, sizeof line, out) != nullptr)
+    listening = std::string(line).rfind("api listening on", 0) == 0;
+  fclose(out);
+  if (listening) return -1;
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(*pid, &status, WNOHANG) == *pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    ::usleep(50 * 1000);
+  }
+  return -1;
+}
+
+void StopServe(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+TEST_F(BrokerAcl, ServeManagesTheFileAndARestartKeepsEveryPrincipal) {
+  TestDatabase plane;
+  broker_->Start();
+  std::string data_dir = (dir_ / "serve").string();
+  std::vector<std::string> flags = {"--broker-acl-file", acl_.string(), "--broker-bootstrap",
+                                    broker_->bootstrap()};
+  pid_t serve = -1;
+  ASSERT_EQ(StartServe(plane.url(), data_dir, flags, &serve), -1) << "serve did not start";
+  // serve added its own admin principal and kept the workers already there.
+  auto read = [&] {
+    std::ifstream in(acl_);
+    return json::parse(in)["principals"];
+  };
+  auto first = read();
+  ASSERT_TRUE(first.contains("sluice-backend")) << first.dump();
+  EXPECT_EQ(first["worker-a"]["password"], "a-pw");
+  EXPECT_EQ(std::filesystem::status(acl_).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  principals_["sluice-backend"] = first["sluice-backend"];
+  EXPECT_EQ(Probe("sluice-backend", "create", "a.raw"), "ok");
+  EXPECT_EQ(Probe("worker-a", "produce", "a.raw"), "ok");
+
+  // A restarted serve keeps the back end's password and every worker's
+  // principal: workers that outlived it go on producing.
+  StopServe(serve);
+  ASSERT_EQ(StartServe(plane.url(), data_dir, flags, &serve), -1) << "serve did not restart";
+  auto second = read();
+  EXPECT_EQ(second["sluice-backend"], first["sluice-backend"]);
+  EXPECT_EQ(second["worker-a"], first["worker-a"]);
+  EXPECT_EQ(second["worker-b"], first["worker-b"]);
+  EXPECT_EQ(Probe("worker-a", "produce", "a.raw"), "ok");
+  ExpectRefused("a produces to b's topic after serve's restart",
+                Probe("worker-a", "produce", "b.raw"), "TOPIC_AUTHORIZATION_FAILED");
+  StopServe(serve);
+
+  // A file that does not parse is an error naming it, never silently reset
+  // (that would revoke every worker's credentials).
+  std::ofstream(acl_, std::ios::trunc) << "{not json";
+  EXPECT_EQ(StartServe(plane.url(), data_dir, flags, &serve), 1);
+  // The flags go together.
+  EXPECT_EQ(StartServe(plane.url(), data_dir, {"--broker-acl-file", acl_.string()}, &serve), 2);
   Record();
 }
 
