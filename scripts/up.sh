@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 bash scripts/build-ui.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_ONLY= >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 exec build/sluice up --demo --data-dir ./var "$@"

@@ -23,6 +23,10 @@ BASE=${URL%%\?*}
 BASE=${BASE%/*}
 SRC="$BASE/bf_src$QUERY"
 DST="$BASE/bf_dst$QUERY"
+# The loader takes no passfile (the connect policy refuses parameters that
+# read the machine's files): it gets the password itself.
+PW=$(awk -F: 'NR == 1 { print $5 }' "$DIR/pg/pgpass")
+WBASE=${BASE/postgres@/postgres:$PW@}
 # No autovacuum: a vacuum of the fresh rows landing inside one measurement
 # and not the other swung the COPY pipe by a third between runs.
 psql "$URL" -qX -c "CREATE DATABASE bf_src" -c "CREATE DATABASE bf_dst" \
@@ -39,8 +43,8 @@ now() { date +%s.%N; }
 
 cat >"$DIR/loader.json" <<JSON
 {"item_id": "00000000-0000-4000-8000-000000000001",
- "source": {"url": "$SRC", "table": "public.orders"},
- "target": {"type": "postgresql", "url": "$DST"}, "target_type": "postgresql",
+ "source": {"url": "$WBASE/bf_src", "table": "public.orders"},
+ "target": {"type": "postgresql", "url": "$WBASE/bf_dst"}, "target_type": "postgresql",
  "target_schema": "public", "target_table": "orders_copy",
  "partitions": $PARTITIONS, "chunk_rows": $CHUNK}
 JSON

@@ -79,6 +79,10 @@ BASE=${BASE%/*}
 SRC="$BASE/bench_source$QUERY"
 TGT="$BASE/bench_target$QUERY"
 REG="$BASE/bench_registry$QUERY"
+# Workers take no passfile (the connect policy refuses parameters that read
+# the machine's files): they get the password itself.
+PW=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
+WBASE=${BASE/postgres@/postgres:$PW@}
 q "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
   -c "CREATE DATABASE bench_registry" >/dev/null
 COLUMNS="id bigint PRIMARY KEY, c_int integer, c_big bigint, c_num numeric(12,2), c_text text,
@@ -132,13 +136,13 @@ for t in $(seq "$TABLES"); do
   cat >"$WORK/source_$t.json" <<JSON
 {"worker_id": "$(uuid)", "connector_id": "$(uuid)", "generation": "$(uuid)", "kind": "source",
  "broker": {"bootstrap_servers": "127.0.0.1:$BPORT"}, "registry": $REGISTRY,
- "source": {"type": "postgresql", "url": "$SRC", "slot": "bench_sluice_$t", "publication": "bench_sluice_$t",
+ "source": {"type": "postgresql", "url": "$WBASE/bench_source", "slot": "bench_sluice_$t", "publication": "bench_sluice_$t",
             "topic_prefix": "bench", "format": "$FORMAT", "tables": [{"schema": "public", "table": "bench_rows_$t"}]}}
 JSON
   cat >"$WORK/target_$t.json" <<JSON
 {"worker_id": "$(uuid)", "connector_id": "$(uuid)", "generation": "$(uuid)", "kind": "target",
  "broker": {"bootstrap_servers": "127.0.0.1:$BPORT"}, "registry": $REGISTRY,
- "target": {"type": "postgresql", "url": "$TGT"},
+ "target": {"type": "postgresql", "url": "$WBASE/bench_target"},
  "subscriptions": [{"id": "$(uuid)", "topic": "bench.public.bench_rows_$t", "consumer_group": "bench_$t",
                     "target_table": "bench_rows_$t"}]}
 JSON

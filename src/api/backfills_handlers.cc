@@ -14,7 +14,6 @@
 #include "api/routes.h"
 #include "api/user_log_repository.h"
 
-#ifdef SLUICE_WITH_BACKFILL
 #include "backfill/progress.h"
 #include "backfill/report.h"
 #include "backfill/repository.h"
@@ -342,11 +341,3 @@ void RegisterBackfillsRoutes(Router& r, ApiContext& ctx) {
 }
 
 }  // namespace sluice::api
-
-#else
-
-namespace sluice::api {
-void RegisterBackfillsRoutes(Router&, ApiContext&) {}
-}  // namespace sluice::api
-
-#endif

@@ -1,35 +1,21 @@
 #include "api/consumer_groups.h"
 
-#include <mutex>
+#include <chrono>
+
+#include "kafka/admin.h"
+#include "kafka/client_config.h"
 
 namespace sluice::api {
-namespace {
-
-std::mutex& Mu() {
-  static std::mutex mu;
-  return mu;
-}
-GroupResetter& Slot() {
-  static GroupResetter r;
-  return r;
-}
-
-}  // namespace
-
-void SetGroupResetter(GroupResetter resetter) {
-  std::lock_guard<std::mutex> lock(Mu());
-  Slot() = std::move(resetter);
-}
 
 common::Status ResetConsumerGroup(const Json& broker, const std::string& group,
                                   const std::string& topic) {
-  GroupResetter r;
-  {
-    std::lock_guard<std::mutex> lock(Mu());
-    r = Slot();
-  }
-  if (!r) return common::Unavailable("no broker client installed in this server");
-  return r(broker, group, topic);
+  auto config = kafka::ClientConfig::FromJson(broker);
+  if (!config.ok()) return config.status();
+  auto admin = kafka::Admin::Create(*config);
+  if (!admin.ok()) return admin.status();
+  // Inside the request's transaction: an unreachable broker must cost little.
+  (*admin)->set_timeout(std::chrono::seconds(5));
+  return (*admin)->ResetGroupToEarliest(group, topic);
 }
 
 }  // namespace sluice::api

@@ -10,7 +10,6 @@
 #include "api/config_keys.h"
 #include "api/routes.h"
 
-#ifdef SLUICE_WITH_BACKFILL
 #include "backfill/launch.h"
 #include "backfill/report.h"
 #include "backfill/repository.h"
@@ -91,11 +90,3 @@ void RegisterLoaderProtocolRoutes(Router& r, ApiContext& ctx) {
 }
 
 }  // namespace sluice::api
-
-#else
-
-namespace sluice::api {
-void RegisterLoaderProtocolRoutes(Router&, ApiContext&) {}
-}  // namespace sluice::api
-
-#endif

@@ -75,8 +75,7 @@ Json ResetForBackfill(pqxx::work& tx, const Principal& caller, const Subscriptio
                      other->id.ToString() + "; give this subscription a consumer_id of its own";
   } else {
     common::Status st = ResetConsumerGroup(broker, group, *topic);
-    out["status"] =
-        st.ok() ? "reset" : (st.code() == common::Code::kUnavailable ? "skipped" : "failed");
+    out["status"] = st.ok() ? "reset" : "failed";
     if (!st.ok()) out["message"] = st.message();
   }
   LogAction(tx, caller, "backfill");

@@ -1,4 +1,3 @@
-// requires-subsystems: api store
 // `sluice admin create-superuser`: first-run bootstrap of an administrator.
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,3 @@
-// requires-subsystems: api
 #include "cli/api_client.h"
 
 #include <httplib.h>

@@ -1,4 +1,3 @@
-// requires-subsystems: broker orchestrator
 #include "cli/broker_access.h"
 
 #include <sodium.h>

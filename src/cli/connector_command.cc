@@ -1,4 +1,3 @@
-// requires-subsystems: api
 // `sluice connector create|list|get|delete`: the connectors API from a shell.
 // Tables by default, the API's JSON with --json.
 #include <cstdio>

@@ -1,4 +1,3 @@
-// requires-subsystems: store
 // `sluice db migrate` and `sluice db cluster start|stop`.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -1,4 +1,3 @@
-// requires-subsystems: orchestrator
 #include "cli/demo_pipeline.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,3 @@
-// requires-subsystems: backfill
 // `sluice loader`: one backfill item. Launched by the backfill launcher with
 // `--config FILE` (a 0600 launch file), in a Kubernetes Job with `--item ID
 // --api URL` and the attempt's token in SLUICE_LOADER_TOKEN (config fetched

@@ -1,4 +1,3 @@
-// requires-subsystems: api
 // `sluice login`: exchanges email + password for tokens and saves them
 // (mode 0600) for the other client commands.
 #include <cstdio>

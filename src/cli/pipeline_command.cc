@@ -1,4 +1,3 @@
-// requires-subsystems: api
 // `sluice pipeline create|list|get|delete|wizard`: the pipelines API from a
 // shell. Tables by default, the API's JSON with --json.
 #include <cstdio>

@@ -1,4 +1,3 @@
-// requires-subsystems: registry store
 // `sluice registry`: the Confluent-compatible schema registry on its own,
 // over the database named by SLUICE_DATABASE_URL (or --database-url).
 // Stops cleanly on SIGINT/SIGTERM.

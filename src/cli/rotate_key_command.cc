@@ -1,4 +1,3 @@
-// requires-subsystems: api store
 // `sluice admin rotate-key`: puts a new primary configuration key in front of
 // the ring and re-encrypts every stored configuration under it.
 //   - with <data-dir>/config.key: a fresh key is generated and written first

@@ -1,4 +1,3 @@
-// requires-subsystems: api store orchestrator broker
 // `sluice serve`: the HTTP JSON API (and, when built, the schema registry)
 // over the data-plane database. Stops cleanly on SIGINT/SIGTERM.
 #include <signal.h>
@@ -17,6 +16,7 @@
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
+#include "backfill/launcher.h"
 #include "cli/broker_access.h"
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
@@ -27,16 +27,10 @@
 #include "guard/connect_policy.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
-#ifdef SLUICE_WITH_BACKFILL
-#include "backfill/launcher.h"
-#endif
+#include "registry/server.h"
 #include "secrets/key_ring.h"
 #include "store/database.h"
 #include "store/provision.h"
-#if defined(SLUICE_WITH_REGISTRY_SERVER) && __has_include("registry/server.h")
-#include "registry/server.h"
-#define SLUICE_HAVE_REGISTRY_SERVER 1
-#endif
 
 namespace {
 
@@ -152,7 +146,6 @@ int Serve(const ServeFlags& f) {
   }
   // Machine-readable line: tests and scripts that pass port 0 read it.
   std::printf("api listening on %s://%s:%d\n", scheme.c_str(), host.c_str(), api.port());
-#ifdef SLUICE_HAVE_REGISTRY_SERVER
   // The registry takes the API's tokens, and writes need the subject's connector.
   sluice::api::ApiRegistryGate registry_gate(api.context());
   sluice::registry::RegistryServer registry(db, &registry_gate);
@@ -165,18 +158,15 @@ int Serve(const ServeFlags& f) {
               reg_host.c_str(), registry.port());
   sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
       "registry", "the data-plane's schema registry", reg_host, registry.port()));
-#endif
   // The orchestrator launches workers as local processes (the embedded
   // launcher); background jobs keep rollups, retention and the outbox going.
   sluice::orchestrator::OrchestratorOptions orchestration;
   orchestration.sluice_bin = sluice::common::SelfExecutablePath();
   orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   orchestration.report_database_url = (*provisioned)->url();
-#ifdef SLUICE_HAVE_REGISTRY_SERVER
   orchestration.registry_url = scheme + "://" +
                                (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
                                std::to_string(registry.port());
-#endif
   orchestration.keys = &sluice::api::ConfigKeyRing();
   orchestration.license_grace = api_options.license_grace;
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
@@ -212,7 +202,6 @@ int Serve(const ServeFlags& f) {
     spdlog::warn("license: {} (the last verdict stays)", st.message());
   sluice::orchestrator::Orchestrator orchestrator(db, orchestration);
   orchestrator.Start();
-#ifdef SLUICE_WITH_BACKFILL
   // Backfill items run as `sluice loader` processes (or Kubernetes Jobs,
   // whose loaders use the API with a token per attempt) under the caps.
   sluice::backfill::LauncherOptions backfills;
@@ -233,7 +222,6 @@ int Serve(const ServeFlags& f) {
                backfills.caps.per_source, backfills.caps.per_destination);
   sluice::backfill::Launcher backfill_launcher(db, backfills);
   backfill_launcher.Start();
-#endif
   sluice::orchestrator::BackgroundTasks background(db, background_options);
   sluice::common::PeriodicTask idempotency_cleanup(
       std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
@@ -241,13 +229,9 @@ int Serve(const ServeFlags& f) {
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("serve: signal {}, shutting down", sig);
-#ifdef SLUICE_WITH_BACKFILL
   backfill_launcher.Stop();
-#endif
   orchestrator.Stop();
-#ifdef SLUICE_HAVE_REGISTRY_SERVER
   registry.Stop();
-#endif
   api.Stop();
   return 0;
 }

@@ -1,4 +1,3 @@
-// requires-subsystems: api orchestrator dataflow broker
 // `sluice up`: everything on one machine. An embedded PostgreSQL under the
 // data dir (unless SLUICE_DATABASE_URL is set), the embedded broker, the
 // API (and the schema registry), the orchestrator launching workers as
@@ -23,6 +22,7 @@
 #include "api/server.h"
 #include "api/static_files.h"
 #include "auth/secret_key.h"
+#include "backfill/launcher.h"
 #include "cli/broker_access.h"
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
@@ -36,15 +36,9 @@
 #include "kafka/client_config.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
-#ifdef SLUICE_WITH_BACKFILL
-#include "backfill/launcher.h"
-#endif
+#include "registry/server.h"
 #include "secrets/key_ring.h"
 #include "store/provision.h"
-#if __has_include("registry/server.h")
-#include "registry/server.h"
-#define SLUICE_HAVE_REGISTRY_SERVER 1
-#endif
 
 namespace {
 
@@ -186,7 +180,6 @@ int Up(const UpFlags& f) {
   api.ServeUi(ui_dir);
   if (auto st = api.Start(api_host, api_port, f.tls); !st.ok()) return Fail(st.message());
   std::printf("api listening on %s://%s:%d\n", scheme.c_str(), api_host.c_str(), api.port());
-#ifdef SLUICE_HAVE_REGISTRY_SERVER
   // The registry takes the API's tokens, and writes need the subject's connector.
   sluice::api::ApiRegistryGate registry_gate(api.context());
   sluice::registry::RegistryServer registry(db, &registry_gate);
@@ -195,17 +188,14 @@ int Up(const UpFlags& f) {
               f.registry_listen.c_str());
   sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
       "registry", "the data-plane's schema registry", reg_host, registry.port()));
-#endif
 
   sluice::orchestrator::OrchestratorOptions options;
   options.sluice_bin = sluice::common::SelfExecutablePath();
   options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
   options.report_database_url = url;
-#ifdef SLUICE_HAVE_REGISTRY_SERVER
   options.registry_url = scheme + "://" +
                          (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
                          std::to_string(registry.port());
-#endif
   options.keys = &sluice::api::ConfigKeyRing();
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
   options.backend_url = scheme + "://" +
@@ -220,7 +210,6 @@ int Up(const UpFlags& f) {
   if (auto st = sluice::orchestrator::RefreshLicense(db, {}); !st.ok()) return Fail(st.message());
   sluice::orchestrator::Orchestrator orchestrator(db, options);
   orchestrator.Start();
-#ifdef SLUICE_WITH_BACKFILL
   // Backfill items run as `sluice loader` processes under the caps.
   sluice::backfill::LauncherOptions backfills;
   backfills.sluice_bin = options.sluice_bin;
@@ -230,7 +219,6 @@ int Up(const UpFlags& f) {
   backfills.caps = {f.backfill_source_cap, f.backfill_destination_cap};
   sluice::backfill::Launcher backfill_launcher(db, backfills);
   backfill_launcher.Start();
-#endif
   sluice::orchestrator::BackgroundOptions background;
   background.warehouse_keys = &sluice::api::ConfigKeyRing();
   background.events_broker = (*broker_access)->BackendClient();
@@ -259,13 +247,9 @@ int Up(const UpFlags& f) {
   spdlog::info("up: signal {}, shutting down", sig);
   stop = true;
   if (writer.joinable()) writer.join();
-#ifdef SLUICE_WITH_BACKFILL
   backfill_launcher.Stop();
-#endif
   orchestrator.Stop();
-#ifdef SLUICE_HAVE_REGISTRY_SERVER
   registry.Stop();
-#endif
   api.Stop();
   return 0;  // workers, broker and the embedded cluster stop as their owners go
 }

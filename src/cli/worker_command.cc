@@ -1,4 +1,3 @@
-// requires-subsystems: dataflow
 // `sluice worker --config FILE` (a local process) or `sluice worker --api URL`
 // with SLUICE_WORKER_TOKEN (a Kubernetes pod): one shard of one connector.
 // SIGTERM stops it cleanly, flushing what it emitted before confirming any

@@ -3,8 +3,12 @@
 // references across teams, ON DELETE rules and atomicity.
 #include <pqxx/pqxx>
 
-#include "api/consumer_groups.h"
+#include "broker/broker_harness.h"
+#include "common/uuid.h"
 #include "config_api/api_harness.h"
+#include "kafka/admin.h"
+#include "kafka/consumer.h"
+#include "kafka/producer.h"
 
 namespace sluice::testing {
 namespace {
@@ -32,6 +36,61 @@ class PipelinesApi : public ApiHarness {
     pqxx::connection c(tdb_->url());
     pqxx::work tx(c);
     return tx.exec1("SELECT count(*) FROM " + table)[0].as<long>();
+  }
+  // The env's broker is `broker` from now on.
+  void UseBroker(const BrokerProcess& broker) {
+    pqxx::connection c(tdb_->url());
+    pqxx::work tx(c);
+    tx.exec_params(
+        "UPDATE env SET retention_configuration = jsonb_build_object('bootstrap_servers', "
+        "$1::text) WHERE id = $2",
+        broker.bootstrap(), env_id_);
+    tx.commit();
+  }
+  // Produces `n` messages to `topic`, then reads the whole topic as `group`
+  // and commits where it got to.
+  void ProduceAndConsume(const BrokerProcess& broker, const std::string& topic,
+                         const std::string& group, int n) {
+    auto config = kafka::ClientConfig::FromJson({{"bootstrap_servers", broker.bootstrap()}});
+    ASSERT_TRUE(config.ok());
+    if (n > 0) {
+      auto producer = kafka::Producer::Create(*config);
+      ASSERT_TRUE(producer.ok()) << producer.status().message();
+      for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE((*producer)->Send(topic, "k", "v" + std::to_string(i), i).ok());
+      }
+      auto flushed = (*producer)->Flush(std::chrono::seconds(30));
+      ASSERT_TRUE(flushed.ok()) << flushed.status().message();
+    }
+    auto consumer = kafka::Consumer::Create(*config, group);
+    ASSERT_TRUE(consumer.ok()) << consumer.status().message();
+    ASSERT_TRUE((*consumer)->Subscribe({topic}).ok());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::int64_t end = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto lag = Lag(broker, group, topic);
+      end = lag.empty() ? 0 : lag[0].log_end;
+      auto batch = (*consumer)->Poll(100, std::chrono::milliseconds(200));
+      ASSERT_TRUE(batch.ok()) << batch.status().message();
+      if (!batch->empty()) {
+        ASSERT_TRUE((*consumer)->Commit(*batch).ok());
+      }
+      if (Committed(broker, group, topic) == end && end > 0) break;
+    }
+    (*consumer)->Close();
+  }
+  std::vector<kafka::PartitionLag> Lag(const BrokerProcess& broker, const std::string& group,
+                                       const std::string& topic) {
+    auto config = kafka::ClientConfig::FromJson({{"bootstrap_servers", broker.bootstrap()}});
+    auto admin = kafka::Admin::Create(*config);
+    if (!admin.ok()) return {};
+    auto lag = (*admin)->ConsumerLag(group, topic);
+    return lag.ok() ? *lag : std::vector<kafka::PartitionLag>{};
+  }
+  std::int64_t Committed(const BrokerProcess& broker, const std::string& group,
+                         const std::string& topic) {
+    auto lag = Lag(broker, group, topic);
+    return lag.empty() ? -2 : lag[0].committed;
   }
   std::string source_, target_, datamodel_;
 };
@@ -135,48 +194,48 @@ TEST_F(PipelinesApi, NonExclusiveDestinationsMayRepeat) {
 }
 
 TEST_F(PipelinesApi, SwitchingBackfillOnResetsTheConsumerGroup) {
-  // The Kafka client is replaced by a recorder here: the API only decides
-  // when to reset and which group/topic; kafka::Admin is tested in tests/kafka.
-  std::vector<std::string> calls;
-  api::SetGroupResetter(
-      [&](const Json& broker, const std::string& group, const std::string& topic) {
-        calls.push_back(broker.value("bootstrap_servers", "") + "|" + group + "|" + topic);
-        return common::Status();
-      });
+  // A real broker as the env's: the group has read all 5 messages of the
+  // topic the worker reads; switching backfill on sends it back to the start.
+  BrokerProcess broker;
+  broker.Start();
+  UseBroker(broker);
   auto s = NewSubscription("orders");
-  std::string path = "/api/v1/subscriptions/" + s.body["id"].get<std::string>();
+  std::string group = s.body["id"];
+  std::string topic = Get("/api/v1/datamodels/" + datamodel_).body["source_topic"];
+  ProduceAndConsume(broker, topic, group, 5);
+  ASSERT_EQ(Committed(broker, group, topic), 5);
+  std::string path = "/api/v1/subscriptions/" + group;
   auto on = Patch(path, {{"backfill", true}});
   ASSERT_EQ(on.status, 200) << on.body.dump();
-  EXPECT_EQ(on.body["backfill_reset"]["status"], "reset");
-  ASSERT_EQ(calls.size(), 1u);
-  std::string topic = Get("/api/v1/datamodels/" + datamodel_).body["source_topic"];
-  EXPECT_EQ(calls[0], "127.0.0.1:1|" + s.body["id"].get<std::string>() + "|" + topic);
+  EXPECT_EQ(on.body["backfill_reset"]["status"], "reset") << on.body.dump();
+  EXPECT_EQ(on.body["backfill_reset"]["topic"], topic);
+  EXPECT_EQ(Committed(broker, group, topic), 0);
+  ProduceAndConsume(broker, topic, group, 0);  // the group reads again: offset back at 5
+  ASSERT_EQ(Committed(broker, group, topic), 5);
   Patch(path, {{"name", "renamed"}});  // still on: no second reset
-  EXPECT_EQ(calls.size(), 1u);
-  api::SetGroupResetter(nullptr);
-  Patch(path, {{"backfill", false}});
-  EXPECT_EQ(Patch(path, {{"backfill", true}}).body["backfill_reset"]["status"], "skipped");
+  EXPECT_EQ(Committed(broker, group, topic), 5);
 }
 
 TEST_F(PipelinesApi, CreatingASubscriptionWithBackfillOnResetsItsGroupOnTheTopicItReads) {
-  std::vector<std::string> calls;
-  api::SetGroupResetter(
-      [&](const Json& broker, const std::string& group, const std::string& topic) {
-        calls.push_back(broker.value("bootstrap_servers", "") + "|" + group + "|" + topic);
-        return common::Status();
-      });
+  BrokerProcess broker;
+  broker.Start();
+  UseBroker(broker);
+  std::string topic = Get("/api/v1/datamodels/" + datamodel_).body["source_topic"];
+  // The group is named up front (consumer_id), so it can read first.
+  std::string id = "grp-" + common::Uuid::V4().ToString();
+  ProduceAndConsume(broker, topic, id, 3);
+  ASSERT_EQ(Committed(broker, id, topic), 3);
   auto s =
-      Post("/api/v1/teams/" + team_id_ + "/subscriptions", {{"name", "s-backfilled"},
+      Post("/api/v1/teams/" + team_id_ + "/subscriptions", {{"consumer_id", id},
+                                                            {"name", "s-backfilled"},
                                                             {"datamodel_id", datamodel_},
                                                             {"target_connector_id", target_},
                                                             {"target_table_name", "backfilled"},
                                                             {"backfill", true}});
-  api::SetGroupResetter(nullptr);
   ASSERT_EQ(s.status, 201) << s.body.dump();
   EXPECT_EQ(s.body["backfill_reset"]["status"], "reset") << s.body.dump();
-  ASSERT_EQ(calls.size(), 1u);
-  std::string topic = Get("/api/v1/datamodels/" + datamodel_).body["source_topic"];
-  EXPECT_EQ(calls[0], "127.0.0.1:1|" + s.body["id"].get<std::string>() + "|" + topic);
+  EXPECT_EQ(s.body["backfill_reset"]["topic"], topic);
+  EXPECT_EQ(Committed(broker, id, topic), 0);
 }
 
 TEST_F(PipelinesApi, WizardCreatesEverythingInOneCall) {
