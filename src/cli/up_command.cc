@@ -238,7 +238,6 @@ int Up(const UpFlags& f) {
 #endif
   sluice::orchestrator::BackgroundOptions background;
   background.warehouse_keys = &sluice::api::ConfigKeyRing();
-  background.events_broker = (*broker_access)->BackendClient();
   sluice::orchestrator::BackgroundTasks tasks(db, background);
   // Idempotency records stop replaying after 24 h; delete them within the hour.
   sluice::common::PeriodicTask idempotency_cleanup(
