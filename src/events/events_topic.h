@@ -28,8 +28,11 @@ std::optional<common::Uuid> EventsTopicEnv(std::string_view topic);
 
 // Whether `topic` is spelled like an env's connector_events topic: nothing
 // but the outbox may write one, and a reader of one is filtered.
+// (A topic republished from one, "<events topic>.<...>", holds a dot and is
+// an ordinary topic of the team that republishes it.)
 inline bool ReservedForEvents(std::string_view topic) {
-  return topic.substr(0, kEventsTopicPrefix.size()) == kEventsTopicPrefix;
+  return topic.substr(0, kEventsTopicPrefix.size()) == kEventsTopicPrefix &&
+         topic.find('.') == std::string_view::npos;
 }
 
 // Whether a record of a connector_events topic (its JSON value) is about a

@@ -312,6 +312,8 @@ TEST(EventsTopic, OneTopicPerEnvThatNoSourceTopicCanSpell) {
   EXPECT_FALSE(EventsTopicEnv("connector_events"));
   EXPECT_FALSE(EventsTopicEnv("sluice.public.orders"));
   EXPECT_TRUE(ReservedForEvents("connector_events_anything"));
+  EXPECT_TRUE(ReservedForEvents(topic));
+  EXPECT_FALSE(ReservedForEvents(topic + ".sluice.0123456789ab"));  // a team's republished topic
 }
 
 TEST(EventsTopic, TheResourceFilterKeepsOnlyTheTeamsOwnRecords) {
