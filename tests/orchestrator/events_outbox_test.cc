@@ -6,6 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -195,6 +201,47 @@ TEST_F(EventsOutboxTest, EnvsCreatedAndDeletedWhileRunningArePickedUp) {
     if (!stopped) std::this_thread::sleep_for(50ms);
   }
   EXPECT_TRUE(stopped);
+}
+
+// `sluice serve` publishes too, through the same background wiring as `up`.
+TEST_F(EventsOutboxTest, ServePublishesEachEnvsEventsOntoItsTopic) {
+  BrokerProcess broker;
+  broker.Start();
+  auto a = AddEnv(broker), b = AddEnv(broker);
+  Record(a, "a.before_serve");
+  Record(b, "b.before_serve");
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sluice-serve-" + common::Uuid::V4().ToString());
+  std::filesystem::create_directories(dir);
+  auto log = (dir / "serve.log").string();
+  std::vector<std::string> argv = {
+      std::getenv("SLUICE_BIN"), "serve",       "--listen",   "127.0.0.1:0",
+      "--registry-listen",       "127.0.0.1:0", "--data-dir", (dir / "data").string()};
+  std::vector<char*> cargv;
+  for (auto& arg : argv) cargv.push_back(arg.data());
+  cargv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("SLUICE_DATABASE_URL", tdb_.url().c_str(), 1);
+    if (!freopen(log.c_str(), "w", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(126);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  auto on_a = WaitFor(broker, events::EnvEventsTopic(a), 1);
+  auto on_b = WaitFor(broker, events::EnvEventsTopic(b), 1);
+  Record(a, "a.while_serving");
+  auto later = WaitFor(broker, events::EnvEventsTopic(a), 2);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(log);
+  std::string serve_log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(Codes(on_a), (std::vector<std::string>{"a.before_serve"})) << serve_log;
+  EXPECT_EQ(Codes(on_b), (std::vector<std::string>{"b.before_serve"})) << serve_log;
+  EXPECT_EQ(Codes(later), (std::vector<std::string>{"a.before_serve", "a.while_serving"}));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << serve_log;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
