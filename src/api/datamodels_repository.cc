@@ -3,6 +3,7 @@
 #include "api/sql_util.h"
 #include "api/topic_ownership.h"
 #include "catalog/config_validation.h"
+#include "events/events_topic.h"
 #include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
@@ -120,8 +121,15 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
     const bool source_changed = !before || before->source_topic != d.source_topic;
     const bool target_changed = !before || before->target_topic != d.target_topic;
     const bool group_changed = !before || before->consumer_id != d.consumer_id;
-    if (d.source_topic && !d.source_topic->empty() && source_changed)
+    if (d.source_topic && !d.source_topic->empty() && source_changed) {
       RequireReadableTopic(tx, env, team, *d.source_topic, "source_topic");
+      // Only a kafka source's worker applies the team filter to it.
+      if (events::ReservedForEvents(*d.source_topic) && source.connector_type != "kafka")
+        throw ApiError(403, "events_topic_needs_kafka_source",
+                       "source_topic: " + *d.source_topic +
+                           " is an environment's connector_events topic, read only through a "
+                           "kafka source connector (which keeps only its team's events)");
+    }
     auto republished = orchestrator::RepublishedTopic(source.connector_type,
                                                       d.source_topic.value_or(""), d.target_topic);
     if (republished && (source_changed || target_changed))

@@ -4,6 +4,7 @@
 
 #include "api/sql_util.h"
 #include "catalog/config_validation.h"
+#include "events/events_topic.h"
 #include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
@@ -109,6 +110,13 @@ std::vector<TopicProducer> TopicProducers(pqxx::work& tx, const common::Uuid& en
 
 void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
                           const std::string& topic, const std::string& field) {
+  if (auto events_env = events::EventsTopicEnv(topic)) {
+    if (*events_env == env) return;  // every team's, each seeing only its own events
+    Refuse("topic_of_another_env",
+           field + ": topic " + topic +
+               " carries another environment's resource events (each env's connector_events "
+               "topic is read from that env only)");
+  }
   auto producers = TopicProducers(tx, env, topic);
   if (producers.empty()) return;  // nobody in Sluice produces it: readable by name
   for (const auto& p : producers) {
@@ -125,6 +133,12 @@ void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common:
 
 void RequireWritableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
                           const std::string& topic, const std::string& field) {
+  if (events::ReservedForEvents(topic)) {
+    Refuse("topic_reserved_for_events",
+           field + ": topic " + topic +
+               " is spelled like an environment's connector_events topic, which only the "
+               "events outbox writes");
+  }
   for (const auto& p : TopicProducers(tx, env, topic)) {
     if (p.team_id != team) {
       Refuse("topic_owned_by_another_team",

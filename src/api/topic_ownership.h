@@ -6,7 +6,9 @@
 // A producing connector may list, in its configuration's
 // "share_topics_with", the teams that may read its topics. A topic nobody in
 // Sluice produces belongs to nobody and stays readable by name (that is what
-// a Kafka source is for).
+// a Kafka source is for). An env's connector_events topic (events/events_topic.h)
+// is readable by every team of that env through a `kafka` source, whose worker
+// keeps only the team's own events; no one writes it but the outbox.
 #pragma once
 
 #include <optional>
@@ -42,12 +44,14 @@ std::string DefaultTopicPrefix(const common::Uuid& connector_id);
 void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* before);
 
 // 403 "topic_not_shared" when `topic` is produced by another team's
-// connector of the env and none of its producers shares it with `team`.
+// connector of the env and none of its producers shares it with `team`;
+// 403 "topic_of_another_env" for another env's connector_events topic.
 void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
                           const std::string& topic, const std::string& field);
 
 // 403 "topic_owned_by_another_team" when any producer of `topic` is another
-// team's: sharing lets a team read, never write.
+// team's: sharing lets a team read, never write; 403
+// "topic_reserved_for_events" for a connector_events topic.
 void RequireWritableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
                           const std::string& topic, const std::string& field);
 

@@ -221,7 +221,6 @@ int Up(const UpFlags& f) {
   backfill_launcher.Start();
   sluice::orchestrator::BackgroundOptions background;
   background.warehouse_keys = &sluice::api::ConfigKeyRing();
-  background.events_broker = (*broker_access)->BackendClient();
   sluice::orchestrator::BackgroundTasks tasks(db, background);
   // Idempotency records stop replaying after 24 h; delete them within the hour.
   sluice::common::PeriodicTask idempotency_cleanup(

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "dataflow/envelope.h"
+#include "events/events_topic.h"
 
 namespace sluice::dataflow {
 
@@ -170,6 +171,10 @@ common::Status DatamodelStage::RunOnce(std::chrono::milliseconds poll_timeout) {
   if (polled->empty()) return common::Status::Ok();
   std::int64_t sent = 0;
   for (const auto& m : *polled) {
+    if (spec_.only_team && !events::EventRecordOfTeam(m.value, *spec_.only_team)) {
+      ++other_teams_;
+      continue;
+    }
     auto change = Decode(m);
     if (!change.ok() && change.status().code() == common::Code::kUnavailable)
       return change.status();

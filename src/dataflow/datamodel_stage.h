@@ -37,6 +37,10 @@ struct DatamodelSpec {
   std::vector<std::string> key_columns;  // datamodel.config.key, for plain JSON input
   std::string input = "envelope";        // envelope | json
   std::string format = "json";           // output: json | avro (needs the registry)
+  // Set when source_topic is an env's connector_events topic: only the
+  // records whose team_id is this team's are read, every other one is passed
+  // over unseen (the subscription's resource filter, a permission boundary).
+  std::optional<std::string> only_team;
 };
 
 class DatamodelStage {
@@ -52,6 +56,8 @@ class DatamodelStage {
   const DatamodelSpec& spec() const { return spec_; }
   std::int64_t republished() const { return republished_; }
   std::int64_t skipped() const { return skipped_; }
+  // Records of other teams passed over (only_team); never counted as skipped.
+  std::int64_t other_teams() const { return other_teams_; }
 
  private:
   DatamodelStage(DatamodelSpec spec, RowTransform transform,
@@ -70,7 +76,7 @@ class DatamodelStage {
   std::optional<registry::ChangeEventEncoder> avro_out_;
   int avro_schema_id_ = 0;
   std::int64_t next_id_ = 1;
-  std::int64_t republished_ = 0, skipped_ = 0;
+  std::int64_t republished_ = 0, skipped_ = 0, other_teams_ = 0;
 };
 
 // A plain JSON value as a change (the `kafka` source's input).

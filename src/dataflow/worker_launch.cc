@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "events/events_topic.h"
+
 namespace sluice::dataflow {
 
 using nlohmann::json;
@@ -104,6 +106,11 @@ common::Result<WorkerLaunch> Parse(const json& j) {
           if (k.is_string()) spec.key_columns.push_back(k.get<std::string>());
       spec.input = d.value("input", std::string("envelope"));
       spec.format = d.value("format", std::string("json"));
+      if (d.contains("only_team") && d["only_team"].is_string())
+        spec.only_team = d["only_team"].get<std::string>();
+      // An env's connector_events topic is never read unfiltered.
+      if (events::ReservedForEvents(spec.source_topic) && !spec.only_team)
+        problems.push_back("datamodels[].only_team: required to read " + spec.source_topic);
       if (spec.id.empty() || spec.source_topic.empty() || spec.target_topic.empty())
         problems.push_back("datamodels[]: id, source_topic and target_topic are required");
       if (spec.input != "envelope" && spec.input != "json")
@@ -149,6 +156,9 @@ common::Result<WorkerLaunch> Parse(const json& j) {
       }
       if (spec.id.empty() || spec.topic.empty() || spec.target_table.empty())
         problems.push_back("subscriptions[]: id, topic and target_table are required");
+      if (events::ReservedForEvents(spec.topic))
+        problems.push_back("subscriptions[].topic: " + spec.topic +
+                           " is read through a kafka source, which keeps only its team's events");
       w.subscriptions.push_back(std::move(spec));
     }
   }

@@ -13,7 +13,9 @@
 //               "format": "json" | "avro",
 //               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
 //    "datamodels": [{"id", "source_topic", "target_topic", "consumer_group", "transform",
-//                    "key": [...], "input": "envelope" | "json", "format": "json" | "avro"}],
+//                    "key": [...], "input": "envelope" | "json", "format": "json" | "avro",
+//                    "only_team": uuid}],    required when source_topic is an env's
+//                                             connector_events topic (events/events_topic.h)
 //    "target": {"type": "postgresql" | "http" | "jsonl", ...its config: url / directory...},
 //    "jsonl_root": "/var/sluice/jsonl"            where a jsonl target's directory lives
 //    "connect_policy": {...}                      guard/connect_policy.h, checked at connect time

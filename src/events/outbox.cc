@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -31,16 +32,37 @@ common::Result<std::int64_t> OutboxPublisher::Cursor() {
   }
 }
 
+OutboxPublisher::OutboxPublisher(store::Database& db, PublishFn publish, OutboxOptions opts)
+    : db_(db),
+      publish_([publish = std::move(publish)](const std::vector<OutboxRecord>& records,
+                                              common::Status* failure) -> std::size_t {
+        for (std::size_t i = 0; i < records.size(); ++i) {
+          common::Status st;
+          try {
+            st = publish(records[i]);
+          } catch (const std::exception& e) {
+            st = common::Unavailable(fmt::format("publisher threw: {}", e.what()));
+          }
+          if (!st.ok()) {
+            *failure = st;
+            return i;
+          }
+        }
+        return records.size();
+      }),
+      opts_(std::move(opts)) {}
+
 common::Result<PublishReport> OutboxPublisher::PublishOnce() {
   PublishReport total;
   for (;;) {
     auto batch = PublishBatch();
     if (!batch.ok()) return batch.status();
     total.published += batch->published;
+    total.scanned += batch->scanned;
     total.cursor = batch->cursor;
     total.held_back = batch->held_back;
     total.failure = batch->failure;
-    if (batch->published < opts_.batch_size || batch->held_back || !batch->failure.ok()) break;
+    if (batch->scanned < opts_.batch_size || batch->held_back || !batch->failure.ok()) break;
   }
   return total;
 }
@@ -55,51 +77,65 @@ common::Result<PublishReport> OutboxPublisher::PublishBatch() {
               "$2") ") ON CONFLICT DO NOTHING",
           opts_.name, db_now);
       // The row lock makes concurrent publishers of one outbox take turns.
-      std::int64_t cursor =
+      const std::int64_t start =
           tx.exec_params(
                 "SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1 FOR UPDATE",
                 opts_.name)[0][0]
               .as<std::int64_t>();
-      auto rows =
-          tx.exec_params(fmt::format("SELECT o.seq, o.id::text, " SLUICE_SQL_MICROS(
-                                         "o.ts") ", o.count,"
-                                                 " o.created_at < " SLUICE_SQL_DB_NOW
-                                                 " - $3::bigint * INTERVAL '1 millisecond',"
-                                                 " o.created_at < " SLUICE_SQL_DB_NOW
-                                                 " - $4::bigint * INTERVAL '1 millisecond', {}"
-                                                 " FROM resource_event_occurrence o JOIN "
-                                                 "resource_event e ON e.id = o.event_id"
-                                                 " WHERE o.seq > $1 ORDER BY o.seq LIMIT $2",
-                                     internal::StoredEventColumns("e")),
-                         cursor, opts_.batch_size, static_cast<std::int64_t>(opts_.grace.count()),
-                         static_cast<std::int64_t>(opts_.gap_timeout.count()));
+      // Every env's occurrences are read, so the seq order has no holes but
+      // real gaps; only this env's carry their folded row's columns.
+      auto rows = tx.exec_params(
+          fmt::format("SELECT o.seq, o.id::text, " SLUICE_SQL_MICROS(
+                          "o.ts") ", o.count,"
+                                  " o.created_at < " SLUICE_SQL_DB_NOW
+                                  " - $3::bigint * INTERVAL '1 millisecond',"
+                                  " o.created_at < " SLUICE_SQL_DB_NOW
+                                  " - $4::bigint * INTERVAL '1 millisecond',"
+                                  " ($5::uuid IS NULL OR e.env_id = $5::uuid), {}"
+                                  " FROM resource_event_occurrence o JOIN resource_event e ON e.id "
+                                  "= o.event_id"
+                                  " WHERE o.seq > $1 ORDER BY o.seq LIMIT $2",
+                      internal::StoredEventColumns("e")),
+          start, opts_.batch_size, static_cast<std::int64_t>(opts_.grace.count()),
+          static_cast<std::int64_t>(opts_.gap_timeout.count()),
+          opts_.env_id ? std::optional<std::string>(opts_.env_id->ToString()) : std::nullopt);
       PublishReport report;
+      std::vector<OutboxRecord> mine;
+      std::int64_t passed = start;  // the last seq read and found settled
       for (const auto& r : rows) {
         const std::int64_t seq = r[0].as<std::int64_t>();
         const bool settled = r[4].as<bool>();
         const bool gap_settled = r[5].as<bool>();
-        if (!settled || (seq != cursor + 1 && !gap_settled)) {
+        if (!settled || (seq != passed + 1 && !gap_settled)) {
           report.held_back = true;
           break;
         }
+        passed = seq;
+        ++report.scanned;
+        if (!r[6].as<bool>()) continue;  // another env's: its own publisher's
         OutboxRecord rec;
         rec.seq = seq;
         rec.occurrence_id = common::Uuid::Parse(r[1].c_str()).value();
         rec.occurred_at = common::FromEpochMicros(r[2].as<std::int64_t>());
         rec.count = r[3].as<std::int32_t>();
-        rec.event = internal::ReadStoredEvent(r, 6);
-        common::Status st;
+        rec.event = internal::ReadStoredEvent(r, 7);
+        mine.push_back(std::move(rec));
+      }
+      std::int64_t cursor = passed;
+      if (!mine.empty()) {
+        common::Status failure;
+        std::size_t accepted = 0;
         try {
-          st = publish_(rec);
+          accepted = std::min(publish_(mine, &failure), mine.size());
         } catch (const std::exception& e) {
-          st = common::Unavailable(fmt::format("publisher threw: {}", e.what()));
+          failure = common::Unavailable(fmt::format("publisher threw: {}", e.what()));
         }
-        if (!st.ok()) {
-          report.failure = st;
-          break;
+        report.published = static_cast<int>(accepted);
+        if (accepted < mine.size()) {
+          // Up to the first record not handed over, other envs' rows included.
+          cursor = mine[accepted].seq - 1;
+          report.failure = failure.ok() ? common::Unavailable("publisher stopped early") : failure;
         }
-        cursor = seq;
-        ++report.published;
       }
       tx.exec_params(
           "UPDATE sluice_state.events_outbox_cursor SET last_seq = $2, updated_at = " SLUICE_SQL_TS(

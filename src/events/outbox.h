@@ -10,6 +10,12 @@
 // the reader waits until the row after the gap is older than `gap_timeout`
 // (a gap that old is a rolled-back insert, not a slow commit).
 //
+// One publisher per env (OutboxOptions::env_id): it reads every occurrence
+// after its cursor, so another env's rows are never mistaken for a gap, hands
+// over only its env's, and moves its cursor past the others. Each env's
+// publisher has its own cursor, so an env whose broker is down holds back
+// only itself.
+//
 // The cursor lives in sluice_state.events_outbox_cursor (name PK, last_seq),
 // created by migration 0002: the spec's tables have no column for it.
 #pragma once
@@ -17,8 +23,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,9 +53,16 @@ struct OutboxRecord {
 
 // Returns Ok once the record is durably handed over (e.g. the broker acked).
 using PublishFn = std::function<common::Status(const OutboxRecord&)>;
+// Hands over a batch, in seq order; returns how many leading records were
+// durably handed over (all of them, or up to the first refused one, whose
+// reason goes to `*failure`).
+using PublishBatchFn =
+    std::function<std::size_t(const std::vector<OutboxRecord>&, common::Status* failure)>;
 
 struct OutboxOptions {
   std::string name = "connector_events";  // cursor key; one per destination
+  // Set: only this env's occurrences are handed over (the others are passed).
+  std::optional<common::Uuid> env_id;
   std::chrono::milliseconds grace{2000};
   std::chrono::milliseconds gap_timeout{60000};
   int batch_size = 200;
@@ -55,6 +70,7 @@ struct OutboxOptions {
 
 struct PublishReport {
   int published = 0;
+  int scanned = 0;          // occurrences passed, this env's or not
   std::int64_t cursor = 0;  // last seq published, after this pass
   bool held_back = false;   // stopped at a row too young or behind a fresh gap
   common::Status failure;   // the callback's refusal, if it refused
@@ -62,7 +78,8 @@ struct PublishReport {
 
 class OutboxPublisher {
  public:
-  OutboxPublisher(store::Database& db, PublishFn publish, OutboxOptions opts = {})
+  OutboxPublisher(store::Database& db, PublishFn publish, OutboxOptions opts = {});
+  OutboxPublisher(store::Database& db, PublishBatchFn publish, OutboxOptions opts = {})
       : db_(db), publish_(std::move(publish)), opts_(std::move(opts)) {}
 
   // Publishes every settled record after the cursor, batch by batch, until
@@ -78,7 +95,7 @@ class OutboxPublisher {
   common::Result<PublishReport> PublishBatch();
 
   store::Database& db_;
-  PublishFn publish_;
+  PublishBatchFn publish_;
   OutboxOptions opts_;
 };
 

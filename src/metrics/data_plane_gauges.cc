@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "events/events_topic.h"
 #include "metrics/rate.h"
 #include "store/sql_time.h"
 
@@ -177,18 +178,27 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
   out.push_back(std::move(invalid));
   out.push_back(std::move(overdue));
 
-  // The outbox's own table exists once a publisher has run.
+  // Per env: its occurrences after its publisher's cursor (all of them
+  // before the publisher's first pass, or while the env's broker settings do
+  // not parse). Another env's rows never count against it.
   MetricFamily backlog{"sluice_connector_events_outbox_backlog",
-                       "Occurrences not yet published to connector_events.",
+                       "Occurrences of the env's resource events not yet published to its "
+                       "connector_events topic.",
                        MetricType::kGauge,
                        {}};
-  if (!tx.exec("SELECT to_regclass('sluice_state.events_outbox_cursor')")[0][0].is_null()) {
-    for (const auto& r : tx.exec("SELECT c.name, (SELECT COUNT(*) FROM resource_event_occurrence o"
-                                 " WHERE o.seq > c.last_seq) FROM "
-                                 "sluice_state.events_outbox_cursor c ORDER BY c.name")) {
-      backlog.samples.push_back(
-          {{{"outbox", r[0].as<std::string>()}}, static_cast<double>(r[1].as<std::int64_t>())});
-    }
+  for (const auto& r : tx.exec("SELECT id::text FROM env ORDER BY id")) {
+    auto env = common::Uuid::Parse(r[0].c_str());
+    if (!env) continue;
+    const std::string topic = events::EnvEventsTopic(*env);
+    auto n =
+        tx.exec_params1(
+              "SELECT COUNT(*) FROM resource_event_occurrence o JOIN resource_event e ON e.id = "
+              "o.event_id WHERE e.env_id = $1::uuid AND o.seq > coalesce((SELECT last_seq FROM "
+              "sluice_state.events_outbox_cursor WHERE name = $2), 0)",
+              env->ToString(), events::EnvOutboxCursor(*env))[0]
+            .as<std::int64_t>();
+    backlog.samples.push_back(
+        {{{"env_id", env->ToString()}, {"topic", topic}}, static_cast<double>(n)});
   }
   out.push_back(std::move(backlog));
   return out;

@@ -4,8 +4,6 @@
 
 #include "common/periodic_task.h"
 #include "events/event_store.h"
-#include "events/outbox.h"
-#include "kafka/producer.h"
 #include "metrics/retention.h"
 #include "metrics/rollup.h"
 #include "warehouse/runner.h"
@@ -19,8 +17,7 @@ struct BackgroundTasks::State {
   // Scheduled runs execute here; declared first so it outlives the ticks.
   std::unique_ptr<warehouse::RunExecutor> task_runs;
   std::unique_ptr<warehouse::TaskScheduler> scheduler;
-  std::unique_ptr<kafka::Producer> producer;
-  std::unique_ptr<events::OutboxPublisher> outbox;
+  std::unique_ptr<EventsOutbox> outbox;
   std::vector<std::unique_ptr<common::PeriodicTask>> tasks;
 };
 
@@ -54,35 +51,12 @@ BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
           if (!r.ok()) spdlog::warn("task scheduler: {}", r.status().message());
         }));
   }
-  if (options.events_broker) {
-    auto producer = kafka::Producer::Create(*options.events_broker);
-    if (!producer.ok()) {
-      spdlog::warn("connector_events outbox disabled: {}", producer.status().message());
-      return;
-    }
-    state_->producer = std::move(producer).value();
-    auto* p = state_->producer.get();
-    std::string topic = options.events_topic;
-    // At-least-once: a record counts as published once the broker acked it.
-    state_->outbox = std::make_unique<events::OutboxPublisher>(
-        db, [p, topic](const events::OutboxRecord& record) -> common::Status {
-          SLUICE_RETURN_IF_ERROR(p->Send(topic, record.Key(), record.ToJson().dump(), record.seq));
-          auto deliveries = p->Flush(10s);
-          if (!deliveries.ok()) return deliveries.status();
-          for (const auto& d : *deliveries)
-            if (!d.status.ok()) return d.status;
-          return common::Status::Ok();
-        });
-    auto* outbox = state_->outbox.get();
-    tasks.push_back(std::make_unique<common::PeriodicTask>(2s, [outbox] {
-      auto r = outbox->PublishOnce();
-      if (!r.ok()) spdlog::warn("connector_events outbox: {}", r.status().message());
-    }));
-  }
+  if (options.publish_events) state_->outbox = std::make_unique<EventsOutbox>(db, options.events);
 }
 
 BackgroundTasks::~BackgroundTasks() {
   for (auto& t : state_->tasks) t->Stop();
+  state_->outbox.reset();
 }
 
 }  // namespace sluice::orchestrator

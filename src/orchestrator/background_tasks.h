@@ -1,14 +1,16 @@
-// The back end's periodic jobs, started by `sluice serve` / `up`: metric
-// rollups for closed days, raw metric retention, closing quiet event folds,
-// the connector_events outbox onto the broker, and the task scheduler. Each job is safe with
-// several back ends running (advisory locks / cursors in the database).
+// The back end's periodic jobs, started alike by `sluice serve` and `sluice
+// up`: metric rollups for closed days, raw metric retention, closing quiet
+// event folds, the connector_events outbox (one topic per env, on that env's
+// broker: orchestrator/events_outbox.h), license refresh and the task
+// scheduler. Each job is safe with several back ends running (advisory locks
+// / cursors in the database).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "kafka/client_config.h"
+#include "orchestrator/events_outbox.h"
 #include "orchestrator/license_refresher.h"
 #include "secrets/key_ring.h"
 #include "store/database.h"
@@ -17,9 +19,9 @@ namespace sluice::orchestrator {
 
 struct BackgroundOptions {
   std::chrono::seconds raw_metric_retention{30 * 24 * 3600};  // 0 keeps raw rows forever
-  // Where connector_events go; nullopt leaves the outbox unpublished.
-  std::optional<kafka::ClientConfig> events_broker;
-  std::string events_topic = "connector_events";
+  // Every env's resource events onto its connector_events topic (default on).
+  bool publish_events = true;
+  EventsOutboxOptions events;
   // Where license verdicts come from (community when no control-plane).
   LicenseSource license;
   std::chrono::seconds license_refresh{300};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "connectors/topic_naming.h"
+#include "events/events_topic.h"
 #include "guard/connect_policy.h"
 #include "guard/jsonl_path.h"
 #include "guard/postgres_conninfo.h"
@@ -116,6 +117,9 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
                  {"input", type == "kafka" ? "json" : "envelope"},
                  {"format", type == "kafka" ? "json" : format}};
         if (dm_config.contains("key")) model["key"] = dm_config["key"];
+        // An env's connector_events topic is environment-wide: the reader
+        // keeps only its own team's events, whatever the configuration says.
+        if (events::ReservedForEvents(raw)) model["only_team"] = Text(rows[0][5]);
       }
       datamodels.push_back(model);
     }

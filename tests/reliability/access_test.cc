@@ -19,6 +19,7 @@
 #include "api/api_harness.h"
 #include "api/authenticate.h"
 #include "api/config_keys.h"
+#include "events/events_topic.h"
 #include "orchestrator/launch_builder.h"
 #include "reliability/record.h"
 #include "runtime/worker_repository.h"
@@ -873,6 +874,45 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
   EXPECT_EQ(
       Must("GET", "/api/v1/connectors/" + w.source, nullptr, 200)["configuration"]["topic_prefix"],
       a_prefix);
+
+  // The env's connector_events topic: readable by B only through a kafka
+  // source (whose worker keeps only B's events); another env's, never; and
+  // nobody writes one.
+  const std::string env_events = events::EnvEventsTopic(*common::Uuid::Parse(w.env));
+  const std::string far_events = events::EnvEventsTopic(*common::Uuid::Parse(w.other_env));
+  std::string b_events = allowed(
+      "kafka-source on its env's events topic", "POST", "/api/v1/teams/" + b + "/connectors",
+      {{"name", "b-events"}, {"type", "kafka-source"}, {"configuration", {{"topic", env_events}}}},
+      201)["id"];
+  attempt("kafka-source on another env's events topic", "POST",
+          "/api/v1/teams/" + b + "/connectors",
+          {{"name", "b-far-events"},
+           {"type", "kafka-source"},
+           {"configuration", {{"topic", far_events}}}},
+          403);
+  attempt("datamodel reading the events topic raw from a postgresql source", "POST",
+          "/api/v1/connectors/" + b_source + "/datamodels",
+          {{"name", "b-raw-events"}, {"source_topic", env_events}}, 403);
+  attempt("datamodel writing the env's events topic", "POST",
+          "/api/v1/connectors/" + b_source + "/datamodels",
+          {{"name", "b-forged-events"},
+           {"source_schema", "public"},
+           {"source_table", "items"},
+           {"target_topic", env_events}},
+          403);
+  Json b_events_model = allowed("datamodel of its events reader", "POST",
+                                "/api/v1/connectors/" + b_events + "/datamodels",
+                                {{"name", "b-events-dm"}, {"config", {{"key", {"id"}}}}}, 201);
+  EXPECT_EQ(b_events_model["source_topic"], env_events);
+  h_.db().Transact([&](pqxx::work& tx) {
+    auto id = *common::Uuid::Parse(b_events);
+    for (const auto& worker : runtime::WorkerRepository::EnsureShards(tx, id, 1)) {
+      auto launch = orchestrator::BuildLaunchConfig(tx, worker, &api::ConfigKeyRing());
+      ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+      ASSERT_EQ(launch->value("datamodels", Json::array()).size(), 1u) << launch->dump();
+      EXPECT_EQ((*launch)["datamodels"][0].value("only_team", ""), b) << launch->dump();
+    }
+  });
 
   std::printf("access (cross-team names): %ld tried, %ld refused, %ld leaks\n", tried, refused,
               leaks);

@@ -1,0 +1,248 @@
+// The connector_events outbox of every env, with real brokers over TCP and a
+// real consumer (kcat): each env's events land on its own topic on its own
+// broker, envs sharing a broker never share a topic, a broker that is down
+// holds back only its env, and envs created while running are picked up.
+#include "orchestrator/events_outbox.h"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "broker/broker_harness.h"
+#include "common/uuid.h"
+#include "events/event_store.h"
+#include "events/events_topic.h"
+#include "metrics/data_plane_gauges.h"
+#include "store/database.h"
+#include "support/test_database.h"
+
+namespace sluice::orchestrator {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::BrokerProcess;
+
+class EventsOutboxTest : public ::testing::Test {
+ protected:
+  common::Uuid AddEnv(const BrokerProcess& broker) {
+    auto env = common::Uuid::V4();
+    db_.Transact([&](pqxx::work& tx) {
+      tx.exec_params(
+          "INSERT INTO env (id, name, retention_configuration) VALUES ($1, $2, $3::json)",
+          env.ToString(), "env-" + env.ToString().substr(0, 8),
+          json{{"bootstrap_servers", broker.bootstrap()}}.dump());
+    });
+    return env;
+  }
+  // One occurrence of a distinct event in `env`, about a connector of `team`.
+  void Record(const common::Uuid& env, const std::string& code,
+              const common::Uuid& team = common::Uuid::V4()) {
+    events::ResourceEvent e;
+    e.ts = common::Clock::now();
+    e.level = events::Level::kError;
+    e.type = events::Type::kConnector;
+    e.code = code;
+    e.summary = "Worker restarted";
+    e.resource = {env, team, common::Uuid::V4(), "conn-" + code, {}, {}, {}, {}};
+    ASSERT_TRUE(events::EventStore(db_).Record(e).ok());
+  }
+  EventsOutboxOptions Fast() {
+    EventsOutboxOptions o;
+    o.interval = 100ms;
+    o.rescan = 200ms;
+    o.delivery_timeout = 3000ms;
+    o.outbox.grace = 0ms;
+    return o;
+  }
+  // The values on `topic` of `broker`, read from the beginning by kcat.
+  static std::vector<json> Read(const BrokerProcess& broker, const std::string& topic) {
+    auto r = testing::RunShell("timeout 20 kcat -C -b " + broker.bootstrap() + " -t " + topic +
+                               " -o beginning -e -q -f '%s\\n' 2>/dev/null");
+    std::vector<json> out;
+    std::size_t at = 0;
+    while (at < r.out.size()) {
+      auto nl = r.out.find('\n', at);
+      if (nl == std::string::npos) nl = r.out.size();
+      auto line = r.out.substr(at, nl - at);
+      if (!line.empty()) out.push_back(json::parse(line, nullptr, false));
+      at = nl + 1;
+    }
+    return out;
+  }
+  // Reads until `count` values are there (or 60 s passed).
+  static std::vector<json> WaitFor(const BrokerProcess& broker, const std::string& topic,
+                                   std::size_t count) {
+    std::vector<json> got;
+    for (auto deadline = std::chrono::steady_clock::now() + 60s;
+         std::chrono::steady_clock::now() < deadline;) {
+      got = Read(broker, topic);
+      if (got.size() >= count) break;
+      std::this_thread::sleep_for(200ms);
+    }
+    return got;
+  }
+  static std::vector<std::string> Codes(const std::vector<json>& values) {
+    std::vector<std::string> out;
+    for (const auto& v : values) out.push_back(v.value("code", std::string("?")));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  double Backlog(const common::Uuid& env) {
+    return db_.Transact([&](pqxx::work& tx) {
+      for (const auto& f : metrics::CollectDataPlaneGauges(tx, common::Clock::now())) {
+        if (f.name != "sluice_connector_events_outbox_backlog") continue;
+        for (const auto& s : f.samples)
+          for (const auto& [k, v] : s.labels)
+            if (k == "env_id" && v == env.ToString()) return s.value;
+      }
+      return -1.0;
+    });
+  }
+
+  testing::TestDatabase tdb_;
+  store::Database db_{tdb_.url(), 4};
+};
+
+TEST_F(EventsOutboxTest, TwoEnvsOnOneBrokerEachGetOnlyTheirOwnEventsOnTheirOwnTopic) {
+  BrokerProcess broker;
+  broker.Start();
+  auto a = AddEnv(broker), b = AddEnv(broker);
+  Record(a, "a.one");
+  Record(b, "b.one");
+  Record(a, "a.two");
+  Record(b, "b.two");
+  Record(a, "a.three");
+  EventsOutbox outbox(db_, Fast());
+  auto on_a = WaitFor(broker, events::EnvEventsTopic(a), 3);
+  auto on_b = WaitFor(broker, events::EnvEventsTopic(b), 2);
+  EXPECT_EQ(Codes(on_a), (std::vector<std::string>{"a.one", "a.three", "a.two"}));
+  EXPECT_EQ(Codes(on_b), (std::vector<std::string>{"b.one", "b.two"}));
+  for (const auto& v : on_a) EXPECT_EQ(v["env_id"], a.ToString());
+  for (const auto& v : on_b) EXPECT_EQ(v["env_id"], b.ToString());
+  for (int i = 0; i < 50 && (Backlog(a) != 0 || Backlog(b) != 0); ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(Backlog(a), 0);
+  EXPECT_EQ(Backlog(b), 0);
+  // Nothing published twice, nor onto the old env-less topic.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(Read(broker, events::EnvEventsTopic(a)).size(), 3u);
+  EXPECT_TRUE(Read(broker, "connector_events").empty());
+}
+
+TEST_F(EventsOutboxTest, TwoEnvsOnTwoBrokersEachPublishOnTheirOwnBroker) {
+  BrokerProcess first, second;
+  first.Start();
+  second.Start();
+  auto a = AddEnv(first), b = AddEnv(second);
+  Record(a, "a.one");
+  Record(b, "b.one");
+  Record(b, "b.two");
+  EventsOutbox outbox(db_, Fast());
+  EXPECT_EQ(Codes(WaitFor(first, events::EnvEventsTopic(a), 1)),
+            (std::vector<std::string>{"a.one"}));
+  EXPECT_EQ(Codes(WaitFor(second, events::EnvEventsTopic(b), 2)),
+            (std::vector<std::string>{"b.one", "b.two"}));
+  EXPECT_TRUE(Read(second, events::EnvEventsTopic(a)).empty());
+  EXPECT_TRUE(Read(first, events::EnvEventsTopic(b)).empty());
+}
+
+TEST_F(EventsOutboxTest, ABrokerThatIsDownHoldsBackOnlyItsOwnEnv) {
+  BrokerProcess down, up;
+  down.Start();
+  up.Start();
+  auto a = AddEnv(down), b = AddEnv(up);
+  down.Stop();
+  Record(a, "a.one");
+  Record(b, "b.one");
+  Record(a, "a.two");
+  Record(b, "b.two");
+  EventsOutbox outbox(db_, Fast());
+  EXPECT_EQ(Codes(WaitFor(up, events::EnvEventsTopic(b), 2)),
+            (std::vector<std::string>{"b.one", "b.two"}));
+  // Later events of the live env keep flowing while the other is down.
+  Record(b, "b.three");
+  EXPECT_EQ(WaitFor(up, events::EnvEventsTopic(b), 3).size(), 3u);
+  EXPECT_EQ(Backlog(a), 2);
+  for (int i = 0; i < 50 && Backlog(b) != 0; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(Backlog(b), 0);
+  // Back up: the held env's events arrive, each once.
+  down.Start();
+  auto on_a = WaitFor(down, events::EnvEventsTopic(a), 2);
+  EXPECT_EQ(Codes(on_a), (std::vector<std::string>{"a.one", "a.two"}));
+  for (int i = 0; i < 100 && Backlog(a) != 0; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(Backlog(a), 0);
+}
+
+TEST_F(EventsOutboxTest, EnvsCreatedAndDeletedWhileRunningArePickedUp) {
+  BrokerProcess broker;
+  broker.Start();
+  auto a = AddEnv(broker);
+  EventsOutbox outbox(db_, Fast());
+  Record(a, "a.one");
+  EXPECT_EQ(WaitFor(broker, events::EnvEventsTopic(a), 1).size(), 1u);
+  auto later = AddEnv(broker);
+  Record(later, "later.one");
+  EXPECT_EQ(Codes(WaitFor(broker, events::EnvEventsTopic(later), 1)),
+            (std::vector<std::string>{"later.one"}));
+  db_.Transact(
+      [&](pqxx::work& tx) { tx.exec_params("DELETE FROM env WHERE id = $1", a.ToString()); });
+  bool stopped = false;
+  for (int i = 0; i < 100 && !stopped; ++i) {
+    auto envs = outbox.PublishingEnvs();
+    stopped = std::find(envs.begin(), envs.end(), a) == envs.end();
+    if (!stopped) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(stopped);
+}
+
+// `sluice serve` publishes too, through the same background wiring as `up`.
+TEST_F(EventsOutboxTest, ServePublishesEachEnvsEventsOntoItsTopic) {
+  BrokerProcess broker;
+  broker.Start();
+  auto a = AddEnv(broker), b = AddEnv(broker);
+  Record(a, "a.before_serve");
+  Record(b, "b.before_serve");
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sluice-serve-" + common::Uuid::V4().ToString());
+  std::filesystem::create_directories(dir);
+  auto log = (dir / "serve.log").string();
+  std::vector<std::string> argv = {
+      std::getenv("SLUICE_BIN"), "serve",       "--listen",   "127.0.0.1:0",
+      "--registry-listen",       "127.0.0.1:0", "--data-dir", (dir / "data").string()};
+  std::vector<char*> cargv;
+  for (auto& arg : argv) cargv.push_back(arg.data());
+  cargv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("SLUICE_DATABASE_URL", tdb_.url().c_str(), 1);
+    if (!freopen(log.c_str(), "w", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(126);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  auto on_a = WaitFor(broker, events::EnvEventsTopic(a), 1);
+  auto on_b = WaitFor(broker, events::EnvEventsTopic(b), 1);
+  Record(a, "a.while_serving");
+  auto later = WaitFor(broker, events::EnvEventsTopic(a), 2);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(log);
+  std::string serve_log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(Codes(on_a), (std::vector<std::string>{"a.before_serve"})) << serve_log;
+  EXPECT_EQ(Codes(on_b), (std::vector<std::string>{"b.before_serve"})) << serve_log;
+  EXPECT_EQ(Codes(later), (std::vector<std::string>{"a.before_serve", "a.while_serving"}));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << serve_log;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sluice::orchestrator
