@@ -135,16 +135,40 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     state.erase("snapshot");
     SaveState(path, {{"mysql", state}});
   };
+  // A configuration problem (pre-flight) or a purged position: retrying
+  // gives the same answer, so the worker reports it (worker.reason and an
+  // error event) and waits to be stopped or reconfigured, never a crash loop.
+  auto park = [&](const common::Status& st) {
+    Fail(reporter, wm, st);
+    auto last = Steady::now();
+    while (!stop) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (Steady::now() - last >= timing.heartbeat_every) {
+        last = Steady::now();
+        if (Refused(reporter.Heartbeat())) break;
+      }
+    }
+    return 0;
+  };
   my::MysqlSource source(options, &sink, &metrics);
-  if (auto st = source.Start(); !st.ok()) return Fail(reporter, wm, st);
+  if (auto st = source.Start(); !st.ok()) {
+    if (st.code() == common::Code::kFailedPrecondition) return park(st);
+    return Fail(reporter, wm, st);
+  }
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
     spdlog::warn("back end refused LIVE ({}); exiting", st.message());
     return 0;
   }
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   while (!stop) {
-    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
+    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok()) {
+      if (st.code() == common::Code::kFailedPrecondition) {
+        datamodels.Stop();
+        source.Stop();
+        return park(st);
+      }
       return Fail(reporter, wm, st);
+    }
     if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
     if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
     auto now = Steady::now();

@@ -64,6 +64,12 @@ struct MysqlSourceOptions {
   // result converges as with PostgreSQL.
   std::optional<BinlogPosition> snapshot_position;
   std::optional<SnapshotProgress> snapshot_progress;
+  // When the server purged the binlog file holding start_position (or
+  // snapshot_position): false (the default) fails Start with
+  // FailedPrecondition naming the purge and the way out, so nothing is lost
+  // silently; true drops the old position and snapshots the tables afresh
+  // (the targets' upserts absorb the rows they already hold).
+  bool resnapshot_when_purged = false;
   // Called after each durable snapshot chunk, with the snapshot's position.
   std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
   // Called with each newly acknowledged position (to persist it).
@@ -76,7 +82,7 @@ struct MysqlSourceOptions {
 //   {"type": "mysql", "host": "...", "port": 3306, "user": "...", "password": "...",
 //    "database": "shop", "server_id": 123456, "topic_prefix": "sluice",
 //    "tables": [{"schema": "shop", "table": "orders"}], "heartbeat_interval_ms": 1000,
-//    "snapshot": true, "snapshot_chunk_size": 1000}
+//    "snapshot": true, "snapshot_chunk_size": 1000, "resnapshot_when_purged": false}
 // Every problem in one InvalidArgument. The state (positions) is not part of it.
 common::Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const nlohmann::json& source);
 nlohmann::json MysqlSourceOptionsToJson(const MysqlSourceOptions& options);
@@ -110,6 +116,10 @@ class MysqlSource {
   };
   common::Status Snapshot(BinlogPosition* position);
   common::Status OpenStream(const BinlogPosition& from);
+  // Ok when the server still holds `from`'s binlog file; FailedPrecondition
+  // naming the purge and the re-snapshot path otherwise (*purged set).
+  common::Status CheckPositionAvailable(const BinlogPosition& from, bool* purged);
+  common::Status OnQuery(st_mariadb_rpl_event* event, Lsn end);
   common::Status HandleEvent(st_mariadb_rpl_event* event);
   common::Status OnTableMap(st_mariadb_rpl_event* event);
   common::Status OnRows(st_mariadb_rpl_event* event);
