@@ -415,6 +415,7 @@ Status MysqlSource::Start() {
     options_.snapshot_position.reset();
     options_.snapshot_progress.reset();
     options_.snapshot = true;
+    truncate_before_snapshot_ = true;
   }
 
   BinlogPosition from;
@@ -511,6 +512,17 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
                                     : MysqlConnection::QuoteName(c.name);
     }
     SLUICE_RETURN_IF_ERROR(Announce(schema));
+    if (truncate_before_snapshot_ && tp.rows == 0 && tp.last_key.empty()) {
+      // A re-snapshot after a purge: the target may hold rows deleted in
+      // the changes that were lost, so the table starts empty.
+      ChangeEvent e;
+      e.op = Op::kTruncate;
+      e.table = schema.table;
+      e.topic = schema.topic;
+      e.schema_version = schema.version;
+      SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+      if (metrics_) metrics_->Record(e.topic, e.op);
+    }
     std::vector<std::string> keys;
     for (const auto& r : *pk) keys.push_back(Field(r, 0));
     std::string key_list;

@@ -67,8 +67,9 @@ struct MysqlSourceOptions {
   // When the server purged the binlog file holding start_position (or
   // snapshot_position): false (the default) fails Start with
   // FailedPrecondition naming the purge and the way out, so nothing is lost
-  // silently; true drops the old position and snapshots the tables afresh
-  // (the targets' upserts absorb the rows they already hold).
+  // silently; true drops the old position and snapshots the tables afresh,
+  // each table's rows preceded by a truncate event (rows deleted in the lost
+  // changes must not survive in the targets).
   bool resnapshot_when_purged = false;
   // Called after each durable snapshot chunk, with the snapshot's position.
   std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
@@ -150,6 +151,9 @@ class MysqlSource {
   std::atomic<Lsn> acked_{0};
   BinlogPosition confirmed_;
   bool snapshot_done_ = false;
+  // A re-snapshot after a purged position: each table's rows are preceded by
+  // a truncate, so rows deleted in the lost changes do not survive.
+  bool truncate_before_snapshot_ = false;
 };
 
 }  // namespace sluice::connectors::mysql

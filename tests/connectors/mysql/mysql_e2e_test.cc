@@ -70,7 +70,6 @@ class MysqlEndToEnd : public ::testing::Test {
   }
   void TearDown() override {
     supervisor_.reset();
-    if (!source_config_.is_null()) std::filesystem::remove(StatePath());
     std::filesystem::remove_all(dir_);
   }
 
@@ -108,8 +107,8 @@ class MysqlEndToEnd : public ::testing::Test {
     return o;
   }
 
-  // (Re)starts the source worker: the same worker id, so the same saved
-  // state (/tmp/sluice-<worker id>.snapshot.json, `sluice worker`'s default).
+  // (Re)starts the source worker: the same launch file, so the same saved
+  // state (<launch file>.snapshot.json, `sluice worker`'s default).
   void RunSource(const MysqlSourceOptions& o) {
     if (source_config_.is_null())
       source_config_ = WorkerConfig("source", {{"source", MysqlSourceOptionsToJson(o)}});
@@ -117,9 +116,7 @@ class MysqlEndToEnd : public ::testing::Test {
     RunWorker("source", source_config_);
   }
 
-  std::string StatePath() {
-    return "/tmp/sluice-" + source_config_["worker_id"].get<std::string>() + ".snapshot.json";
-  }
+  std::string StatePath() { return (dir_ / "source.json.snapshot.json").string(); }
 
   // The binlog position the source worker saved last (empty before any).
   BinlogPosition SavedPosition() {
@@ -329,15 +326,22 @@ TEST_F(MysqlEndToEnd, APurgedPositionIsAnErrorThenResnapshotConverges) {
   ASSERT_TRUE(Converges());
   supervisor_->Stop("source", 5000ms);
   Churn(0);  // only in the purged binlog
-  sluice::testing::MariaSql(sluice::testing::TestMariaDb(), "FLUSH BINARY LOGS");
-  std::string current =
-      sluice::testing::MariaSql(sluice::testing::TestMariaDb(), "SHOW MASTER STATUS");
-  current = current.substr(0, current.find('\t'));
-  sluice::testing::MariaSql(sluice::testing::TestMariaDb(),
-                            "PURGE BINARY LOGS TO '" + current + "'");
   auto saved = SavedPosition();
   ASSERT_FALSE(saved.empty());
-  ASSERT_NE(saved.file, current);
+  const auto& server = sluice::testing::TestMariaDb();
+  sluice::testing::MariaSql(server, "FLUSH BINARY LOGS");
+  std::string current = sluice::testing::MariaSql(server, "SHOW MASTER STATUS");
+  current = current.substr(0, current.find('\t'));
+  // Retried while the stopped worker's replica connection still holds the file.
+  auto purged = [&] {
+    return sluice::testing::MariaSql(server, "SHOW BINARY LOGS").find(saved.file + "\t") ==
+           std::string::npos;
+  };
+  for (int attempt = 0; attempt < 100 && !purged(); ++attempt) {
+    sluice::testing::MariaSql(server, "PURGE BINARY LOGS TO '" + current + "'");
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(purged()) << saved.file << " was not purged";
 
   int restarts = supervisor_->Restarts("source");
   RunSource(SourceOptions());
@@ -355,7 +359,7 @@ TEST_F(MysqlEndToEnd, APurgedPositionIsAnErrorThenResnapshotConverges) {
   EXPECT_TRUE(supervisor_->IsRunning("source"));
   EXPECT_EQ(supervisor_->Pid("source"), pid);
   EXPECT_EQ(supervisor_->Restarts("source"), restarts);
-  EXPECT_NE(maria_.Sql(kMariaRows), TargetRows()) << "the purged changes cannot have arrived";
+  EXPECT_TRUE(maria_.Sql(kMariaRows) != TargetRows()) << "the purged changes cannot have arrived";
 
   // The way out: resnapshot_when_purged reads the tables again.
   supervisor_->Stop("source", 5000ms);
