@@ -95,6 +95,34 @@ void SaveState(const std::string& path, const nlohmann::json& state) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// Reports a source's column changes (PostgreSQL relations, MySQL table
+// maps) to the back end, which keeps them as events.
+std::function<void(const connectors::TableId&,
+                   const std::vector<connectors::postgres::ColumnChange>&)>
+ColumnChangeReporter(WorkerReporter& reporter) {
+  return [&reporter](const connectors::TableId& table,
+                     const std::vector<connectors::postgres::ColumnChange>& changes) {
+    std::vector<ColumnChangeReport> reports;
+    for (const auto& c : changes) {
+      ColumnChangeReport r;
+      r.table = table.Qualified();
+      r.kind = connectors::postgres::ColumnChangeKindName(c.kind);
+      r.column = c.column;
+      r.old_name = c.old_name;
+      if (!c.old_type.name.empty()) r.old_type = connectors::postgres::FormatType(c.old_type);
+      if (!c.new_type.name.empty()) r.new_type = connectors::postgres::FormatType(c.new_type);
+      spdlog::info("{}: column {} {}{}{}", r.table, r.column, r.kind,
+                   r.old_name.empty() ? "" : " from " + r.old_name,
+                   r.old_type.empty() || r.new_type.empty()
+                       ? std::string()
+                       : " (" + r.old_type + " -> " + r.new_type + ")");
+      reports.push_back(std::move(r));
+    }
+    if (auto st = reporter.ColumnChanges(reports); !st.ok())
+      spdlog::warn("could not report column changes of {}: {}", table.Qualified(), st.message());
+  };
+}
+
 // The binlog source: the same loop as PostgreSQL's, its position (and an
 // unfinished snapshot's progress) kept in the state file, written only with
 // what the broker acknowledged, so a restarted process resumes there.
@@ -150,6 +178,7 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     }
     return 0;
   };
+  options.on_column_changes = ColumnChangeReporter(reporter);
   my::MysqlSource source(options, &sink, &metrics);
   if (auto st = source.Start(); !st.ok()) {
     if (st.code() == common::Code::kFailedPrecondition) return park(st);
@@ -254,28 +283,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     if (auto st = reporter.Slot(lost); !st.ok())
       spdlog::warn("could not report lost slot {}: {}", slot, st.message());
   };
-  options.on_column_changes = [&reporter](
-                                  const connectors::TableId& table,
-                                  const std::vector<connectors::postgres::ColumnChange>& changes) {
-    std::vector<ColumnChangeReport> reports;
-    for (const auto& c : changes) {
-      ColumnChangeReport r;
-      r.table = table.Qualified();
-      r.kind = connectors::postgres::ColumnChangeKindName(c.kind);
-      r.column = c.column;
-      r.old_name = c.old_name;
-      if (!c.old_type.name.empty()) r.old_type = connectors::postgres::FormatType(c.old_type);
-      if (!c.new_type.name.empty()) r.new_type = connectors::postgres::FormatType(c.new_type);
-      spdlog::info("{}: column {} {}{}{}", r.table, r.column, r.kind,
-                   r.old_name.empty() ? "" : " from " + r.old_name,
-                   r.old_type.empty() || r.new_type.empty()
-                       ? std::string()
-                       : " (" + r.old_type + " -> " + r.new_type + ")");
-      reports.push_back(std::move(r));
-    }
-    if (auto st = reporter.ColumnChanges(reports); !st.ok())
-      spdlog::warn("could not report column changes of {}: {}", table.Qualified(), st.message());
-  };
+  options.on_column_changes = ColumnChangeReporter(reporter);
   const connectors::postgres::SlotThresholds thresholds{launch.source.slot_lag_warn_bytes,
                                                         launch.source.slot_lag_critical_bytes};
   if (!launch.state_path.empty()) {

@@ -383,6 +383,10 @@ Status MysqlSource::Announce(TableSchema& schema) {
     return Status::Ok();
   }
   schema.version = known == schemas_.end() ? 1 : known->second.version + 1;
+  if (known != schemas_.end() && options_.on_column_changes) {
+    auto changes = postgres::DiffRelation(known->second.columns, schema.columns);
+    if (!changes.empty()) options_.on_column_changes(schema.table, changes);
+  }
   schemas_[schema.table] = schema;
   return sink_->SchemaChanged(schema);
 }

@@ -29,6 +29,7 @@
 #include "connectors/mysql/binlog_position.h"
 #include "connectors/mysql/mysql_connection.h"
 #include "connectors/mysql/row_decoder.h"
+#include "connectors/postgres/relation_diff.h"
 #include "connectors/postgres/snapshot_reader.h"
 #include "connectors/production_metrics.h"
 
@@ -73,6 +74,10 @@ struct MysqlSourceOptions {
   bool resnapshot_when_purged = false;
   // Called after each durable snapshot chunk, with the snapshot's position.
   std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
+  // Called when a table's columns change mid-stream (a DDL seen through the
+  // table maps), as the PostgreSQL source reports them: added, dropped,
+  // renamed (told by position, as relation_diff.h does), widened or retyped.
+  std::function<void(const TableId&, const std::vector<postgres::ColumnChange>&)> on_column_changes;
   // Called with each newly acknowledged position (to persist it).
   std::function<void(const BinlogPosition&)> on_position;
   // Server heartbeats on an idle stream (and the longest a Poll blocks).

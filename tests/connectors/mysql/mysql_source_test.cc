@@ -397,6 +397,14 @@ TEST(MysqlSource, RowsAreDecodedWithTheSchemaInForceAtTheirPosition) {
   MemorySink sink;
   auto options = Options(db, {"t"});
   options.snapshot = false;
+  std::vector<std::string> changes;
+  options.on_column_changes = [&](const TableId& table,
+                                  const std::vector<postgres::ColumnChange>& cs) {
+    EXPECT_EQ(table, (TableId{db.name(), "t"}));
+    for (const auto& c : cs)
+      changes.push_back(std::string(postgres::ColumnChangeKindName(c.kind)) + " " + c.column +
+                        (c.old_name.empty() ? "" : " from " + c.old_name));
+  };
   MysqlSource source(options, &sink);
   auto st = source.Start();
   ASSERT_TRUE(st.ok()) << st.message();
@@ -430,6 +438,9 @@ TEST(MysqlSource, RowsAreDecodedWithTheSchemaInForceAtTheirPosition) {
   for (const auto& c : sink.schemas.back().columns) last.push_back(c.name + ":" + c.type_name);
   EXPECT_EQ(last, (std::vector<std::string>{"id:int4", "n:int8"}));
   EXPECT_EQ(sink.events[3].schema_version, 4);
+  // Reported as the PostgreSQL source reports its column changes.
+  EXPECT_EQ(changes, (std::vector<std::string>{"added n", "renamed label from v", "widened n",
+                                               "dropped label"}));
 }
 
 }  // namespace
