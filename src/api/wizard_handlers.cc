@@ -115,7 +115,9 @@ Response Run(ApiContext& ctx, Request& req) {
           d.id = common::Uuid::V4();
           d.source_connector_id =
               src.id;  // the source worker captures the tables of its datamodels
-          d.source_schema = t.schema;
+          // MySQL has no schemas: source_schema stays NULL (the spec), the
+          // table's namespace is the connector's database.
+          d.source_schema = src.connector_type == "mysql" ? std::nullopt : t.schema;
           d.source_table = t.table;
           if (!t.table) d.source_topic = src.configuration.value("topic", std::string());
           d.name = t.table ? *t.table : d.source_topic.value_or("topic");

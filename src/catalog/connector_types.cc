@@ -108,7 +108,14 @@ std::vector<ConnectorType> Build() {
               "with the schema in the registry",
               "json"),
         Int("heartbeat_interval_seconds", false, 1, 3600,
-            "Seconds between the server's heartbeats on an idle binlog stream", 1)}});
+            "Seconds between the server's heartbeats on an idle binlog stream", 1),
+        Int("snapshot_chunk_size", false, 1, 1000000,
+            "Rows per primary-key chunk of the initial snapshot", 1000),
+        OneOf("on_purged_position", {"error", "resnapshot"},
+              "When the server purged the binlog holding the saved position: error stops with "
+              "an error naming the purge (nothing is lost silently); resnapshot reads the "
+              "tables again from a new consistent snapshot",
+              "error")}});
   types.push_back(
       {"postgresql-target",
        "postgresql",

@@ -95,6 +95,34 @@ void SaveState(const std::string& path, const nlohmann::json& state) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// Reports a source's column changes (PostgreSQL relations, MySQL table
+// maps) to the back end, which keeps them as events.
+std::function<void(const connectors::TableId&,
+                   const std::vector<connectors::postgres::ColumnChange>&)>
+ColumnChangeReporter(WorkerReporter& reporter) {
+  return [&reporter](const connectors::TableId& table,
+                     const std::vector<connectors::postgres::ColumnChange>& changes) {
+    std::vector<ColumnChangeReport> reports;
+    for (const auto& c : changes) {
+      ColumnChangeReport r;
+      r.table = table.Qualified();
+      r.kind = connectors::postgres::ColumnChangeKindName(c.kind);
+      r.column = c.column;
+      r.old_name = c.old_name;
+      if (!c.old_type.name.empty()) r.old_type = connectors::postgres::FormatType(c.old_type);
+      if (!c.new_type.name.empty()) r.new_type = connectors::postgres::FormatType(c.new_type);
+      spdlog::info("{}: column {} {}{}{}", r.table, r.column, r.kind,
+                   r.old_name.empty() ? "" : " from " + r.old_name,
+                   r.old_type.empty() || r.new_type.empty()
+                       ? std::string()
+                       : " (" + r.old_type + " -> " + r.new_type + ")");
+      reports.push_back(std::move(r));
+    }
+    if (auto st = reporter.ColumnChanges(reports); !st.ok())
+      spdlog::warn("could not report column changes of {}: {}", table.Qualified(), st.message());
+  };
+}
+
 // The binlog source: the same loop as PostgreSQL's, its position (and an
 // unfinished snapshot's progress) kept in the state file, written only with
 // what the broker acknowledged, so a restarted process resumes there.
@@ -135,16 +163,41 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     state.erase("snapshot");
     SaveState(path, {{"mysql", state}});
   };
+  // A configuration problem (pre-flight) or a purged position: retrying
+  // gives the same answer, so the worker reports it (worker.reason and an
+  // error event) and waits to be stopped or reconfigured, never a crash loop.
+  auto park = [&](const common::Status& st) {
+    Fail(reporter, wm, st);
+    auto last = Steady::now();
+    while (!stop) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (Steady::now() - last >= timing.heartbeat_every) {
+        last = Steady::now();
+        if (Refused(reporter.Heartbeat())) break;
+      }
+    }
+    return 0;
+  };
+  options.on_column_changes = ColumnChangeReporter(reporter);
   my::MysqlSource source(options, &sink, &metrics);
-  if (auto st = source.Start(); !st.ok()) return Fail(reporter, wm, st);
+  if (auto st = source.Start(); !st.ok()) {
+    if (st.code() == common::Code::kFailedPrecondition) return park(st);
+    return Fail(reporter, wm, st);
+  }
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
     spdlog::warn("back end refused LIVE ({}); exiting", st.message());
     return 0;
   }
   auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
   while (!stop) {
-    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok())
+    if (auto st = source.Poll(std::chrono::milliseconds(200)); !st.ok()) {
+      if (st.code() == common::Code::kFailedPrecondition) {
+        datamodels.Stop();
+        source.Stop();
+        return park(st);
+      }
       return Fail(reporter, wm, st);
+    }
     if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
     if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
     auto now = Steady::now();
@@ -230,28 +283,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     if (auto st = reporter.Slot(lost); !st.ok())
       spdlog::warn("could not report lost slot {}: {}", slot, st.message());
   };
-  options.on_column_changes = [&reporter](
-                                  const connectors::TableId& table,
-                                  const std::vector<connectors::postgres::ColumnChange>& changes) {
-    std::vector<ColumnChangeReport> reports;
-    for (const auto& c : changes) {
-      ColumnChangeReport r;
-      r.table = table.Qualified();
-      r.kind = connectors::postgres::ColumnChangeKindName(c.kind);
-      r.column = c.column;
-      r.old_name = c.old_name;
-      if (!c.old_type.name.empty()) r.old_type = connectors::postgres::FormatType(c.old_type);
-      if (!c.new_type.name.empty()) r.new_type = connectors::postgres::FormatType(c.new_type);
-      spdlog::info("{}: column {} {}{}{}", r.table, r.column, r.kind,
-                   r.old_name.empty() ? "" : " from " + r.old_name,
-                   r.old_type.empty() || r.new_type.empty()
-                       ? std::string()
-                       : " (" + r.old_type + " -> " + r.new_type + ")");
-      reports.push_back(std::move(r));
-    }
-    if (auto st = reporter.ColumnChanges(reports); !st.ok())
-      spdlog::warn("could not report column changes of {}: {}", table.Qualified(), st.message());
-  };
+  options.on_column_changes = ColumnChangeReporter(reporter);
   const connectors::postgres::SlotThresholds thresholds{launch.source.slot_lag_warn_bytes,
                                                         launch.source.slot_lag_critical_bytes};
   if (!launch.state_path.empty()) {

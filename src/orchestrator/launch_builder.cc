@@ -155,6 +155,11 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
           config["heartbeat_interval_seconds"].get<std::int64_t>() > 0)
         launch["source"]["heartbeat_interval_ms"] =
             config["heartbeat_interval_seconds"].get<std::int64_t>() * 1000;
+      if (config.contains("snapshot_chunk_size") &&
+          config["snapshot_chunk_size"].is_number_integer())
+        launch["source"]["snapshot_chunk_size"] = config["snapshot_chunk_size"];
+      launch["source"]["resnapshot_when_purged"] =
+          config.value("on_purged_position", std::string()) == "resnapshot";
       return launch;
     }
     // A configured slot name is the shard 0 slot; other shards suffix it, as

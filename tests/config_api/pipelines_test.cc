@@ -256,6 +256,26 @@ TEST_F(PipelinesApi, WizardCreatesEverythingInOneCall) {
   EXPECT_TRUE(r.body["pipeline"]["is_completed"]);
 }
 
+// MySQL has no schemas: the wizard's datamodels of a mysql-source keep
+// source_schema NULL (the spec), whatever the form sent; the connector's
+// database is the tables' namespace.
+TEST_F(PipelinesApi, WizardLeavesSourceSchemaNullForMysqlTables) {
+  auto r = Post(
+      "/api/v1/teams/" + team_id_ + "/pipeline-wizard",
+      {{"name", "maria-to-files"},
+       {"source",
+        {{"name", "maria"},
+         {"type", "mysql-source"},
+         {"configuration",
+          {{"host", "127.0.0.1"}, {"database", "shop"}, {"user", "repl"}, {"password", "pw"}}}}},
+       {"target_connector_id", target_},
+       {"tables", {{{"schema", "shop"}, {"table", "orders"}}, {{"table", "items"}}}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  ASSERT_EQ(r.body["datamodels"].size(), 2u);
+  for (const auto& d : r.body["datamodels"]) EXPECT_TRUE(d["source_schema"].is_null()) << d.dump();
+  EXPECT_EQ(r.body["datamodels"][0]["source_table"], "orders");
+}
+
 TEST_F(PipelinesApi, WizardFailureLeavesNothingBehind) {
   std::string other = NewTeam("other");
   std::string theirs = NewConnector(other, "theirs", "jsonl-target");

@@ -71,22 +71,9 @@ std::string Client(const std::string& socket, const std::string& db, const std::
   return r.output;
 }
 
-}  // namespace
-
-MariaDbServer StartMariaDb(const std::string& dir) {
-  StopMariaDb(dir);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  GiveToOsUser(dir);
-  MariaDbServer s;
-  s.dir = dir;
-  s.socket = dir + "/mariadbd.sock";
-  s.port = FreePort();
-  auto installed = common::RunProcess(
-      common::AsUser(kOsUser, {"mariadb-install-db", "--no-defaults", "--datadir=" + dir + "/data",
-                               "--auth-root-authentication-method=normal", "--skip-test-db"}));
-  if (installed.exit_code != 0)
-    throw std::runtime_error("mariadb-install-db failed: " + installed.output);
+// Runs mariadbd on `s`'s data directory, socket and port; returns once it answers.
+void Launch(const MariaDbServer& s) {
+  const std::string& dir = s.dir;
   std::vector<std::string> argv = common::AsUser(
       kOsUser,
       {"/usr/sbin/mariadbd", "--no-defaults", "--datadir=" + dir + "/data", "--socket=" + s.socket,
@@ -126,12 +113,36 @@ MariaDbServer StartMariaDb(const std::string& dir) {
       throw std::runtime_error("mariadbd did not come up: " + r.output);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+}  // namespace
+
+MariaDbServer StartMariaDb(const std::string& dir) {
+  StopMariaDb(dir);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  GiveToOsUser(dir);
+  MariaDbServer s;
+  s.dir = dir;
+  s.socket = dir + "/mariadbd.sock";
+  s.port = FreePort();
+  auto installed = common::RunProcess(
+      common::AsUser(kOsUser, {"mariadb-install-db", "--no-defaults", "--datadir=" + dir + "/data",
+                               "--auth-root-authentication-method=normal", "--skip-test-db"}));
+  if (installed.exit_code != 0)
+    throw std::runtime_error("mariadb-install-db failed: " + installed.output);
+  Launch(s);
   Client(s.socket, "",
          fmt::format("CREATE USER '{0}'@'%' IDENTIFIED BY '{1}'; GRANT ALL PRIVILEGES ON *.* TO "
                      "'{0}'@'%' WITH GRANT OPTION",
                      s.user, s.password));
   std::ofstream(dir + "/port") << s.port;
   return s;
+}
+
+void RestartMariaDb(const MariaDbServer& server) {
+  StopMariaDb(server.dir);
+  Launch(server);
 }
 
 void StopMariaDb(const std::string& dir) {

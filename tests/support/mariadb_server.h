@@ -22,6 +22,9 @@ struct MariaDbServer {
 
 // Installs a fresh server under `dir` (replacing what is there) and starts it.
 MariaDbServer StartMariaDb(const std::string& dir);
+// Stops the running server (SIGTERM, a clean shutdown) and starts it again
+// on the same data, socket and port.
+void RestartMariaDb(const MariaDbServer& server);
 // Stops the server under `dir` (if one runs) and waits for it to exit.
 void StopMariaDb(const std::string& dir);
 // The test run's server (SLUICE_TEST_MARIADB_DIR): started by the fixture,

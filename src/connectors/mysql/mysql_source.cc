@@ -9,7 +9,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <optional>
 
 #include "connectors/topic_naming.h"
 
@@ -216,6 +218,12 @@ Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const json& s) {
     else
       problems.push_back("source.snapshot: true or false");
   }
+  if (s.contains("resnapshot_when_purged")) {
+    if (s["resnapshot_when_purged"].is_boolean())
+      o.resnapshot_when_purged = s["resnapshot_when_purged"].get<bool>();
+    else
+      problems.push_back("source.resnapshot_when_purged: true or false");
+  }
   if (s.contains("tables") && s["tables"].is_array()) {
     for (const auto& t : s["tables"]) {
       std::string table = t.is_object() ? t.value("table", std::string()) : std::string();
@@ -249,7 +257,8 @@ json MysqlSourceOptionsToJson(const MysqlSourceOptions& o) {
           {"tables", tables},
           {"heartbeat_interval_ms", o.heartbeat_interval.count()},
           {"snapshot", o.snapshot},
-          {"snapshot_chunk_size", o.snapshot_chunk_size}};
+          {"snapshot_chunk_size", o.snapshot_chunk_size},
+          {"resnapshot_when_purged", o.resnapshot_when_purged}};
 }
 
 Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
@@ -374,6 +383,10 @@ Status MysqlSource::Announce(TableSchema& schema) {
     return Status::Ok();
   }
   schema.version = known == schemas_.end() ? 1 : known->second.version + 1;
+  if (known != schemas_.end() && options_.on_column_changes) {
+    auto changes = postgres::DiffRelation(known->second.columns, schema.columns);
+    if (!changes.empty()) options_.on_column_changes(schema.table, changes);
+  }
   schemas_[schema.table] = schema;
   return sink_->SchemaChanged(schema);
 }
@@ -391,6 +404,23 @@ Status MysqlSource::Start() {
     while (lsn > cur && !acked_.compare_exchange_weak(cur, lsn)) {
     }
   });
+
+  // A saved position whose binlog the server purged: the changes after it
+  // are gone. Fail loudly, or (when asked) start over with a new snapshot.
+  for (auto* saved : {&options_.start_position, &options_.snapshot_position}) {
+    if (!*saved) continue;
+    bool purged = false;
+    Status available = CheckPositionAvailable(**saved, &purged);
+    if (available.ok()) continue;
+    if (!purged || !options_.resnapshot_when_purged) return available;
+    spdlog::warn("mysql source: {}; resnapshot_when_purged is on: snapshotting afresh",
+                 available.message());
+    options_.start_position.reset();
+    options_.snapshot_position.reset();
+    options_.snapshot_progress.reset();
+    options_.snapshot = true;
+    truncate_before_snapshot_ = true;
+  }
 
   BinlogPosition from;
   if (options_.start_position) {
@@ -486,6 +516,17 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
                                     : MysqlConnection::QuoteName(c.name);
     }
     SLUICE_RETURN_IF_ERROR(Announce(schema));
+    if (truncate_before_snapshot_ && tp.rows == 0 && tp.last_key.empty()) {
+      // A re-snapshot after a purge: the target may hold rows deleted in
+      // the changes that were lost, so the table starts empty.
+      ChangeEvent e;
+      e.op = Op::kTruncate;
+      e.table = schema.table;
+      e.topic = schema.topic;
+      e.schema_version = schema.version;
+      SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+      if (metrics_) metrics_->Record(e.topic, e.op);
+    }
     std::vector<std::string> keys;
     for (const auto& r : *pk) keys.push_back(Field(r, 0));
     std::string key_list;
@@ -574,6 +615,23 @@ Status MysqlSource::OpenStream(const BinlogPosition& from) {
   }
   file_ = from.file;
   return Status::Ok();
+}
+
+Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* purged) {
+  *purged = false;
+  auto logs = catalog_->Query("SHOW BINARY LOGS");
+  if (!logs.ok()) return logs.status();
+  for (const auto& r : *logs)
+    if (Field(r, 0) == from.file) return Status::Ok();
+  *purged = true;
+  return common::FailedPrecondition(fmt::format(
+      "binlog position {} was purged: the server no longer has {} (its oldest binlog is {}), so "
+      "the changes after that position cannot be read. Re-snapshot: set the connector's "
+      "on_purged_position to resnapshot (source.resnapshot_when_purged: true), or delete the "
+      "worker's saved state, and restart it; the tables are read again. Keep binlogs longer "
+      "(binlog_expire_logs_seconds) so a stopped "
+      "source can catch up",
+      from.ToString(), from.file, logs->empty() ? "none" : Field(logs->front(), 0)));
 }
 
 Status MysqlSource::EndGroup(Lsn end) {
@@ -684,6 +742,100 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   return Status::Ok();
 }
 
+namespace {
+
+// Skips blanks and /* comments */ MariaDB leaves in logged statements.
+void SkipBlanks(std::string_view s, std::size_t& at) {
+  while (at < s.size()) {
+    if (std::isspace(static_cast<unsigned char>(s[at]))) {
+      ++at;
+    } else if (s.compare(at, 2, "/*") == 0) {
+      auto close = s.find("*/", at + 2);
+      at = close == std::string_view::npos ? s.size() : close + 2;
+    } else {
+      return;
+    }
+  }
+}
+
+// The next word (upper-cased) or identifier (`quoted` or bare).
+std::string NextWord(std::string_view s, std::size_t& at) {
+  SkipBlanks(s, at);
+  std::string out;
+  if (at < s.size() && s[at] == '`') {
+    for (++at; at < s.size(); ++at) {
+      if (s[at] == '`') {
+        if (at + 1 < s.size() && s[at + 1] == '`') {
+          out += '`';
+          ++at;
+        } else {
+          ++at;
+          break;
+        }
+      } else {
+        out += s[at];
+      }
+    }
+    return out;
+  }
+  while (at < s.size() && (std::isalnum(static_cast<unsigned char>(s[at])) || s[at] == '_' ||
+                           s[at] == '$' || static_cast<unsigned char>(s[at]) >= 0x80))
+    out += s[at++];
+  return out;
+}
+
+// "TRUNCATE [TABLE] [db.]name": the table, or nullopt for other statements.
+std::optional<TableId> TruncatedTable(std::string_view statement, const std::string& default_db) {
+  std::size_t at = 0;
+  if (Upper(NextWord(statement, at)) != "TRUNCATE") return std::nullopt;
+  std::string name = NextWord(statement, at);
+  if (Upper(name) == "TABLE") name = NextWord(statement, at);
+  if (name.empty()) return std::nullopt;
+  SkipBlanks(statement, at);
+  if (at < statement.size() && statement[at] == '.') {
+    ++at;
+    std::string table = NextWord(statement, at);
+    if (table.empty()) return std::nullopt;
+    return TableId{name, table};
+  }
+  return TableId{default_db, name};
+}
+
+}  // namespace
+
+Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
+  std::string statement(ev->event.query.statement.str, ev->event.query.statement.length);
+  std::string head = Upper(statement.substr(0, 8));
+  if (head.rfind("BEGIN", 0) == 0) {
+    in_group_ = true;
+    group_start_ = end;
+    group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
+    return Status::Ok();
+  }
+  if (head.rfind("COMMIT", 0) == 0 || head.rfind("ROLLBACK", 0) == 0) return EndGroup(end);
+  // DDL: table maps after it carry the new columns (binlog_row_metadata =
+  // FULL names them), so rows are decoded with the schema in force at their
+  // position; JSON checks are read again.
+  json_columns_.clear();
+  std::string db(ev->event.query.database.str, ev->event.query.database.length);
+  if (auto table = TruncatedTable(statement, db);
+      table && table->schema == options_.database && chosen_.count(table->name)) {
+    ChangeEvent e;
+    e.op = Op::kTruncate;
+    e.table = *table;
+    e.topic = TopicForTable(options_.topic_prefix, *table);
+    auto known = schemas_.find(*table);
+    e.schema_version = known == schemas_.end() ? 1 : known->second.version;
+    e.lsn = end;
+    e.commit_lsn = group_start_ ? group_start_ : end;
+    e.commit_time_micros = static_cast<std::int64_t>(ev->timestamp) * 1000000;
+    SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+    if (metrics_) metrics_->Record(e.topic, e.op);
+  }
+  if (in_group_) return Status::Ok();
+  return EndGroup(end);
+}
+
 Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
   Lsn end = ev->next_event_pos ? PositionLsn(file_, ev->next_event_pos) : 0;
   auto idle = [&](Lsn position) {
@@ -706,22 +858,8 @@ Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
       group_start_ = end;
       group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
       return Status::Ok();
-    case QUERY_EVENT: {
-      std::string statement(ev->event.query.statement.str, ev->event.query.statement.length);
-      std::string head = Upper(statement.substr(0, 8));
-      if (head.rfind("BEGIN", 0) == 0) {
-        in_group_ = true;
-        group_start_ = end;
-        group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
-        return Status::Ok();
-      }
-      if (head.rfind("COMMIT", 0) != 0 && head.rfind("ROLLBACK", 0) != 0) {
-        // DDL: table maps after it carry the new columns; JSON checks are read again.
-        json_columns_.clear();
-        if (in_group_) return Status::Ok();
-      }
-      return EndGroup(end);
-    }
+    case QUERY_EVENT:
+      return OnQuery(ev, end);
     case XID_EVENT:
       return EndGroup(end);
     case TABLE_MAP_EVENT:
@@ -765,6 +903,15 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
       event_ = nullptr;  // freed by the failed fetch
       std::string why = mysql_error(stream_conn_->handle());
       if (why.empty()) why = mariadb_rpl_error(rpl_);
+      // ER_MASTER_FATAL_ERROR_READING_BINLOG: the server cannot serve our
+      // position (purged, or past a binlog's end): retrying will not help.
+      if (mysql_errno(stream_conn_->handle()) == 1236)
+        return common::FailedPrecondition(fmt::format(
+            "binlog stream ({} after {}): the server cannot serve our position: {}. "
+            "Re-snapshot: set the connector's on_purged_position to resnapshot "
+            "(source.resnapshot_when_purged: true), or delete the worker's saved state, and "
+            "restart it",
+            options_.database, file_, why));
       return common::Unavailable(
           fmt::format("binlog stream ({} after {}): {}", options_.database, file_, why));
     }

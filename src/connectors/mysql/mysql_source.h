@@ -29,6 +29,7 @@
 #include "connectors/mysql/binlog_position.h"
 #include "connectors/mysql/mysql_connection.h"
 #include "connectors/mysql/row_decoder.h"
+#include "connectors/postgres/relation_diff.h"
 #include "connectors/postgres/snapshot_reader.h"
 #include "connectors/production_metrics.h"
 
@@ -64,8 +65,19 @@ struct MysqlSourceOptions {
   // result converges as with PostgreSQL.
   std::optional<BinlogPosition> snapshot_position;
   std::optional<SnapshotProgress> snapshot_progress;
+  // When the server purged the binlog file holding start_position (or
+  // snapshot_position): false (the default) fails Start with
+  // FailedPrecondition naming the purge and the way out, so nothing is lost
+  // silently; true drops the old position and snapshots the tables afresh,
+  // each table's rows preceded by a truncate event (rows deleted in the lost
+  // changes must not survive in the targets).
+  bool resnapshot_when_purged = false;
   // Called after each durable snapshot chunk, with the snapshot's position.
   std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
+  // Called when a table's columns change mid-stream (a DDL seen through the
+  // table maps), as the PostgreSQL source reports them: added, dropped,
+  // renamed (told by position, as relation_diff.h does), widened or retyped.
+  std::function<void(const TableId&, const std::vector<postgres::ColumnChange>&)> on_column_changes;
   // Called with each newly acknowledged position (to persist it).
   std::function<void(const BinlogPosition&)> on_position;
   // Server heartbeats on an idle stream (and the longest a Poll blocks).
@@ -76,7 +88,7 @@ struct MysqlSourceOptions {
 //   {"type": "mysql", "host": "...", "port": 3306, "user": "...", "password": "...",
 //    "database": "shop", "server_id": 123456, "topic_prefix": "sluice",
 //    "tables": [{"schema": "shop", "table": "orders"}], "heartbeat_interval_ms": 1000,
-//    "snapshot": true, "snapshot_chunk_size": 1000}
+//    "snapshot": true, "snapshot_chunk_size": 1000, "resnapshot_when_purged": false}
 // Every problem in one InvalidArgument. The state (positions) is not part of it.
 common::Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const nlohmann::json& source);
 nlohmann::json MysqlSourceOptionsToJson(const MysqlSourceOptions& options);
@@ -110,6 +122,10 @@ class MysqlSource {
   };
   common::Status Snapshot(BinlogPosition* position);
   common::Status OpenStream(const BinlogPosition& from);
+  // Ok when the server still holds `from`'s binlog file; FailedPrecondition
+  // naming the purge and the re-snapshot path otherwise (*purged set).
+  common::Status CheckPositionAvailable(const BinlogPosition& from, bool* purged);
+  common::Status OnQuery(st_mariadb_rpl_event* event, Lsn end);
   common::Status HandleEvent(st_mariadb_rpl_event* event);
   common::Status OnTableMap(st_mariadb_rpl_event* event);
   common::Status OnRows(st_mariadb_rpl_event* event);
@@ -140,6 +156,9 @@ class MysqlSource {
   std::atomic<Lsn> acked_{0};
   BinlogPosition confirmed_;
   bool snapshot_done_ = false;
+  // A re-snapshot after a purged position: each table's rows are preceded by
+  // a truncate, so rows deleted in the lost changes do not survive.
+  bool truncate_before_snapshot_ = false;
 };
 
 }  // namespace sluice::connectors::mysql

@@ -42,7 +42,10 @@ std::vector<std::size_t> Places(const std::vector<ColumnSchema>& columns,
 }
 
 void TypeChange(const ColumnSchema& from, const ColumnSchema& to, std::vector<ColumnChange>& out) {
-  if (from.type_oid == to.type_oid && from.type_modifier == to.type_modifier) return;
+  // Same oid and modifier; names compared too where both sides have one
+  // (a MySQL source's columns carry no oids, only PostgreSQL type names).
+  bool same_name = from.type_name.empty() || to.type_name.empty() || from.type_name == to.type_name;
+  if (from.type_oid == to.type_oid && same_name && from.type_modifier == to.type_modifier) return;
   ColumnChange c;
   c.column = to.name;
   c.old_type = TypeOf(from);

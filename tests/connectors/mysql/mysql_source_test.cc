@@ -323,5 +323,125 @@ TEST(MysqlSource, ConfirmsOnlyAcknowledgedPositionsAndResumesThere) {
   EXPECT_EQ(second.events[0].after["v"], "two");
 }
 
+// Rotates the binlog and purges every file before the new one, retrying
+// while a just-closed replica connection still holds `file`; returns the
+// new current file.
+std::string PurgeBinlogs(const std::string& file) {
+  MariaSql(TestMariaDb(), "FLUSH BINARY LOGS");
+  std::string current = MariaSql(TestMariaDb(), "SHOW MASTER STATUS");
+  current = current.substr(0, current.find('\t'));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    MariaSql(TestMariaDb(), "PURGE BINARY LOGS TO '" + current + "'");
+    if (MariaSql(TestMariaDb(), "SHOW BINARY LOGS").find(file + "\t") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(MariaSql(TestMariaDb(), "SHOW BINARY LOGS").find(file + "\t"), std::string::npos)
+      << file << " was not purged";
+  return current;
+}
+
+// The binlog holding a saved position purged by the server: a clear error
+// that says what happened and how to re-snapshot, never a silent skip; with
+// resnapshot_when_purged the source reads the tables afresh.
+TEST(MysqlSource, APurgedPositionIsAClearErrorAndResnapshotIsTheWayOut) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)");
+  db.Sql("INSERT INTO t VALUES (1, 'one')");
+  auto options = Options(db, {"t"});
+  options.snapshot = false;
+  BinlogPosition saved;
+  options.on_position = [&](const BinlogPosition& p) { saved = p; };
+  {
+    MemorySink sink;
+    MysqlSource source(options, &sink);
+    auto st = source.Start();
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  ASSERT_FALSE(saved.empty());
+  db.Sql("INSERT INTO t VALUES (2, 'two')");  // after the position: lost to the stream
+  std::string current = PurgeBinlogs(saved.file);
+
+  options.start_position = saved;
+  options.on_position = nullptr;
+  {
+    MemorySink sink;
+    MysqlSource source(options, &sink);
+    auto st = source.Start();
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), common::Code::kFailedPrecondition);
+    EXPECT_NE(st.message().find("binlog position " + saved.ToString() + " was purged"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("resnapshot_when_purged"), std::string::npos) << st.message();
+    EXPECT_TRUE(sink.events.empty());
+  }
+  options.resnapshot_when_purged = true;
+  MemorySink sink;
+  MysqlSource source(options, &sink);
+  auto st = source.Start();
+  ASSERT_TRUE(st.ok()) << st.message();
+  // The table is truncated first: rows deleted in the lost changes must go.
+  ASSERT_EQ(sink.events.size(), 3u);
+  EXPECT_EQ(sink.events[0].op, Op::kTruncate);
+  EXPECT_EQ(sink.events[1].op, Op::kRead);
+  EXPECT_EQ(sink.events[2].after["v"], "two");
+  EXPECT_EQ(source.confirmed_position().file, current);
+}
+
+// DDL mid-stream: every row event is decoded with the columns in force at
+// its position (the table map before it names them), each change of shape
+// is announced as a new schema version, and a TRUNCATE is a truncate event.
+TEST(MysqlSource, RowsAreDecodedWithTheSchemaInForceAtTheirPosition) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))");
+  MemorySink sink;
+  auto options = Options(db, {"t"});
+  options.snapshot = false;
+  std::vector<std::string> changes;
+  options.on_column_changes = [&](const TableId& table,
+                                  const std::vector<postgres::ColumnChange>& cs) {
+    EXPECT_EQ(table, (TableId{db.name(), "t"}));
+    for (const auto& c : cs)
+      changes.push_back(std::string(postgres::ColumnChangeKindName(c.kind)) + " " + c.column +
+                        (c.old_name.empty() ? "" : " from " + c.old_name));
+  };
+  MysqlSource source(options, &sink);
+  auto st = source.Start();
+  ASSERT_TRUE(st.ok()) << st.message();
+  // All of it written before the source reads any of it.
+  db.Sql("INSERT INTO t VALUES (1, 'one')");
+  db.Sql("ALTER TABLE t ADD COLUMN n INT DEFAULT 7");
+  db.Sql("INSERT INTO t VALUES (2, 'two', 2)");
+  db.Sql("ALTER TABLE t RENAME COLUMN v TO label");
+  db.Sql("INSERT INTO t VALUES (3, 'three', 3)");
+  db.Sql("ALTER TABLE t MODIFY COLUMN n BIGINT");
+  db.Sql("ALTER TABLE t DROP COLUMN label");
+  db.Sql("INSERT INTO t VALUES (4, 4)");
+  db.Sql("TRUNCATE TABLE t");
+  db.Sql("INSERT INTO t VALUES (5, 5)");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 6; }));
+  ASSERT_EQ(sink.events.size(), 6u);
+  EXPECT_EQ(sink.events[0].after, json({{"id", 1}, {"v", "one"}}));
+  EXPECT_EQ(sink.events[1].after, json({{"id", 2}, {"v", "two"}, {"n", 2}}));
+  EXPECT_EQ(sink.events[2].after, json({{"id", 3}, {"label", "three"}, {"n", 3}}));
+  EXPECT_EQ(sink.events[3].after, json({{"id", 4}, {"n", 4}}));
+  EXPECT_EQ(sink.events[4].op, Op::kTruncate);
+  EXPECT_EQ(sink.events[4].table, (TableId{db.name(), "t"}));
+  EXPECT_EQ(sink.events[5].after, json({{"id", 5}, {"n", 5}}));
+  for (int i = 1; i < 6; ++i)
+    EXPECT_GE(sink.events[i].lsn, sink.events[i - 1].lsn) << "event " << i << " out of order";
+  // Versions 1..4, one per shape a row was written with: (id, v), + n,
+  // v -> label, then n int8 and - label together (no row between them).
+  ASSERT_EQ(sink.schemas.size(), 4u);
+  EXPECT_EQ(sink.schemas.back().version, 4);
+  std::vector<std::string> last;
+  for (const auto& c : sink.schemas.back().columns) last.push_back(c.name + ":" + c.type_name);
+  EXPECT_EQ(last, (std::vector<std::string>{"id:int4", "n:int8"}));
+  EXPECT_EQ(sink.events[3].schema_version, 4);
+  // Reported as the PostgreSQL source reports its column changes.
+  EXPECT_EQ(changes, (std::vector<std::string>{"added n", "renamed label from v", "widened n",
+                                               "dropped label"}));
+}
+
 }  // namespace
 }  // namespace sluice::connectors::mysql

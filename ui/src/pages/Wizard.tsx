@@ -161,6 +161,12 @@ export function WizardPage() {
   if (!types.data || !connectors.data) return <><ErrorBox error={types.error ?? connectors.error} /><Loading /></>;
   const allTypes = types.data.items;
 
+  // A MySQL/MariaDB source names its tables by database (it has no schemas):
+  // the first column is the connector's database.
+  const sourceType = source.existing ? connectors.data.items.find((c) => c.id === source.existing)?.type ?? "" : source.type;
+  const mysql = sourceType === "mysql-source" || sourceType === "mysql";
+  const namespace = mysql ? "database" : "schema";
+  const defaultNamespace = mysql ? (source.existing ? "" : source.config.database ?? "") : "public";
   const connectorBody = (c: ConnectorChoice) =>
     c.existing ? undefined : { name: c.name, type: c.type, configuration: configBody(allTypes.find((t) => t.id === c.type), c.config) };
 
@@ -170,7 +176,12 @@ export function WizardPage() {
         name,
         tables: tables
           .filter((t) => t.table.trim())
-          .map((t) => ({ schema: t.schema.trim() || undefined, table: t.table.trim(), target_table_name: t.target.trim() || undefined })),
+          .map((t) => ({
+            // MySQL: the namespace is the connector's database (source_schema stays NULL).
+            schema: mysql ? undefined : t.schema.trim() || undefined,
+            table: t.table.trim(),
+            target_table_name: t.target.trim() || undefined,
+          })),
         requires_unique_destination: unique,
         error_table_enabled: errorTables,
       };
@@ -205,17 +216,17 @@ export function WizardPage() {
         {step === 0 && <ConnectorStep way="source" types={allTypes} connectors={connectors.data.items} choice={source} setChoice={setSource} />}
         {step === 1 && (
           <div>
-            <p className="muted">Tables captured from the source (schema and table name).</p>
+            <p className="muted">Tables captured from the source ({namespace} and table name).</p>
             {tables.map((t, i) => (
               <div className="row" key={i}>
-                <input aria-label={`schema ${i + 1}`} placeholder="schema" value={t.schema} onChange={(e) => setTables(tables.map((x, j) => (j === i ? { ...x, schema: e.target.value } : x)))} />
+                <input aria-label={`${namespace} ${i + 1}`} placeholder={namespace} disabled={mysql} value={mysql ? defaultNamespace : t.schema} onChange={(e) => setTables(tables.map((x, j) => (j === i ? { ...x, schema: e.target.value } : x)))} />
                 <input aria-label={`table ${i + 1}`} placeholder="table" value={t.table} onChange={(e) => setTables(tables.map((x, j) => (j === i ? { ...x, table: e.target.value } : x)))} />
                 <button className="ghost small" onClick={() => setTables(tables.filter((_, j) => j !== i))} disabled={tables.length === 1}>
                   remove
                 </button>
               </div>
             ))}
-            <button className="secondary small" onClick={() => setTables([...tables, { schema: "public", table: "", target: "" }])}>
+            <button className="secondary small" onClick={() => setTables([...tables, { schema: defaultNamespace, table: "", target: "" }])}>
               Add table
             </button>
           </div>
@@ -240,7 +251,8 @@ export function WizardPage() {
                   .map((t) => (
                     <tr key={t.schema + "." + t.table}>
                       <td>
-                        {t.schema || "public"}.{t.table}
+                        {((mysql ? defaultNamespace : t.schema) || defaultNamespace) && `${(mysql ? defaultNamespace : t.schema) || defaultNamespace}.`}
+                        {t.table}
                       </td>
                       <td>
                         <input
