@@ -305,9 +305,12 @@ TEST(MysqlSource, ConfirmsOnlyAcknowledgedPositionsAndResumesThere) {
     // Not acknowledged: the position stays where it was, heartbeats or not.
     for (int i = 0; i < 5; ++i) ASSERT_TRUE(source.Poll(std::chrono::milliseconds(100)).ok());
     EXPECT_EQ(source.confirmed_position(), started);
+    // Other tests' transactions on the shared server may add checkpoints
+    // after this ack; only the ones acknowledged here must be confirmed.
+    auto acknowledged = sink.checkpoints.back();
     sink.AckAll();
     ASSERT_TRUE(PollUntil(source, [&] { return !(source.confirmed_position() == started); }));
-    EXPECT_GE(source.confirmed_position().ToLsn(), sink.checkpoints.back());
+    EXPECT_GE(source.confirmed_position().ToLsn(), acknowledged);
   }
   BinlogPosition resume = positions.back();
   db.Sql("INSERT INTO t VALUES (2, 'two')");
