@@ -105,7 +105,7 @@ class OrchestratorTest : public ::testing::Test {
         [&](pqxx::work& tx) { return runtime::WorkerRepository::ForConnector(tx, connector)[0]; });
   }
   template <typename Pred>
-  bool TickUntil(Pred pred, std::chrono::seconds limit = 30s) {
+  bool TickUntil(Pred pred, std::chrono::seconds limit = 90s) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
       EXPECT_TRUE(orchestrator_->Tick().ok());
