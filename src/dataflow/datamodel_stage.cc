@@ -116,6 +116,12 @@ common::Result<std::unique_ptr<DatamodelStage>> DatamodelStage::Create(
   if (spec.format == "avro" && !registry)
     return common::InvalidArgument("datamodel " + spec.id + ": Avro output needs the registry");
   if (spec.consumer_group.empty()) spec.consumer_group = "datamodel-" + spec.id;
+  // An env's connector_events records are keyed by connector (for order),
+  // which is no row key; each record's own id is. Without it every record
+  // would be skipped for want of a key.
+  if (spec.input == "json" && spec.key_columns.empty() &&
+      events::ReservedForEvents(spec.source_topic))
+    spec.key_columns = {"id"};
   std::unique_ptr<DatamodelStage> stage(
       new DatamodelStage(std::move(spec), std::move(transform).value(), std::move(registry)));
   auto producer = kafka::Producer::Create(broker);

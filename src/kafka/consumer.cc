@@ -4,7 +4,9 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -31,6 +33,7 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const ClientConfig& config,
   if (!conf.ok()) return conf.status();
   std::string err;
   auto c = std::unique_ptr<Consumer>(new Consumer());
+  c->missing_topic_grace_ = options.missing_topic_grace;
   c->consumer_.reset(RdKafka::KafkaConsumer::create(conf->get(), err));
   if (!c->consumer_) return common::InvalidArgument(fmt::format("kafka consumer: {}", err));
   return c;
@@ -51,8 +54,32 @@ Status Consumer::Subscribe(const std::vector<std::string>& topics) {
   return {};
 }
 
+Status Consumer::CheckMissingTopics() {
+  const auto now = std::chrono::steady_clock::now();
+  if (missing_since_.empty() || now < next_missing_check_) return {};
+  next_missing_check_ =
+      now + std::min<std::chrono::milliseconds>(std::chrono::seconds(5), missing_topic_grace_);
+  RdKafka::Metadata* raw = nullptr;
+  if (consumer_->metadata(/*all_topics=*/true, nullptr, &raw, 2000) != RdKafka::ERR_NO_ERROR)
+    return {};  // the broker is unreachable: the next poll reports that
+  std::unique_ptr<RdKafka::Metadata> metadata(raw);
+  for (const auto* t : *metadata->topics()) {
+    if (t->err() == RdKafka::ERR_NO_ERROR) missing_since_.erase(t->topic());
+  }
+  for (const auto& [topic, since] : missing_since_) {
+    if (now - since >= missing_topic_grace_) {
+      return common::Unavailable(fmt::format(
+          "consume: topic {} does not exist: nothing has written to it in {} s (is the "
+          "connector producing it running?)",
+          topic, std::chrono::duration_cast<std::chrono::seconds>(now - since).count()));
+    }
+  }
+  return {};
+}
+
 Result<std::vector<Message>> Consumer::Poll(std::size_t max_messages,
                                             std::chrono::milliseconds timeout) {
+  if (auto st = CheckMissingTopics(); !st.ok()) return st;
   std::vector<Message> out;
   int wait = static_cast<int>(timeout.count());
   while (out.size() < max_messages) {
@@ -60,12 +87,24 @@ Result<std::vector<Message>> Consumer::Poll(std::size_t max_messages,
     wait = 0;  // only the first message is waited for
     if (!m) break;
     if (m->err() == RdKafka::ERR__TIMED_OUT || m->err() == RdKafka::ERR__PARTITION_EOF) break;
+    if ((m->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART ||
+         m->err() == RdKafka::ERR__UNKNOWN_TOPIC) &&
+        !m->topic_name().empty()) {
+      // Not created yet: topics come into being with their first message,
+      // and a target may well start before its source has written one.
+      if (missing_since_.emplace(m->topic_name(), std::chrono::steady_clock::now()).second) {
+        spdlog::info("waiting for topic {} to be created (by its first message)", m->topic_name());
+        next_missing_check_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+      }
+      continue;
+    }
     if (m->err() != RdKafka::ERR_NO_ERROR) {
       if (!out.empty()) break;  // hand over what we have; the error repeats next time
       return common::Unavailable(fmt::format("consume: {}", m->errstr()));
     }
     Message msg;
     msg.topic = m->topic_name();
+    if (!missing_since_.empty()) missing_since_.erase(msg.topic);
     msg.partition = m->partition();
     msg.offset = m->offset();
     msg.timestamp_ms = m->timestamp().timestamp;

@@ -41,6 +41,9 @@ struct ConsumerOptions {
   std::string auto_offset_reset = "earliest";
   std::chrono::milliseconds session_timeout{10000};
   std::map<std::string, std::string> overrides;
+  // A subscribed topic nothing has created yet (a target started before its
+  // source's first message) is waited for this long before Poll fails.
+  std::chrono::milliseconds missing_topic_grace{120000};
 };
 
 class Consumer {
@@ -68,8 +71,16 @@ class Consumer {
 
  private:
   Consumer() = default;
+  // Forgets the waited-for topics that now exist; fails for one waited for
+  // past the grace.
+  common::Status CheckMissingTopics();
+
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   bool closed_ = false;
+  std::chrono::milliseconds missing_topic_grace_{0};
+  // Subscribed topics the broker does not know, and since when.
+  std::map<std::string, std::chrono::steady_clock::time_point> missing_since_;
+  std::chrono::steady_clock::time_point next_missing_check_{};
 };
 
 }  // namespace sluice::kafka

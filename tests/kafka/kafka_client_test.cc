@@ -131,6 +131,50 @@ TEST(KafkaConsumer, OnlyExplicitlyCommittedProgressSurvivesAReconnect) {
   EXPECT_EQ(again.front().value, "m4");
 }
 
+// A target often starts before its source has written the first message
+// that creates its topic: that is a wait, not an error.
+TEST(KafkaConsumer, ATopicCreatedAfterTheSubscriptionIsWaitedForNotAnError) {
+  BrokerProcess broker;
+  broker.Start();
+  auto cfg = Plain(broker);
+  auto c = Consumer::Create(cfg, "early-group").value();
+  ASSERT_TRUE(c->Subscribe({"created-later"}).ok());
+  for (int i = 0; i < 6; ++i) {  // ~3 s: the broker has answered "unknown topic" by then
+    auto r = c->Poll(10, 500ms);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->empty());
+  }
+  auto p = Producer::Create(cfg).value();
+  for (int i = 0; i < 5; ++i) p->Send("created-later", "", "v" + std::to_string(i), i);
+  ASSERT_TRUE(p->Flush(30s).ok());
+  std::vector<Message> got;
+  for (int i = 0; i < 120 && got.size() < 5; ++i) {
+    auto r = c->Poll(5, 500ms);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    got.insert(got.end(), r->begin(), r->end());
+  }
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got.front().value, "v0");
+}
+
+// ...but one nothing creates is reported, naming the topic, once the grace is over.
+TEST(KafkaConsumer, ATopicThatNeverAppearsIsReportedAfterTheGrace) {
+  BrokerProcess broker;
+  broker.Start();
+  ConsumerOptions options;
+  options.missing_topic_grace = 2s;
+  auto c = Consumer::Create(Plain(broker), "waiting-group", options).value();
+  ASSERT_TRUE(c->Subscribe({"never-created"}).ok());
+  common::Status failure;
+  for (int i = 0; i < 60 && failure.ok(); ++i) {
+    auto r = c->Poll(10, 500ms);
+    if (!r.ok()) failure = r.status();
+  }
+  ASSERT_FALSE(failure.ok()) << "a topic that never appears must be reported";
+  EXPECT_NE(failure.message().find("never-created"), std::string::npos) << failure.ToString();
+  EXPECT_NE(failure.message().find("does not exist"), std::string::npos) << failure.ToString();
+}
+
 TEST(KafkaAdmin, TopicAdminLagAndResetToEarliest) {
   BrokerProcess broker({"--auto-create-topics", "false"});
   broker.Start();

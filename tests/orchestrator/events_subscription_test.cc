@@ -54,8 +54,11 @@ class EventsSubscriptionTest : public ::testing::Test {
     });
     AddReader(a_, "a", json{{"topic", topic_}, {"format", "json"}});
     // Team B's configuration asks for team A's events: the filter is not its to choose.
+    // Its datamodel names no key, as the pipeline wizard makes it: each
+    // record's id is the row key all the same.
     AddReader(b_, "b",
-              json{{"topic", topic_}, {"format", "json"}, {"only_team", a_.team.ToString()}});
+              json{{"topic", topic_}, {"format", "json"}, {"only_team", a_.team.ToString()}},
+              json::object());
   }
   void TearDown() override {
     if (orchestrator_) orchestrator_->Stop();
@@ -64,7 +67,8 @@ class EventsSubscriptionTest : public ::testing::Test {
     std::filesystem::remove_all(run_dir_);
   }
 
-  void AddReader(const TeamReader& r, const std::string& name, const json& kafka_config) {
+  void AddReader(const TeamReader& r, const std::string& name, const json& kafka_config,
+                 const json& datamodel_config = json{{"key", {"id"}}}) {
     db_.Transact([&](pqxx::work& tx) {
       tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, $2, $3)", r.team.ToString(),
                      "team-" + name, env_.ToString());
@@ -81,8 +85,7 @@ class EventsSubscriptionTest : public ::testing::Test {
       tx.exec_params(
           "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic, "
           "target_topic) VALUES ($1, 'events', $2, $3, $4, $5)",
-          dm, json{{"key", {"id"}}}.dump(), r.source.ToString(), topic_,
-          topic_ + ".sluice." + name);
+          dm, datamodel_config.dump(), r.source.ToString(), topic_, topic_ + ".sluice." + name);
       tx.exec_params(
           "INSERT INTO subscription (id, name, config, transform_config, datamodel_id, "
           "target_connector_id, error_table_enabled, target_table_name, "
