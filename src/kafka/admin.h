@@ -1,3 +1,4 @@
+// Kafka CLIENT side (librdkafka), not the broker (that is src/broker/).
 // Topic and consumer-group administration: create/delete/list topics,
 // consumer lag per partition, and resetting a group to the earliest offsets.
 #pragma once

@@ -1,3 +1,4 @@
+// Kafka CLIENT side (librdkafka), not the broker (that is src/broker/).
 // How Sluice reaches a Kafka cluster (the embedded broker or a real one):
 // parsed from env.retention_configuration and turned into librdkafka settings.
 #pragma once

@@ -1,3 +1,4 @@
+// Kafka CLIENT side (librdkafka), not the broker (that is src/broker/).
 // A manual-commit group consumer: nothing is committed unless the caller
 // says which messages it has processed.
 #pragma once

@@ -1,3 +1,4 @@
+// Kafka CLIENT side (librdkafka), not the broker (that is src/broker/).
 // A delivery-acknowledged producer: every Send carries a caller id, and the
 // caller learns per id whether the broker acknowledged it (acks=all,
 // idempotent by default) or why not. Nothing counts as written until acked.
