@@ -20,6 +20,7 @@
 #include "runtime/process_supervisor.h"
 #include "runtime/worker_repository.h"
 #include "store/database.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::testing {
@@ -71,21 +72,8 @@ class SourceDdl : public ::testing::Test {
   // The source connector's worker row, so its reports (events) land where
   // the API reads them.
   runtime::Worker NewSourceRow() {
-    return plane_db().Transact([&](pqxx::work& tx) {
-      auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
-      tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
-                     env);
-      tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
-      auto id = common::Uuid::V4();
-      tx.exec_params(
-          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
-          "env_id) VALUES ($1, 'ddl-source', 'postgresql-source', '{}', 'source', $2, $3)",
-          id.ToString(), team, env);
-      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
-      w.Start(common::Clock::now(), std::nullopt);
-      runtime::WorkerRepository::Update(tx, w);
-      return w;
-    });
+    return StartedWorkerRow(plane_db(), NewPlaneTeam(plane_db()), "ddl-source", "postgresql-source",
+                            "source");
   }
 
   void Run(const std::string& name, const json& config) {
@@ -136,37 +124,12 @@ class SourceDdl : public ::testing::Test {
                    {"subscriptions", subscriptions}});
   }
 
-  // `sql` on `url`, every value as its type's output text.
-  static std::string TextRows(const std::string& url, const std::string& sql) {
-    try {
-      pqxx::connection c(url);
-      auto result = pqxx::nontransaction(c).exec(sql);
-      json out = json::array();
-      for (const auto& row : result) {
-        json r = json::array();
-        for (const auto& f : row) r.push_back(f.is_null() ? json(nullptr) : json(f.c_str()));
-        out.push_back(std::move(r));
-      }
-      return out.dump();
-    } catch (const std::exception& e) {
-      return std::string("error: ") + e.what();
-    }
-  }
   // Waits until `source_sql` on the source gives, as text, what
   // `target_sql` gives on the target.
   ::testing::AssertionResult Equal(const std::string& source_sql, const std::string& target_sql,
                                    std::chrono::seconds limit = 60s) {
-    auto deadline = Steady::now() + limit;
-    std::string want, got;
-    while (Steady::now() < deadline) {
-      want = TextRows(source_.url(), source_sql);
-      got = TextRows(target_.url(), target_sql);
-      if (want == got) return ::testing::AssertionSuccess();
-      std::this_thread::sleep_for(250ms);
-    }
-    return ::testing::AssertionFailure() << "did not converge\nsource: " << want.substr(0, 1500)
-                                         << "\ntarget: " << got.substr(0, 1500) << "\n"
-                                         << Logs();
+    return RowsConverge(source_.url(), source_sql, target_.url(), target_sql, limit,
+                        [&] { return Logs(); });
   }
   // `columns` of the source's `table` and of the target's "<table>_copy".
   ::testing::AssertionResult Same(const std::string& table, const std::string& columns) {
@@ -198,16 +161,7 @@ class SourceDdl : public ::testing::Test {
            << Logs();
   }
 
-  std::string Logs() {
-    std::string out;
-    for (auto name : {"source.log", "target.log"}) {
-      std::ifstream in(dir_ / name);
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out +=
-          std::string("--- ") + name + "\n" + all.substr(all.size() > 3000 ? all.size() - 3000 : 0);
-    }
-    return out;
-  }
+  std::string Logs() { return LogTails(dir_, {"source.log", "target.log"}); }
 
   BrokerProcess broker_;
   TestDatabase plane_, source_, target_;

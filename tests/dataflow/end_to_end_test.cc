@@ -20,6 +20,7 @@
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
 #include "runtime/process_supervisor.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::dataflow {
@@ -182,14 +183,7 @@ class EndToEnd : public ::testing::Test {
   }
 
   std::string Logs() {
-    std::string out;
-    for (auto name : {"source.log", "target.log", "registry.log"}) {
-      std::ifstream in(dir_ / name);
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out +=
-          std::string("--- ") + name + "\n" + all.substr(all.size() > 3000 ? all.size() - 3000 : 0);
-    }
-    return out;
+    return testing::LogTails(dir_, {"source.log", "target.log", "registry.log"});
   }
 
   void Kill(const std::string& key) {
@@ -521,39 +515,17 @@ TEST_F(EndToEnd, KafkaSourceTurnsAnExistingJsonTopicIntoRows) {
 // key changes, tables without a primary key (pgbench's workload).
 class RealTables : public EndToEnd {
  protected:
-  // `sql` on `url`, every value as its type's output text.
-  static std::string TextRows(const std::string& url, const std::string& sql) {
-    try {
-      pqxx::connection c(url);
-      auto result = pqxx::nontransaction(c).exec(sql);
-      json out = json::array();
-      for (const auto& row : result) {
-        json r = json::array();
-        for (const auto& f : row) r.push_back(f.is_null() ? json(nullptr) : json(f.c_str()));
-        out.push_back(std::move(r));
-      }
-      return out.dump();
-    } catch (const std::exception& e) {
-      return std::string("error: ") + e.what();
-    }
-  }
   // Waits until `columns` of the target's `copy` equal those of the
   // source's `table`, value by value as text, rows in `order`.
   ::testing::AssertionResult Equal(const std::string& table, const std::string& copy,
                                    const std::string& columns, const std::string& order,
                                    std::chrono::seconds limit = 90s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    std::string want, got;
-    while (std::chrono::steady_clock::now() < deadline) {
-      want = TextRows(source_.url(), "SELECT " + columns + " FROM " + table + " ORDER BY " + order);
-      got = TextRows(target_.url(), "SELECT " + columns + " FROM " + copy + " ORDER BY " + order);
-      if (want == got) return ::testing::AssertionSuccess();
-      std::this_thread::sleep_for(250ms);
-    }
-    return ::testing::AssertionFailure()
-           << table << " did not converge\nsource: " << want.substr(0, 1500)
-           << "\ntarget: " << got.substr(0, 1500) << "\n"
-           << Logs();
+    auto result = testing::RowsConverge(
+        source_.url(), "SELECT " + columns + " FROM " + table + " ORDER BY " + order, target_.url(),
+        "SELECT " + columns + " FROM " + copy + " ORDER BY " + order, limit,
+        [&] { return Logs(); });
+    if (!result) return ::testing::AssertionFailure() << table << " " << result.message();
+    return result;
   }
   // A source worker over `tables` and a target worker (`target`: its
   // config) with one subscription per table into "<table>_copy".

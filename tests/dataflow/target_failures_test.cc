@@ -30,6 +30,7 @@
 #include "runtime/process_supervisor.h"
 #include "runtime/worker_repository.h"
 #include "store/database.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::testing {
@@ -135,21 +136,7 @@ class TargetFailures : public ::testing::Test {
   // A target connector's worker row in the data-plane database, so the
   // worker's reports (state, reason, events) land where the API reads them.
   void NewWorkerRow() {
-    row_ = plane_db().Transact([&](pqxx::work& tx) {
-      auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
-      tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
-                     env);
-      tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
-      auto id = common::Uuid::V4();
-      tx.exec_params(
-          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
-          "env_id) VALUES ($1, 'tf-target', 'http', '{}', 'target', $2, $3)",
-          id.ToString(), team, env);
-      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
-      w.Start(common::Clock::now(), std::nullopt);
-      runtime::WorkerRepository::Update(tx, w);
-      return w;
-    });
+    row_ = StartedWorkerRow(plane_db(), NewPlaneTeam(plane_db()), "tf-target", "http", "target");
   }
   store::Database& plane_db() {
     if (!db_) db_ = std::make_unique<store::Database>(plane_.url(), 2);
@@ -200,11 +187,7 @@ class TargetFailures : public ::testing::Test {
           .as<long>();
     });
   }
-  std::string Logs() {
-    std::ifstream in(dir_ / "target.log");
-    std::string all((std::istreambuf_iterator<char>(in)), {});
-    return "--- target.log\n" + all.substr(all.size() > 4000 ? all.size() - 4000 : 0);
-  }
+  std::string Logs() { return LogTails(dir_, {"target.log"}, 4000); }
   template <typename Pred>
   bool Eventually(Pred pred, std::chrono::seconds limit = 60s) {
     auto deadline = Steady::now() + limit;

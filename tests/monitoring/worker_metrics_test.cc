@@ -16,6 +16,7 @@
 #include "common/uuid.h"
 #include "monitoring/prometheus_text.h"
 #include "runtime/process_supervisor.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::testing {
@@ -89,16 +90,7 @@ class WorkerMetricsPage : public ::testing::Test {
     return ::testing::AssertionFailure() << key << " = " << got << ", wanted " << want << "\n"
                                          << Logs();
   }
-  std::string Logs() {
-    std::string out;
-    for (auto name : {"source.log", "target.log"}) {
-      std::ifstream in(dir_ / name);
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out +=
-          std::string("--- ") + name + "\n" + all.substr(all.size() > 3000 ? all.size() - 3000 : 0);
-    }
-    return out;
-  }
+  std::string Logs() { return LogTails(dir_, {"source.log", "target.log"}); }
 
   BrokerProcess broker_;
   TestDatabase source_, target_;

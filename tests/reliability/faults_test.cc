@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <pqxx/pqxx>
 #include <random>
-#include <optional>
 #include <thread>
 
 #include "broker/broker_harness.h"
@@ -24,6 +24,7 @@
 #include "runtime/worker_repository.h"
 #include "store/database.h"
 #include "store/embedded_cluster.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::testing {
@@ -86,24 +87,8 @@ class Faults : public ::testing::Test {
   // Worker rows in the data-plane database, so the workers' reports (state,
   // reason, events) land where the API reads them.
   runtime::Worker NewWorkerRow(const std::string& name, const std::string& way) {
-    return plane_db().Transact([&](pqxx::work& tx) {
-      if (env_.empty()) {
-        env_ = common::Uuid::V4().ToString();
-        team_ = common::Uuid::V4().ToString();
-        tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
-                       env_);
-        tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team_, env_);
-      }
-      auto id = common::Uuid::V4();
-      tx.exec_params(
-          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
-          "env_id) VALUES ($1, $2, 'postgresql', '{}', $3, $4, $5)",
-          id.ToString(), name, way, team_, env_);
-      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
-      w.Start(common::Clock::now(), std::nullopt);
-      runtime::WorkerRepository::Update(tx, w);
-      return w;
-    });
+    if (!team_) team_ = NewPlaneTeam(plane_db());
+    return StartedWorkerRow(plane_db(), *team_, name, "postgresql", way);
   }
   store::Database& plane_db() {
     if (!db_) db_ = std::make_unique<store::Database>(plane_.url(), 2);
@@ -223,16 +208,7 @@ class Faults : public ::testing::Test {
            << Logs();
   }
 
-  std::string Logs() {
-    std::string out;
-    for (auto name : {"source.log", "target.log"}) {
-      std::ifstream in(dir_ / name);
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out +=
-          std::string("--- ") + name + "\n" + all.substr(all.size() > 2500 ? all.size() - 2500 : 0);
-    }
-    return out;
-  }
+  std::string Logs() { return LogTails(dir_, {"source.log", "target.log"}, 2500); }
 
   runtime::Worker RowOf(const runtime::Worker& w) {
     return plane_db().Transact(
@@ -269,7 +245,8 @@ class Faults : public ::testing::Test {
   TestDatabase plane_, source_db_, target_db_;
   std::unique_ptr<store::Database> db_;
   std::unique_ptr<store::EmbeddedCluster> own_source_;
-  std::string source_url_, slot_, env_, team_;
+  std::string source_url_, slot_;
+  std::optional<PlaneTeam> team_;
   std::filesystem::path dir_;
   runtime::Worker source_row_, target_row_;
   std::unique_ptr<runtime::ProcessSupervisor> supervisor_;
@@ -360,19 +337,21 @@ TEST_F(Faults, PowerCutsUnderTheBrokerDuringAStreamLoseNothing) {
   long lost_total = 0;
   std::int64_t bytes_cut = 0;
   for (int cut = 0; cut < kCuts; ++cut) {
-    std::atomic<bool> churning{true};
-    std::thread churn([&, pause = std::mt19937(seed ^ static_cast<unsigned>(cut))]() mutable {
-      while (churning) {
-        Churn(round++);
-        std::this_thread::sleep_for(std::chrono::milliseconds(pause() % 150));
-      }
-    });
+    // A jthread: should the broker fail to come back (an exception), the
+    // churn stops and the failure is reported, not a terminate().
+    std::jthread churn(
+        [&, pause = std::mt19937(seed ^ static_cast<unsigned>(cut))](std::stop_token stop) mutable {
+          while (!stop.stop_requested()) {
+            Churn(round++);
+            std::this_thread::sleep_for(std::chrono::milliseconds(pause() % 150));
+          }
+        });
     std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 1500));
     bytes_cut += broker_.PowerCut(/*torn=*/cut % 2 == 0, seed + static_cast<unsigned>(cut));
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 500));
     broker_.Start();
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 500));
-    churning = false;
+    churn.request_stop();
     churn.join();
     long lost = 0;
     auto result = Converges(120s, &lost);

@@ -1,0 +1,89 @@
+#include "support/pipeline_checks.h"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "common/time.h"
+#include "common/uuid.h"
+#include "runtime/worker_repository.h"
+
+namespace sluice::testing {
+
+PlaneTeam NewPlaneTeam(store::Database& plane) {
+  PlaneTeam t{common::Uuid::V4().ToString(), common::Uuid::V4().ToString()};
+  plane.Transact([&](pqxx::work& tx) {
+    tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
+                   t.env_id);
+    tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", t.team_id, t.env_id);
+  });
+  return t;
+}
+
+runtime::Worker StartedWorkerRow(store::Database& plane, const PlaneTeam& team,
+                                 const std::string& name, const std::string& type,
+                                 const std::string& way) {
+  return plane.Transact([&](pqxx::work& tx) {
+    auto id = common::Uuid::V4();
+    tx.exec_params(
+        "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+        "env_id) VALUES ($1, $2, $3, '{}', $4, $5, $6)",
+        id.ToString(), name, type, way, team.team_id, team.env_id);
+    auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
+    w.Start(common::Clock::now(), std::nullopt);
+    runtime::WorkerRepository::Update(tx, w);
+    return w;
+  });
+}
+
+std::string TextRows(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection c(url);
+    auto result = pqxx::nontransaction(c).exec(sql);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& row : result) {
+      nlohmann::json r = nlohmann::json::array();
+      for (const auto& f : row)
+        r.push_back(f.is_null() ? nlohmann::json(nullptr) : nlohmann::json(f.c_str()));
+      out.push_back(std::move(r));
+    }
+    return out.dump();
+  } catch (const std::exception& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+::testing::AssertionResult RowsConverge(const std::string& source_url,
+                                        const std::string& source_sql,
+                                        const std::string& target_url,
+                                        const std::string& target_sql, std::chrono::seconds limit,
+                                        const std::function<std::string()>& context) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  std::string want, got;
+  while (std::chrono::steady_clock::now() < deadline) {
+    want = TextRows(source_url, source_sql);
+    got = TextRows(target_url, target_sql);
+    if (want == got) return ::testing::AssertionSuccess();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return ::testing::AssertionFailure() << "did not converge\nsource: " << want.substr(0, 1500)
+                                       << "\ntarget: " << got.substr(0, 1500) << "\n"
+                                       << (context ? context() : std::string());
+}
+
+std::string LogTails(const std::filesystem::path& dir,
+                     std::initializer_list<std::string_view> names, std::size_t tail) {
+  std::string out;
+  for (auto name : names) {
+    std::ifstream in(dir / std::string(name));
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    out +=
+        "--- " + std::string(name) + "\n" + all.substr(all.size() > tail ? all.size() - tail : 0);
+  }
+  return out;
+}
+
+}  // namespace sluice::testing
