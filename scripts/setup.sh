@@ -36,4 +36,10 @@ fi
 # Debian's postgresql package starts a system cluster on 5432; Sluice runs its
 # own clusters, so the system one is left alone and never relied on. The same
 # holds for mariadb-server: the mysql-source tests start their own mariadbd.
+
+# The manifest validator's schemas (tests/deploy: kubernetes-models).
+if command -v npm >/dev/null && [ ! -d "$(dirname "$0")/../tests/deploy/node_modules/kubernetes-models" ]; then
+  (cd "$(dirname "$0")/../tests/deploy" && npm ci --no-audit --no-fund >/dev/null)
+fi
+
 echo "setup: dependencies ready"

@@ -51,7 +51,7 @@ Json BuildOpenApi(const Router& router) {
             {"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}}}}};
 }
 
-void RegisterOpenApiRoutes(Router& r, ApiContext&) {
+void RegisterOpenApiRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "meta");
   // Built per request: routes added after this one are documented too.
   g.Get(
@@ -61,6 +61,20 @@ void RegisterOpenApiRoutes(Router& r, ApiContext&) {
       "/health", "Liveness",
       [](Request&) {
         return Response::Ok({{"status", "ok"}});
+      },
+      Access::kPublic);
+  // Readiness (a Kubernetes readinessProbe): 200 once the data-plane
+  // database answers a query, 503 with its words otherwise, so a replica cut
+  // off from the database takes no traffic while its liveness stays green.
+  g.Get(
+      "/health/ready", "Readiness: the data-plane database answers",
+      [&ctx](Request&) {
+        try {
+          ctx.db.Direct([](pqxx::nontransaction& tx) { tx.exec("SELECT 1"); });
+          return Response::Ok({{"status", "ok"}, {"database", "ok"}});
+        } catch (const std::exception& e) {
+          return Response{503, ErrorBody("database_unavailable", e.what())};
+        }
       },
       Access::kPublic);
 }

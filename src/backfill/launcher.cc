@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,21 +73,8 @@ Launcher::~Launcher() {
 }
 
 bool Launcher::Lead() {
-  try {
-    if (leader_ && leader_->is_open()) return true;
-    leader_.reset();
-    auto conn = std::make_unique<pqxx::connection>(options_.database_url);
-    bool got =
-        pqxx::nontransaction(*conn)
-            .exec_params("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", kLeaderKey)[0][0]
-            .as<bool>();
-    if (got) leader_ = std::move(conn);
-    return got;
-  } catch (const std::exception& e) {
-    spdlog::warn("backfill launcher: {}", common::FirstLine(e.what()));
-    leader_.reset();
-    return false;
-  }
+  if (!leader_) leader_ = std::make_unique<store::LeaderLock>(options_.database_url, kLeaderKey);
+  return leader_->TryLead();
 }
 
 std::optional<pid_t> Launcher::LoaderPid(const Uuid& item_id) const {
@@ -100,8 +88,14 @@ pid_t Launcher::Spawn(const Uuid& item_id, const std::string& config_path, bool 
   std::vector<std::string> argv = {options_.sluice_bin, "loader", "--config", config_path};
   if (check) argv.push_back("--check-only");
   auto log = (fs::path(options_.run_dir) / ("loader-" + item_id.ToString() + ".log")).string();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    // A loader dies with its back end: the next leader requeues the attempt
+    // as lost and starts another, so none runs on unowned. Forked on the
+    // tick thread, which lives until Stop().
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) {
       dup2(fd, 1);

@@ -13,8 +13,11 @@
 // are lost attempts and are requeued (loaders are idempotent; a stray old
 // loader can no longer report, see report.h). The lost-attempt count is read
 // back from the item's backfill.attempt_lost events, so it survives too.
-// One back end leads at a time (a session advisory lock on the data-plane
-// database).
+// One back end leads at a time (store/leader_lock.h: a session advisory lock
+// on the data-plane database, checked every tick). A killed leader's loaders
+// die with it; the next leader takes the lock within one tick of the
+// session ending (~25 s when the leader's host vanished) and requeues their
+// items as lost attempts.
 //
 // With Kubernetes configured, loads run as Jobs instead (kubernetes_jobs.h):
 // the Jobs are listed every tick, so a running item whose Job is gone or
@@ -44,6 +47,7 @@
 #include "runtime/kubernetes_pod_launcher.h"
 #include "secrets/key_ring.h"
 #include "store/database.h"
+#include "store/leader_lock.h"
 
 namespace sluice::backfill {
 
@@ -107,7 +111,7 @@ class Launcher {
   std::map<common::Uuid, Child> children_;
   std::unique_ptr<LoaderJobs> jobs_;       // with kubernetes
   std::set<std::string> secrets_removed_;  // finished Jobs' token Secrets, this process
-  std::unique_ptr<pqxx::connection> leader_;
+  std::unique_ptr<store::LeaderLock> leader_;
   std::unique_ptr<common::PeriodicTask> ticker_;  // from Start() to Stop()
 };
 

@@ -169,6 +169,9 @@ int Serve(const ServeFlags& f) {
                                std::to_string(registry.port());
   orchestration.keys = &sluice::api::ConfigKeyRing();
   orchestration.license_grace = api_options.license_grace;
+  // Several serve processes may share the database: one reconciles workers
+  // at a time (orchestrator.h states the takeover bound).
+  orchestration.leader_database_url = (*provisioned)->url();
   // Workers speak the HTTP worker protocol with tokens scoped to their row.
   orchestration.backend_url = f.backend_url.empty()
                                   ? scheme + "://" +

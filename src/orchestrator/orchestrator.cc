@@ -19,15 +19,25 @@ using runtime::WorkerState;
 
 namespace {
 
+// The leader lock's name on the data-plane database.
+constexpr const char* kLeaderKey = "sluice.orchestrator";
+
 std::unique_ptr<runtime::PodLauncher> MakeLauncher(const OrchestratorOptions& o) {
   if (o.kubernetes) return std::make_unique<runtime::KubernetesPodLauncher>(*o.kubernetes);
-  return std::make_unique<runtime::LocalPodLauncher>(o.sluice_bin, o.run_dir, o.supervisor);
+  // Local pods die with this process: the next leader relaunches them, and
+  // none may run on beside its own. Pods are forked on the tick thread (and
+  // restarted on the supervisor's), both alive until Stop().
+  auto supervisor = o.supervisor;
+  supervisor.die_with_parent = true;
+  return std::make_unique<runtime::LocalPodLauncher>(o.sluice_bin, o.run_dir, supervisor);
 }
 
 }  // namespace
 
 Orchestrator::Orchestrator(store::Database& db, OrchestratorOptions options)
     : db_(db), options_(std::move(options)), launcher_(MakeLauncher(options_)) {
+  if (!options_.leader_database_url.empty())
+    leader_ = std::make_unique<store::LeaderLock>(options_.leader_database_url, kLeaderKey);
   launcher_->OnExit([this](const runtime::ProcessExit& exit) {
     // The crash is evidence whatever the row says; it folds by fingerprint,
     // so a crash loop is one event whose count grows.
@@ -132,7 +142,26 @@ std::vector<Worker> Orchestrator::EnforceLicense(pqxx::work& tx, common::TimePoi
   return paused;
 }
 
+bool Orchestrator::leading() const { return !leader_ || leader_->leading(); }
+
 common::Status Orchestrator::Tick() {
+  if (leader_ && !leader_->TryLead()) {
+    adopted_ = false;  // whoever leads next adopts afresh
+    // Another back end reconciles. Local pods this process still runs were
+    // launched while it led: the leader relaunches them as new generations,
+    // so they go now, killed (a SIGTERMed pod would report STOPPED and could
+    // end its row's intent before the leader moved the generation on).
+    if (auto* local = dynamic_cast<runtime::LocalPodLauncher*>(launcher_.get())) {
+      if (int n = local->supervisor().KillAll(); n > 0)
+        spdlog::warn("orchestrator: not leading; killed {} local pod(s) for the leader to relaunch",
+                     n);
+    }
+    return common::Status::Ok();
+  }
+  // The first tick of a new leader (or of a back end that just started)
+  // also adopts ERROR rows: their pods were the previous leader's, which
+  // restarted them; nothing here would (see below).
+  const bool adopting = !adopted_;
   try {
     std::set<std::string> wanted;
     std::vector<Worker> to_stop;
@@ -165,11 +194,35 @@ common::Status Orchestrator::Tick() {
         wanted.insert(PodKey(w));
       }
       // A pod that reported ERROR exits and is restarted by the supervisor
-      // with backoff; its row recovers when the new pod reports LIVE.
+      // with backoff; its row recovers when the new pod reports LIVE. And a
+      // row skipped above because its own pod's report held it locked that
+      // instant still wants its pod: without this, phase 2 stopped it, and
+      // the pod's clean STOPPED report ended the row's intent for good.
+      std::set<std::string> known;
+      if (adopting)
+        for (const auto& k : launcher_->Keys()) known.insert(k);
       for (const auto& r :
-           tx.exec("SELECT id, launch_generation FROM worker WHERE state = 'ERROR'"))
-        wanted.insert(std::string(r[0].c_str()) + ":" + r[1].c_str());
+           tx.exec("SELECT id, launch_generation, state FROM worker WHERE state IN ('STARTING', "
+                   "'LIVE', 'STOPPING', 'ERROR')")) {
+        std::string key = std::string(r[0].c_str()) + ":" + r[1].c_str();
+        if (std::string_view(r[2].c_str()) != "ERROR") {
+          wanted.insert(key);
+          continue;
+        }
+        if (adopting && !known.count(key)) {
+          auto w = WorkerRepository::FindForUpdate(tx, *common::Uuid::Parse(r[0].c_str()));
+          if (w && w->state == WorkerState::kError) {
+            w->Start(now, std::nullopt);
+            auto st = Launch(tx, *w);
+            if (!st.ok())
+              spdlog::warn("cannot relaunch worker {}: {}", w->id.ToString(), st.message());
+            key = PodKey(*w);
+          }
+        }
+        wanted.insert(key);
+      }
     });
+    adopted_ = true;
     // Phase 2: processes. Stops run off this thread (a stop may wait for
     // the whole timeout) and finish the row afterwards.
     for (const auto& w : to_stop) {

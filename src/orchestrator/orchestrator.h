@@ -3,7 +3,22 @@
 // (a new generation each launch, so a replaced pod's late reports are
 // refused), stops what should not, forces stops that time out, and marks
 // pods stale once neither their launch nor a heartbeat is inside the window.
-// Rows are taken FOR UPDATE SKIP LOCKED, so several back ends may run it.
+// Rows are taken FOR UPDATE SKIP LOCKED.
+//
+// Several back ends on one database: with `leader_database_url` set, only
+// the back end holding the orchestrator's leader lock (store/leader_lock.h,
+// a session advisory lock) reconciles; the others tick idle. Local pods are
+// children of the process that launched them, so a second back end must not
+// act on rows the first one's pods serve (each would relaunch the other's
+// as a new generation, forever). When the leader dies, its local pods die
+// with it (SupervisorOptions::die_with_parent) and the lock frees with its
+// session; the next back end to tick takes the lock and launches every
+// expected pod as a new generation, so any straggler's late reports are
+// refused. Bound: a killed leader's shards run again within one tick (1 s)
+// plus the worker's own start; a leader whose host vanished, within ~25 s
+// (the lock's TCP keepalives) plus one tick. A back end that finds it no
+// longer leads kills its local pods at once (no clean STOPPED report that
+// would end the row's intent).
 #pragma once
 
 #include <atomic>
@@ -22,6 +37,7 @@
 #include "runtime/local_pod_launcher.h"
 #include "runtime/process_supervisor.h"
 #include "store/database.h"
+#include "store/leader_lock.h"
 
 namespace sluice::orchestrator {
 
@@ -48,6 +64,10 @@ struct OrchestratorOptions {
   // Set: pods are Deployments applied through the Kubernetes API server
   // (needs backend_url and issue_worker_token). Unset: local processes.
   std::optional<runtime::KubernetesLauncherOptions> kubernetes;
+  // Set: reconcile only while holding the leader lock on this database
+  // (serve passes the data-plane URL). Empty: always reconcile (one back
+  // end, tests that tick by hand).
+  std::string leader_database_url;
 };
 
 class Orchestrator {
@@ -55,8 +75,11 @@ class Orchestrator {
   Orchestrator(store::Database& db, OrchestratorOptions options);
   ~Orchestrator();
 
-  // One reconciliation pass (tests call it directly).
+  // One reconciliation pass (tests call it directly); a no-op on a back
+  // end that does not lead.
   common::Status Tick();
+  // Whether the last Tick led (always true without leader_database_url).
+  bool leading() const;
   // Ticks on a background thread until Stop().
   void Start();
   void Stop();
@@ -78,6 +101,8 @@ class Orchestrator {
   store::Database& db_;
   OrchestratorOptions options_;
   std::unique_ptr<runtime::PodLauncher> launcher_;
+  std::unique_ptr<store::LeaderLock> leader_;  // with leader_database_url
+  bool adopted_ = false;                       // ERROR rows adopted since leading (tick thread)
   std::mutex stops_mu_;
   std::set<std::string> stopping_;                // pod keys with a stop in flight
   std::unique_ptr<common::PeriodicTask> ticker_;  // from Start() to Stop()

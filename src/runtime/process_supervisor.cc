@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,8 +50,14 @@ pid_t ProcessSupervisor::Spawn(const ProcessSpec& spec) {
   }
   sigset_t none;
   sigemptyset(&none);
+  const pid_t parent = getpid();
+  const bool die_with_parent = options_.die_with_parent;
   pid_t pid = fork();
   if (pid == 0) {
+    if (die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);  // the parent died before prctl
+    }
     setpgid(0, 0);  // its own group, so a stop reaches its children too
     // A blocked signal stays blocked across exec: serve and up block
     // SIGTERM for their sigwait, and their workers then never heard a stop
@@ -129,6 +136,23 @@ int ProcessSupervisor::StopAll(std::chrono::milliseconds grace) {
     children_.clear();
   }
   return Terminate(stopping, grace);
+}
+
+int ProcessSupervisor::KillAll() {
+  std::vector<pid_t> pids;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, child] : children_)
+      if (child.pid > 0) pids.push_back(child.pid);
+    children_.clear();
+  }
+  for (pid_t pid : pids)
+    if (kill(-pid, SIGKILL) != 0) kill(pid, SIGKILL);
+  for (pid_t pid : pids) {
+    int status;
+    waitpid(pid, &status, 0);
+  }
+  return static_cast<int>(pids.size());
 }
 
 bool ProcessSupervisor::IsRunning(const std::string& key) const {

@@ -35,6 +35,13 @@ struct SupervisorOptions {
   std::chrono::milliseconds max_backoff{30'000};
   // A process that ran this long without exiting resets its backoff.
   std::chrono::milliseconds healthy_after{30'000};
+  // Each child gets PR_SET_PDEATHSIG(SIGKILL): it dies with this process,
+  // even a SIGKILLed one (the orchestrator's workers: a dead back end's
+  // pods must not run on beside the new leader's). The kernel ties this to
+  // the thread that forked, so Ensure must be called from a thread that
+  // lives as long as the processes should (restarts fork on the
+  // supervisor's own thread).
+  bool die_with_parent = false;
 };
 
 class ProcessSupervisor {
@@ -54,6 +61,10 @@ class ProcessSupervisor {
   // Stops and forgets every process, all at once under one grace. Returns
   // how many had to be killed.
   int StopAll(std::chrono::milliseconds grace);
+  // SIGKILLs and forgets every process at once, with no SIGTERM first: a
+  // process that lost the right to run them (a back end no longer leading)
+  // must not let them report a clean STOPPED. Returns how many there were.
+  int KillAll();
   bool IsRunning(const std::string& key) const;
   std::optional<pid_t> Pid(const std::string& key) const;
   int Restarts(const std::string& key) const;

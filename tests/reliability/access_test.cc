@@ -361,6 +361,7 @@ std::vector<Row> Rows() {
       {"GET", "/metrics", R::kSuperuser, nullptr},  // or the scrape token
       {"GET", "/api/v1/openapi.json", R::kPublic, nullptr},
       {"GET", "/api/v1/health", R::kPublic, nullptr},
+      {"GET", "/api/v1/health/ready", R::kPublic, nullptr},
       // envs
       {"GET", "/api/v1/envs", R::kSelf, nullptr},
       {"POST", "/api/v1/envs", R::kSuperuser, named("made-env")},
