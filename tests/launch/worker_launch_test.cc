@@ -52,7 +52,8 @@ WorkerLaunch PostgresSource() {
   d.source_topic = "sluice.0123456789ab.public.orders";
   d.target_topic = "orders.shaped";
   d.consumer_group = "datamodel-dm-1";
-  d.transform = {{"rename", {{"naïve", "naive"}}}, {"big", std::numeric_limits<std::uint64_t>::max()}};
+  d.transform = {{"rename", {{"naïve", "naive"}}},
+                 {"big", std::numeric_limits<std::uint64_t>::max()}};
   d.key = std::vector<std::string>{"id", "ключ"};
   d.format = "avro";
   d.only_team = "team-1";
@@ -240,8 +241,12 @@ TEST(WorkerLaunchContract, redacted_json_carries_no_secret) {
 }
 
 TEST(SourceLaunch, postgres_from_connector_suffixes_configured_names_per_shard) {
-  json config = {{"host", "db"},  {"database", "shop"}, {"user", "u"},
-                 {"password", "p"}, {"slot_name", "mine"}, {"heartbeat_interval_seconds", 7},
+  json config = {{"host", "db"},
+                 {"database", "shop"},
+                 {"user", "u"},
+                 {"password", "p"},
+                 {"slot_name", "mine"},
+                 {"heartbeat_interval_seconds", 7},
                  {"slot_lag_warn_bytes", 5}};
   auto s0 = PostgresSourceLaunch::FromConnector(config, 0, "default", "pre", "json", {});
   auto s2 = PostgresSourceLaunch::FromConnector(config, 2, "default", "pre", "json", {});
@@ -258,8 +263,12 @@ TEST(SourceLaunch, postgres_from_connector_suffixes_configured_names_per_shard) 
 }
 
 TEST(SourceLaunch, mysql_from_connector_gives_each_shard_its_server_id) {
-  json config = {{"host", "maria"}, {"database", "shop"}, {"user", "u"}, {"password", "p"},
-                 {"heartbeat_interval_seconds", 2}, {"on_purged_position", "resnapshot"}};
+  json config = {{"host", "maria"},
+                 {"database", "shop"},
+                 {"user", "u"},
+                 {"password", "p"},
+                 {"heartbeat_interval_seconds", 2},
+                 {"on_purged_position", "resnapshot"}};
   auto s = MysqlSourceLaunch::FromConnector(config, 2, 1000, "pre", "json", {{"shop", "t"}});
   EXPECT_EQ(s.server_id, 1002u);
   EXPECT_EQ(s.port, 3306);
