@@ -5,6 +5,7 @@
 #include "backfill/repository.h"
 #include "guard/connect_policy.h"
 #include "guard/jsonl_path.h"
+#include "launch/target_launch.h"
 #include "orchestrator/launch_builder.h"
 #include "secrets/configuration_cipher.h"
 
@@ -53,19 +54,14 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
   c.source_url = orchestrator::PostgresConninfo(*source_config);
   c.source_table = item.source_table_name;
   c.target_type = dst[0][0].c_str();
-  if (c.target_type == "postgresql") {
-    c.target = {{"type", c.target_type}, {"url", orchestrator::PostgresConninfo(*target_config)}};
-  } else {
-    c.target = *target_config;
-    c.target["type"] = c.target_type;
-    // As the connector's worker writes it: under its team's part of the root.
-    if (c.target_type == "jsonl") {
-      c.target["directory"] =
-          guard::TeamJsonlDirectory(dst[0][2].is_null() ? std::string() : dst[0][2].c_str(),
-                                    target_config->value("directory", std::string()));
-      c.target["root"] = guard::ProcessJsonlRoot();
-    }
-  }
+  // The same target the connector's worker writes to (under its team's part
+  // of the JSONL root), built by the one function both launchers use.
+  auto target = launch::TargetFromConnector(
+      c.target_type, *target_config, dst[0][2].is_null() ? std::string() : dst[0][2].c_str());
+  if (!target.ok()) return target.status();
+  if (auto* jsonl = std::get_if<launch::JsonlTargetLaunch>(&*target))
+    jsonl->root = guard::ProcessJsonlRoot();
+  c.target = launch::TargetToJson(*target);
   // The loader checks its connections at connect time with this policy.
   c.connect_policy = guard::ProcessPolicy()->ToJson();
   c.target_schema = target_config->value("schema", std::string("public"));

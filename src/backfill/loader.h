@@ -32,34 +32,12 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "launch/loader_launch.h"
 
 namespace sluice::backfill {
 
-// What the launcher hands a loader (JSON in the 0600 launch file).
-struct LoaderConfig {
-  std::string item_id;
-  std::optional<std::int64_t> attempt_micros;  // the item's started_at: fences reports
-  std::string source_url;
-  std::string source_table;  // "schema.table"
-  std::string target_type;   // postgresql | http | jsonl
-  nlohmann::json target;     // the target runtime config (as MakeTarget takes it)
-  std::string target_schema = "public";
-  std::string target_table;
-  bool truncate_history = false;
-  bool already_truncated = false;  // an earlier attempt emptied it: do not again
-  std::optional<std::string> partition_column;
-  bool sequential_read = false;
-  std::vector<nlohmann::json> transforms;  // datamodel shaping, then the subscription's
-  std::optional<std::string> report_database_url;
-  int partitions = 4;
-  int chunk_rows = 20000;  // rows per chunk (the fence is held for one chunk)
-  // The launcher's connect policy (guard/connect_policy.h), so the loader's
-  // connect-time check is serve's; null: this process's own.
-  nlohmann::json connect_policy;
-
-  nlohmann::json ToJson() const;
-  static common::Result<LoaderConfig> FromJson(const nlohmann::json& j);
-};
+// What the launcher hands a loader: the launch contract (launch/loader_launch.h).
+using LoaderConfig = launch::LoaderLaunch;
 
 struct CheckVerdict {
   std::optional<std::int64_t> approximate_row_count;  // pg_class.reltuples, when analysed

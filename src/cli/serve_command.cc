@@ -8,27 +8,14 @@
 #include <memory>
 
 #include <filesystem>
-#include "api/authenticate.h"
-#include "api/bootstrap.h"
-#include "api/config_keys.h"
-#include "api/idempotency.h"
-#include "api/registry_gate.h"
-#include "api/server.h"
-#include "api/static_files.h"
-#include "auth/secret_key.h"
-#include "backfill/launcher.h"
+
+#include "cli/back_end.h"
 #include "cli/broker_access.h"
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
 #include "cli/tls_flags.h"
 #include "common/net.h"
-#include "common/periodic_task.h"
-#include "common/subprocess.h"
-#include "guard/connect_policy.h"
-#include "orchestrator/background_tasks.h"
-#include "orchestrator/orchestrator.h"
-#include "registry/server.h"
-#include "secrets/key_ring.h"
+#include "runtime/kubernetes_pod_launcher.h"
 #include "store/database.h"
 #include "store/provision.h"
 
@@ -58,16 +45,6 @@ struct ServeFlags {
   std::string broker_acl_file, broker_bootstrap, broker_tls_ca;
 };
 
-void ServeUi(sluice::api::ApiServer& api, const std::string& flag) {
-  auto dir = sluice::api::FindUiDir(flag);
-  if (dir)
-    spdlog::info("web UI from {}", *dir);
-  else
-    spdlog::warn("web UI not built{}{}; / explains how to build it", flag.empty() ? "" : " in ",
-                 flag);
-  api.ServeUi(dir);
-}
-
 int Serve(const ServeFlags& f) {
   std::string host, reg_host;
   int port = 0, reg_port = 0;
@@ -86,7 +63,12 @@ int Serve(const ServeFlags& f) {
                  "bootstrap is how envs name the broker that reads the file)\n");
     return 2;
   }
-  const std::string scheme = f.tls.http_scheme();
+  if (f.launcher == "kubernetes" && f.backend_url.empty()) {
+    std::fprintf(stderr,
+                 "sluice serve: --launcher kubernetes needs --backend-url (how pods "
+                 "reach this API inside the cluster)\n");
+    return 2;
+  }
   // Block the stop signals before any thread starts so only sigwait sees them.
   sigset_t set;
   sigemptyset(&set);
@@ -105,17 +87,6 @@ int Serve(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: %s\n", provisioned.status().ToString().c_str());
     return 1;
   }
-  auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
-  if (!keys.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", keys.status().ToString().c_str());
-    return 1;
-  }
-  sluice::api::SetConfigKeyRing(*keys);
-  auto key = sluice::auth::SecretKey::Load(f.data_dir);
-  if (!key.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", key.status().ToString().c_str());
-    return 1;
-  }
   sluice::store::Database db((*provisioned)->url(), 8);
   // Each worker launched against the managed broker gets a principal of its
   // own, granted only its connector's topics and groups (as under `up`).
@@ -131,111 +102,34 @@ int Serve(const ServeFlags& f) {
     broker_access = std::move(access).value();
     sluice::cli::InstallBrokerAccess(*broker_access);
   }
-  if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) {
-    std::fprintf(stderr, "sluice serve: bootstrap superuser: %s\n", st.ToString().c_str());
-    return 1;
-  }
-  sluice::api::ApiOptions api_options;
-  api_options.license_grace = std::chrono::seconds(f.license_grace_seconds);
-  api_options.metrics_token = f.metrics_token;
-  sluice::api::ApiServer api(db, std::move(*key), api_options);
-  ServeUi(api, f.ui_dir);
-  if (auto st = api.Start(host, port, f.tls); !st.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
-    return 1;
-  }
-  // Machine-readable line: tests and scripts that pass port 0 read it.
-  std::printf("api listening on %s://%s:%d\n", scheme.c_str(), host.c_str(), api.port());
-  // The registry takes the API's tokens, and writes need the subject's connector.
-  sluice::api::ApiRegistryGate registry_gate(api.context());
-  sluice::registry::RegistryServer registry(db, &registry_gate);
-  if (auto st = registry.Start(reg_host, reg_port, f.tls); !st.ok()) {
-    std::fprintf(stderr, "sluice serve: schema registry: %s\n", st.ToString().c_str());
-    api.Stop();
-    return 1;
-  }
-  std::printf("registry listening on %s%s:%d\n", f.tls.enabled() ? "https://" : "",
-              reg_host.c_str(), registry.port());
-  sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
-      "registry", "the data-plane's schema registry", reg_host, registry.port()));
-  // The orchestrator launches workers as local processes (the embedded
-  // launcher); background jobs keep rollups, retention and the outbox going.
-  sluice::orchestrator::OrchestratorOptions orchestration;
-  orchestration.sluice_bin = sluice::common::SelfExecutablePath();
-  orchestration.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
-  orchestration.report_database_url = (*provisioned)->url();
-  orchestration.registry_url = scheme + "://" +
-                               (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
-                               std::to_string(registry.port());
-  orchestration.keys = &sluice::api::ConfigKeyRing();
-  orchestration.license_grace = api_options.license_grace;
-  // Several serve processes may share the database: one reconciles workers
-  // at a time (orchestrator.h states the takeover bound).
-  orchestration.leader_database_url = (*provisioned)->url();
-  // Workers speak the HTTP worker protocol with tokens scoped to their row.
-  orchestration.backend_url = f.backend_url.empty()
-                                  ? scheme + "://" +
-                                        (host == "0.0.0.0" ? std::string("127.0.0.1") : host) +
-                                        ":" + std::to_string(api.port())
-                                  : f.backend_url;
-  // Local workers verify the https back end and registry with the certificate.
-  if (f.tls.enabled())
-    orchestration.tls_ca_file = std::filesystem::absolute(f.tls.cert_file).string();
-  orchestration.issue_worker_token = [&api](const sluice::runtime::Worker& w) {
-    return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
-                                         w.launch_generation, std::chrono::hours(24 * 365));
-  };
-  if (f.launcher == "kubernetes") {
-    if (f.backend_url.empty()) {
-      std::fprintf(stderr,
-                   "sluice serve: --launcher kubernetes needs --backend-url (how pods "
-                   "reach this API inside the cluster)\n");
-      return 2;
-    }
-    orchestration.kubernetes = f.kubernetes;
-  }
-  sluice::orchestrator::BackgroundOptions background_options;
-  background_options.warehouse_keys = &sluice::api::ConfigKeyRing();
-  if (!f.control_plane_url.empty())
-    background_options.license.control_plane_url = f.control_plane_url;
+  sluice::cli::BackEndOptions options;
+  options.data_dir = f.data_dir;
+  options.database_url = (*provisioned)->url();
+  options.api_host = host;
+  options.api_port = port;
+  options.registry_host = reg_host;
+  options.registry_port = reg_port;
+  options.tls = f.tls;
+  options.ui_dir = f.ui_dir;
+  options.api.license_grace = std::chrono::seconds(f.license_grace_seconds);
+  options.api.metrics_token = f.metrics_token;
+  options.backend_url = f.backend_url;
+  if (f.launcher == "kubernetes") options.kubernetes = f.kubernetes;
+  options.backfill_source_cap = f.backfill_source_cap;
+  options.backfill_destination_cap = f.backfill_destination_cap;
+  if (!f.control_plane_url.empty()) options.license.control_plane_url = f.control_plane_url;
   if (const char* token = std::getenv("SLUICE_CONTROL_PLANE_TOKEN"))
-    background_options.license.bearer_token = token;
-  // One verdict before the first tick, so a restart does not pause what runs.
-  if (auto st = sluice::orchestrator::RefreshLicense(db, background_options.license); !st.ok())
-    spdlog::warn("license: {} (the last verdict stays)", st.message());
-  sluice::orchestrator::Orchestrator orchestrator(db, orchestration);
-  orchestrator.Start();
-  // Backfill items run as `sluice loader` processes (or Kubernetes Jobs,
-  // whose loaders use the API with a token per attempt) under the caps.
-  sluice::backfill::LauncherOptions backfills;
-  backfills.sluice_bin = orchestration.sluice_bin;
-  backfills.run_dir = orchestration.run_dir;
-  backfills.database_url = (*provisioned)->url();
-  backfills.keys = orchestration.keys;
-  backfills.caps = {f.backfill_source_cap, f.backfill_destination_cap};
-  if (f.launcher == "kubernetes") {
-    backfills.kubernetes = f.kubernetes;
-    backfills.kubernetes->manifests.api_url = f.backend_url;
-    backfills.issue_loader_token = [&api](const sluice::common::Uuid& item, std::int64_t attempt) {
-      return sluice::api::IssueLoaderToken(api.context().signer, item, attempt,
-                                           std::chrono::hours(24 * 30));
-    };
+    options.license.bearer_token = token;
+  auto back_end = sluice::cli::BackEnd::Start(db, options);
+  if (!back_end.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", back_end.status().ToString().c_str());
+    return 1;
   }
-  spdlog::info("backfills: at most {} running items per source, {} per destination",
-               backfills.caps.per_source, backfills.caps.per_destination);
-  sluice::backfill::Launcher backfill_launcher(db, backfills);
-  backfill_launcher.Start();
-  sluice::orchestrator::BackgroundTasks background(db, background_options);
-  sluice::common::PeriodicTask idempotency_cleanup(
-      std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
   std::fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("serve: signal {}, shutting down", sig);
-  backfill_launcher.Stop();
-  orchestrator.Stop();
-  registry.Stop();
-  api.Stop();
+  (*back_end)->Stop();
   return 0;
 }
 

@@ -14,30 +14,18 @@
 #include <fstream>
 #include <thread>
 
-#include "api/authenticate.h"
 #include "api/bootstrap.h"
-#include "api/config_keys.h"
-#include "api/idempotency.h"
-#include "api/registry_gate.h"
-#include "api/server.h"
-#include "api/static_files.h"
-#include "auth/secret_key.h"
-#include "backfill/launcher.h"
+#include "cli/back_end.h"
 #include "cli/broker_access.h"
 #include "cli/command_registry.h"
 #include "cli/connect_flags.h"
 #include "cli/demo_pipeline.h"
 #include "cli/tls_flags.h"
 #include "common/net.h"
-#include "common/periodic_task.h"
 #include "common/subprocess.h"
 #include "common/uuid.h"
 #include "guard/connect_policy.h"
 #include "kafka/client_config.h"
-#include "orchestrator/background_tasks.h"
-#include "orchestrator/orchestrator.h"
-#include "registry/server.h"
-#include "secrets/key_ring.h"
 #include "store/provision.h"
 
 namespace {
@@ -114,7 +102,6 @@ int Up(const UpFlags& f) {
   // tree) trust the certificate itself.
   const std::string ca_file =
       f.tls.enabled() ? std::filesystem::absolute(f.tls.cert_file).string() : std::string();
-  const std::string scheme = f.tls.http_scheme();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -166,65 +153,22 @@ int Up(const UpFlags& f) {
   std::printf("broker listening on %s%s\n", f.broker_listen.c_str(),
               f.tls.enabled() ? " (TLS)" : "");
 
-  auto keys = sluice::secrets::KeyRing::Load(f.data_dir);
-  if (!keys.ok()) return Fail(keys.status().message());
-  sluice::api::SetConfigKeyRing(*keys);
-  auto key = sluice::auth::SecretKey::Load(f.data_dir);
-  if (!key.ok()) return Fail(key.status().message());
-  if (auto st = sluice::api::BootstrapSuperuserFromEnv(db); !st.ok()) return Fail(st.message());
-  sluice::api::ApiOptions api_options;
-  if (const char* token = std::getenv("SLUICE_METRICS_TOKEN")) api_options.metrics_token = token;
-  sluice::api::ApiServer api(db, std::move(*key), api_options);
-  auto ui_dir = sluice::api::FindUiDir(f.ui_dir);
-  if (!ui_dir) spdlog::warn("web UI not built; / explains how to build it");
-  api.ServeUi(ui_dir);
-  if (auto st = api.Start(api_host, api_port, f.tls); !st.ok()) return Fail(st.message());
-  std::printf("api listening on %s://%s:%d\n", scheme.c_str(), api_host.c_str(), api.port());
-  // The registry takes the API's tokens, and writes need the subject's connector.
-  sluice::api::ApiRegistryGate registry_gate(api.context());
-  sluice::registry::RegistryServer registry(db, &registry_gate);
-  if (auto st = registry.Start(reg_host, reg_port, f.tls); !st.ok()) return Fail(st.message());
-  std::printf("registry listening on %s%s\n", f.tls.enabled() ? "https://" : "",
-              f.registry_listen.c_str());
-  sluice::guard::ProtectInProcess(sluice::guard::ProtectedEndpoint::Make(
-      "registry", "the data-plane's schema registry", reg_host, registry.port()));
-
-  sluice::orchestrator::OrchestratorOptions options;
-  options.sluice_bin = sluice::common::SelfExecutablePath();
-  options.run_dir = (std::filesystem::path(f.data_dir) / "run").string();
-  options.report_database_url = url;
-  options.registry_url = scheme + "://" +
-                         (reg_host == "0.0.0.0" ? std::string("127.0.0.1") : reg_host) + ":" +
-                         std::to_string(registry.port());
-  options.keys = &sluice::api::ConfigKeyRing();
-  // Workers speak the HTTP worker protocol with tokens scoped to their row.
-  options.backend_url = scheme + "://" +
-                        (api_host == "0.0.0.0" ? std::string("127.0.0.1") : api_host) + ":" +
-                        std::to_string(api.port());
-  options.tls_ca_file = ca_file;
-  options.issue_worker_token = [&api](const sluice::runtime::Worker& w) {
-    return sluice::api::IssueWorkerToken(api.context().signer, w.id, w.connector_id,
-                                         w.launch_generation, std::chrono::hours(24 * 365));
-  };
-  // All-in-one runs the community license; one verdict before the first tick.
-  if (auto st = sluice::orchestrator::RefreshLicense(db, {}); !st.ok()) return Fail(st.message());
-  sluice::orchestrator::Orchestrator orchestrator(db, options);
-  orchestrator.Start();
-  // Backfill items run as `sluice loader` processes under the caps.
-  sluice::backfill::LauncherOptions backfills;
-  backfills.sluice_bin = options.sluice_bin;
-  backfills.run_dir = options.run_dir;
-  backfills.database_url = url;
-  backfills.keys = options.keys;
-  backfills.caps = {f.backfill_source_cap, f.backfill_destination_cap};
-  sluice::backfill::Launcher backfill_launcher(db, backfills);
-  backfill_launcher.Start();
-  sluice::orchestrator::BackgroundOptions background;
-  background.warehouse_keys = &sluice::api::ConfigKeyRing();
-  sluice::orchestrator::BackgroundTasks tasks(db, background);
-  // Idempotency records stop replaying after 24 h; delete them within the hour.
-  sluice::common::PeriodicTask idempotency_cleanup(
-      std::chrono::minutes(10), [&db] { sluice::api::DeleteExpiredIdempotencyRecords(db); });
+  sluice::cli::BackEndOptions options;
+  options.data_dir = f.data_dir;
+  options.database_url = url;
+  options.api_host = api_host;
+  options.api_port = api_port;
+  options.registry_host = reg_host;
+  options.registry_port = reg_port;
+  options.tls = f.tls;
+  options.ui_dir = f.ui_dir;
+  if (const char* token = std::getenv("SLUICE_METRICS_TOKEN")) options.api.metrics_token = token;
+  options.backfill_source_cap = f.backfill_source_cap;
+  options.backfill_destination_cap = f.backfill_destination_cap;
+  // All-in-one runs the community license.
+  options.license_failure_is_fatal = true;
+  auto back_end = sluice::cli::BackEnd::Start(db, options);
+  if (!back_end.ok()) return Fail(back_end.status().message());
 
   std::atomic<bool> stop{false};
   std::thread writer;
@@ -246,10 +190,7 @@ int Up(const UpFlags& f) {
   spdlog::info("up: signal {}, shutting down", sig);
   stop = true;
   if (writer.joinable()) writer.join();
-  backfill_launcher.Stop();
-  orchestrator.Stop();
-  registry.Stop();
-  api.Stop();
+  (*back_end)->Stop();
   return 0;  // workers, broker and the embedded cluster stop as their owners go
 }
 

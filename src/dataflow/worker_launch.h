@@ -1,27 +1,7 @@
-// What a worker process is launched with (`sluice worker --config FILE`):
-// everything it needs, decrypted, written 0600 by the launcher. Its hash is
-// worker.launched_config_hash.
-//
-//   {"worker_id": uuid, "connector_id": uuid, "shard": 0, "generation": uuid,
-//    "kind": "source" | "target",
-//    "broker": {<env.retention_configuration>},
-//    "report": {"database_url": "..."}            where heartbeats and metrics go
-//    "registry": {"url": "http://host:port",      the schema registry, for Avro
-//                 "ca_file": "..."}               (https: the CA to verify it with)
-//    "source": {"type": "postgresql", "url": "...", "slot": "...", "publication": "...",
-//               (type "mysql": connectors/mysql/mysql_source.h, MysqlSourceOptionsFromJson)
-//               "format": "json" | "avro",
-//               "topic_prefix": "sluice", "tables": [{"schema": "public", "table": "t"}]},
-//    "datamodels": [{"id", "source_topic", "target_topic", "consumer_group", "transform",
-//                    "key": [...], "input": "envelope" | "json", "format": "json" | "avro",
-//                    "only_team": uuid}],    required when source_topic is an env's
-//                                             connector_events topic (events/events_topic.h)
-//    "target": {"type": "postgresql" | "http" | "jsonl", ...its config: url / directory...},
-//    "jsonl_root": "/var/sluice/jsonl"            where a jsonl target's directory lives
-//    "connect_policy": {...}                      guard/connect_policy.h, checked at connect time
-//    "subscriptions": [{"id", "name", "topic", "consumer_group", "target_table",
-//                       "target_schema", "transform_config", "error_table",
-//                       "on_refusal": "stop" | "skip"}]}
+// The worker's runtime view of its launch: the contract
+// (launch/worker_launch.h, which spells and checks the JSON) with the
+// runtime's defaults filled in and its types (broker client config, stage
+// specs, the mysql source's options).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -93,7 +73,8 @@ struct WorkerLaunch {
   // carries none; the worker command makes it the process's.
   nlohmann::json connect_policy;
 
-  // Every problem in one error, not the first only.
+  // launch::WorkerLaunch::FromJson, then the runtime's own checks (the
+  // broker settings, the events topic); every problem in one error.
   static common::Result<WorkerLaunch> FromJson(const nlohmann::json& j);
 };
 

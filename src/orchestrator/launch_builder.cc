@@ -7,6 +7,7 @@
 #include "guard/connect_policy.h"
 #include "guard/jsonl_path.h"
 #include "guard/postgres_conninfo.h"
+#include "launch/worker_launch.h"
 #include "orchestrator/broker_grants.h"
 #include "runtime/shard_planner.h"
 #include "secrets/configuration_cipher.h"
@@ -60,8 +61,9 @@ std::uint32_t DefaultServerId(const runtime::Worker& worker) {
   return (1u << 30) + (h % (1u << 29)) * 2;
 }
 
-common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker,
-                                       const secrets::KeyRing* keys) {
+common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& tx,
+                                                       const runtime::Worker& worker,
+                                                       const secrets::KeyRing* keys) {
   auto rows = tx.exec_params(
       "SELECT c.connector_type, c.way, c.json_configuration, e.retention_configuration, c.name, "
       "c.team_id "
@@ -72,16 +74,17 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
   auto decrypted = ConnectorConfig(rows[0][2], keys);
   if (!decrypted.ok()) return decrypted.status();
   json config = *decrypted;
-  json broker = ParseJson(rows[0][3]);
-  json launch = {{"connector_id", worker.connector_id.ToString()},
-                 {"shard", worker.shard_index},
-                 {"kind", way},
-                 {"broker", broker}};
+  launch::WorkerLaunch wl;
+  wl.connector_id = worker.connector_id.ToString();
+  wl.shard = worker.shard_index;
+  wl.kind = way;
+  wl.broker = ParseJson(rows[0][3]);
   if (way == "source") {
     if (type != "postgresql" && type != "kafka" && type != "mysql")
       return common::FailedPrecondition(fmt::format("no runtime for source type {}", type));
     std::vector<runtime::Placeable> placed;
-    std::vector<json> tables, datamodels;
+    std::vector<launch::TableRef> tables;
+    std::vector<std::optional<launch::DatamodelLaunch>> datamodels;
     std::string prefix = config.value("topic_prefix", std::string("sluice"));
     std::string format = config.value("format", std::string("json"));
     if (type == "kafka" && format != "json")
@@ -99,111 +102,56 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
       std::string schema = type == "mysql"  ? config.value("database", std::string())
                            : r[1].is_null() ? "public"
                                             : Text(r[1]);
-      tables.push_back({{"schema", schema}, {"table", Text(r[2])}});
+      tables.push_back({schema, Text(r[2])});
       // The raw topic: the table's (PostgreSQL), or the existing one (Kafka).
       std::string raw = !r[4].is_null() && !Text(r[4]).empty() ? Text(r[4])
                         : type == "kafka" ? config.value("topic", std::string())
                                           : connectors::TopicForTable(prefix, {schema, Text(r[2])});
       auto out = RepublishedTopic(
           type, raw, r[5].is_null() ? std::nullopt : std::optional<std::string>(Text(r[5])));
-      json model = nullptr;
+      std::optional<launch::DatamodelLaunch> model;
       if (out) {
         json dm_config = ParseJson(r[7]);
-        model = {{"id", Text(r[0])},
-                 {"source_topic", raw},
-                 {"target_topic", *out},
-                 {"consumer_group", Text(r[6])},
-                 {"transform", dm_config.value("transform", json::object())},
-                 {"input", type == "kafka" ? "json" : "envelope"},
-                 {"format", type == "kafka" ? "json" : format}};
-        if (dm_config.contains("key")) model["key"] = dm_config["key"];
+        model.emplace();
+        model->id = Text(r[0]);
+        model->source_topic = raw;
+        model->target_topic = *out;
+        model->consumer_group = Text(r[6]);
+        model->transform = dm_config.value("transform", json::object());
+        model->input = type == "kafka" ? "json" : "envelope";
+        model->format = type == "kafka" ? "json" : format;
+        if (dm_config.contains("key") && dm_config["key"].is_array()) {
+          model->key.emplace();
+          for (const auto& k : dm_config["key"])
+            if (k.is_string()) model->key->push_back(k.get<std::string>());
+        }
         // An env's connector_events topic is environment-wide: the reader
         // keeps only its own team's events, whatever the configuration says.
-        if (events::ReservedForEvents(raw)) model["only_team"] = Text(rows[0][5]);
+        if (events::ReservedForEvents(raw)) model->only_team = Text(rows[0][5]);
       }
-      datamodels.push_back(model);
+      datamodels.push_back(std::move(model));
     }
-    json captured = json::array(), models = json::array();
+    std::vector<launch::TableRef> captured;
     for (std::size_t i = 0; i < placed.size(); ++i) {
       if (!runtime::Captures(worker.shard_index, placed[i], placed)) continue;
       captured.push_back(tables[i]);
-      if (!datamodels[i].is_null()) models.push_back(datamodels[i]);
+      if (datamodels[i]) wl.datamodels.push_back(std::move(*datamodels[i]));
     }
-    if (!models.empty()) launch["datamodels"] = models;
-    if (type == "kafka") {
-      launch["source"] = {{"type", type}, {"topic", config.value("topic", std::string())}};
-      return launch;
-    }
-    if (type == "mysql") {
-      // Each shard reads the binlog as a replica of its own server id.
-      std::uint32_t server_id =
-          config.contains("server_id") && config["server_id"].is_number_integer()
-              ? config["server_id"].get<std::uint32_t>()
-              : DefaultServerId(worker);
-      launch["source"] = {{"type", type},
-                          {"host", config.value("host", std::string())},
-                          {"port", config.value("port", 3306)},
-                          {"user", config.value("user", std::string())},
-                          {"password", config.value("password", std::string())},
-                          {"database", config.value("database", std::string())},
-                          {"server_id", server_id + static_cast<std::uint32_t>(worker.shard_index)},
-                          {"topic_prefix", prefix},
-                          {"format", format},
-                          {"tables", captured}};
-      if (config.contains("heartbeat_interval_seconds") &&
-          config["heartbeat_interval_seconds"].is_number_integer() &&
-          config["heartbeat_interval_seconds"].get<std::int64_t>() > 0)
-        launch["source"]["heartbeat_interval_ms"] =
-            config["heartbeat_interval_seconds"].get<std::int64_t>() * 1000;
-      if (config.contains("snapshot_chunk_size") &&
-          config["snapshot_chunk_size"].is_number_integer())
-        launch["source"]["snapshot_chunk_size"] = config["snapshot_chunk_size"];
-      launch["source"]["resnapshot_when_purged"] =
-          config.value("on_purged_position", std::string()) == "resnapshot";
-      return launch;
-    }
-    // A configured slot name is the shard 0 slot; other shards suffix it, as
-    // two pods can never share one slot.
-    std::string slot = config.value("slot_name", DefaultSlotName(worker));
-    if (config.contains("slot_name") && worker.shard_index > 0)
-      slot += "_" + std::to_string(worker.shard_index);
-    std::string publication = config.value("publication_name", slot);
-    if (config.contains("publication_name") && worker.shard_index > 0)
-      publication += "_" + std::to_string(worker.shard_index);
-    launch["source"] = {{"type", type},           {"url", PostgresConninfo(config)},
-                        {"slot", slot},           {"publication", publication},
-                        {"topic_prefix", prefix}, {"format", format},
-                        {"tables", captured}};
-    if (config.contains("tables_without_key"))
-      launch["source"]["tables_without_key"] = config["tables_without_key"];
-    // Connector settings in seconds and bytes; the worker takes milliseconds.
-    if (config.contains("heartbeat_interval_seconds") &&
-        config["heartbeat_interval_seconds"].is_number_integer())
-      launch["source"]["heartbeat_interval_ms"] =
-          config["heartbeat_interval_seconds"].get<std::int64_t>() * 1000;
-    for (const char* key : {"slot_lag_warn_bytes", "slot_lag_critical_bytes"})
-      if (config.contains(key)) launch["source"][key] = config[key];
-    return launch;
+    if (type == "kafka")
+      wl.source = launch::KafkaSourceLaunch{config.value("topic", std::string())};
+    else if (type == "mysql")
+      wl.source = launch::MysqlSourceLaunch::FromConnector(
+          config, worker.shard_index, DefaultServerId(worker), prefix, format, std::move(captured));
+    else
+      wl.source = launch::PostgresSourceLaunch::FromConnector(
+          config, worker.shard_index, DefaultSlotName(worker), prefix, format, std::move(captured));
+    return wl;
   }
-  json target;
-  if (type == "postgresql") {
-    target = {{"type", type}, {"url", PostgresConninfo(config)}};
-  } else if (type == "http") {
-    target = {{"type", type},
-              {"url", config.value("url", std::string())},
-              {"headers", config.value("headers", json::object())}};
-    if (config.contains("timeout_ms")) target["timeout_ms"] = config["timeout_ms"];
-  } else if (type == "jsonl") {
-    // Under the team's own part of the JSONL root (the worker adds the root).
-    target = {{"type", type},
-              {"directory", guard::TeamJsonlDirectory(Text(rows[0][5]),
-                                                      config.value("directory", std::string()))}};
-    if (config.contains("rotate_bytes")) target["rotate_bytes"] = config["rotate_bytes"];
-  } else {
-    return common::FailedPrecondition(fmt::format("no runtime for target type {}", type));
-  }
+  auto target = launch::TargetFromConnector(type, config, Text(rows[0][5]));
+  if (!target.ok()) return target.status();
+  wl.target = *target;
   std::vector<runtime::Placeable> placed;
-  std::vector<json> subs;
+  std::vector<launch::SubscriptionLaunch> subs;
   for (const auto& r : tx.exec_params(
            "SELECT s.id, d.source_topic, coalesce(s.consumer_id, s.id::text), "
            "s.target_table_name, s.transform_config, s.error_table_enabled, s.error_table_name, "
@@ -220,65 +168,69 @@ common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime
     // target_topic, already shaped; otherwise its shaping runs here.
     auto republished = RepublishedTopic(
         Text(r[13]), Text(r[1]), r[12].is_null() ? std::nullopt : std::optional(Text(r[12])));
-    json datamodel_shaping =
+    launch::SubscriptionLaunch sub;
+    sub.id = Text(r[0]);
+    sub.name = Text(r[8]);
+    sub.topic = republished ? *republished : Text(r[1]);
+    sub.consumer_group = Text(r[2]);
+    sub.target_table = Text(r[3]);
+    sub.target_schema = config.value("schema", std::string("public"));
+    sub.transform_config = ParseJson(r[4]);
+    // datamodel.config carries its shaping under "transform"; read from the
+    // raw CDC topic, it runs here before the subscription's.
+    sub.datamodel_config =
         republished ? json::object() : ParseJson(r[9]).value("transform", json::object());
-    json sub = {{"id", Text(r[0])},
-                {"name", Text(r[8])},
-                {"topic", republished ? *republished : Text(r[1])},
-                {"consumer_group", Text(r[2])},
-                {"target_table", Text(r[3])},
-                {"target_schema", config.value("schema", std::string("public"))},
-                {"transform_config", ParseJson(r[4])},
-                // datamodel.config carries its shaping under "transform"; read
-                // from the raw CDC topic, it runs here before the subscription's.
-                {"datamodel_config", datamodel_shaping}};
     // What a record the target refuses does without an error table
     // (subscription.config.on_refusal; the API only stores stop or skip).
     auto sub_config = ParseJson(r[14]);
     if (sub_config.is_object() && (sub_config.value("on_refusal", json()) == "stop" ||
                                    sub_config.value("on_refusal", json()) == "skip"))
-      sub["on_refusal"] = sub_config["on_refusal"];
+      sub.on_refusal = sub_config["on_refusal"].get<std::string>();
     if (!r[5].is_null() && r[5].as<bool>()) {
-      sub["error_table"] = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
+      sub.error_table = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
       // Rejected rows go to the error-table target connector when one is
       // named (a PostgreSQL one), else beside the rows when that is PostgreSQL.
       if (!r[10].is_null() && Text(r[11]) == "postgresql") {
         auto error_config = ConnectorConfig(r[10], keys);
         if (!error_config.ok()) return error_config.status();
-        sub["error_target_url"] = PostgresConninfo(*error_config);
+        sub.error_target_url = PostgresConninfo(*error_config);
       }
     }
-    subs.push_back(sub);
+    subs.push_back(std::move(sub));
   }
-  json captured = json::array();
   for (std::size_t i = 0; i < placed.size(); ++i)
-    if (runtime::Captures(worker.shard_index, placed[i], placed)) captured.push_back(subs[i]);
-  launch["target"] = target;
-  launch["subscriptions"] = captured;
-  return launch;
+    if (runtime::Captures(worker.shard_index, placed[i], placed))
+      wl.subscriptions.push_back(subs[i]);
+  return wl;
+}
+
+common::Result<json> BuildLaunchConfig(pqxx::transaction_base& tx, const runtime::Worker& worker,
+                                       const secrets::KeyRing* keys) {
+  auto built = BuildWorkerLaunch(tx, worker, keys);
+  if (!built.ok()) return built.status();
+  return built->ToJson();
 }
 
 common::Result<json> BuildLaunch(pqxx::transaction_base& tx, const runtime::Worker& worker,
                                  const LaunchContext& context, const secrets::KeyRing* keys) {
-  auto launch = BuildLaunchConfig(tx, worker, keys);
-  if (!launch.ok()) return launch;
-  json full = *launch;
-  full["worker_id"] = worker.id.ToString();
-  full["generation"] = worker.launch_generation.ToString();
-  if (context.report_database_url)
-    full["report"] = {{"database_url", *context.report_database_url}};
-  if (context.registry_url) full["registry"] = {{"url", *context.registry_url}};
+  auto built = BuildWorkerLaunch(tx, worker, keys);
+  if (!built.ok()) return built.status();
+  launch::WorkerLaunch wl = std::move(built).value();
+  wl.worker_id = worker.id.ToString();
+  wl.generation = worker.launch_generation.ToString();
+  wl.report_database_url = context.report_database_url;
+  wl.registry_url = context.registry_url;
   // The worker checks its connections at connect time with serve's policy,
   // and writes JSONL files only under serve's root.
-  full["connect_policy"] = guard::ProcessPolicy()->ToJson();
-  if (auto root = guard::ProcessJsonlRoot(); !root.empty()) full["jsonl_root"] = root;
+  wl.connect_policy = guard::ProcessPolicy()->ToJson();
+  if (auto root = guard::ProcessJsonlRoot(); !root.empty()) wl.jsonl_root = root;
   // The worker's own broker identity, limited to its connector's topics and groups.
   if (const auto& issue = GetBrokerIdentityIssuer()) {
-    auto broker = issue(worker, full.value("broker", json::object()), GrantForLaunch(full));
+    auto broker = issue(worker, wl.broker, GrantForLaunch(wl.ToJson()));
     if (!broker.ok()) return broker.status();
-    full["broker"] = std::move(broker).value();
+    wl.broker = std::move(broker).value();
   }
-  return full;
+  return wl.ToJson();
 }
 
 }  // namespace sluice::orchestrator

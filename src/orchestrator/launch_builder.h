@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "launch/worker_launch.h"
 #include "runtime/worker.h"
 #include "secrets/key_ring.h"
 
@@ -24,6 +25,12 @@ struct LaunchContext {
 
 // Connector configurations are encrypted at rest; `keys` decrypts them
 // (nullptr: rows are read as stored, which plain rows pass through).
+
+// The typed launch contract without per-launch fields (worker id,
+// generation, report, registry, policy): what BuildLaunchConfig serializes.
+common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& tx,
+                                                       const runtime::Worker& worker,
+                                                       const secrets::KeyRing* keys);
 
 // The launch config without per-launch fields (worker id, generation), so
 // its hash only changes when the configuration does.

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "connectors/topic_naming.h"
+#include "launch/source_launch.h"
 
 namespace sluice::connectors::mysql {
 
@@ -178,69 +179,28 @@ Lsn PositionLsn(const std::string& file, std::uint64_t pos) {
 
 }  // namespace
 
-Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const json& s) {
-  std::vector<std::string> problems;
+MysqlSourceOptions MysqlSourceOptionsFromLaunch(const launch::MysqlSourceLaunch& s) {
   MysqlSourceOptions o;
-  if (!s.is_object()) return common::InvalidArgument("source: a JSON object is required");
-  auto str = [&](const char* key, std::string* out, bool required) {
-    if (s.contains(key) && s[key].is_string())
-      *out = s[key].get<std::string>();
-    else if (s.contains(key) || required)
-      problems.push_back(fmt::format("source.{}: a string is required", key));
-  };
-  auto integer = [&](const char* key, std::int64_t min,
-                     std::int64_t max) -> std::optional<std::int64_t> {
-    if (!s.contains(key)) return std::nullopt;
-    if (!s[key].is_number_integer() || s[key].get<std::int64_t>() < min ||
-        s[key].get<std::int64_t>() > max) {
-      problems.push_back(fmt::format("source.{}: an integer from {} to {}", key, min, max));
-      return std::nullopt;
-    }
-    return s[key].get<std::int64_t>();
-  };
-  str("host", &o.endpoint.host, true);
-  str("user", &o.endpoint.user, true);
-  str("password", &o.endpoint.password, false);
-  str("database", &o.database, true);
-  str("topic_prefix", &o.topic_prefix, false);
-  if (auto port = integer("port", 1, 65535)) o.endpoint.port = static_cast<int>(*port);
-  if (auto id = integer("server_id", 1, 4294967295LL))
-    o.server_id = static_cast<std::uint32_t>(*id);
-  else if (!s.contains("server_id"))
-    problems.push_back("source.server_id is required");
-  if (auto hb = integer("heartbeat_interval_ms", 100, 3600000))
-    o.heartbeat_interval = std::chrono::milliseconds(*hb);
-  if (auto chunk = integer("snapshot_chunk_size", 1, 1000000))
-    o.snapshot_chunk_size = static_cast<int>(*chunk);
-  if (s.contains("snapshot")) {
-    if (s["snapshot"].is_boolean())
-      o.snapshot = s["snapshot"].get<bool>();
-    else
-      problems.push_back("source.snapshot: true or false");
-  }
-  if (s.contains("resnapshot_when_purged")) {
-    if (s["resnapshot_when_purged"].is_boolean())
-      o.resnapshot_when_purged = s["resnapshot_when_purged"].get<bool>();
-    else
-      problems.push_back("source.resnapshot_when_purged: true or false");
-  }
-  if (s.contains("tables") && s["tables"].is_array()) {
-    for (const auto& t : s["tables"]) {
-      std::string table = t.is_object() ? t.value("table", std::string()) : std::string();
-      std::string schema = t.is_object() ? t.value("schema", o.database) : std::string();
-      if (table.empty() || schema != o.database)
-        problems.push_back("source.tables[]: {\"table\": name} in the source's database");
-      else
-        o.tables.push_back(table);
-    }
-  }
-  if (o.tables.empty()) problems.push_back("source.tables: at least one table");
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
-    return common::InvalidArgument(all);
-  }
+  o.endpoint.host = s.host;
+  o.endpoint.port = s.port;
+  o.endpoint.user = s.user;
+  o.endpoint.password = s.password;
+  o.database = s.database;
+  for (const auto& t : s.tables) o.tables.push_back(t.table);
+  o.server_id = s.server_id;
+  o.topic_prefix = s.topic_prefix;
+  if (s.heartbeat_interval_ms)
+    o.heartbeat_interval = std::chrono::milliseconds(*s.heartbeat_interval_ms);
+  if (s.snapshot_chunk_size) o.snapshot_chunk_size = static_cast<int>(*s.snapshot_chunk_size);
+  if (s.snapshot) o.snapshot = *s.snapshot;
+  o.resnapshot_when_purged = s.resnapshot_when_purged;
   return o;
+}
+
+Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const json& s) {
+  auto parsed = launch::MysqlSourceLaunch::FromJson(s);
+  if (!parsed.ok()) return parsed.status();
+  return MysqlSourceOptionsFromLaunch(*parsed);
 }
 
 json MysqlSourceOptionsToJson(const MysqlSourceOptions& o) {

@@ -32,6 +32,7 @@
 #include "connectors/postgres/relation_diff.h"
 #include "connectors/postgres/snapshot_reader.h"
 #include "connectors/production_metrics.h"
+#include "launch/source_launch.h"
 
 struct st_mariadb_rpl;
 struct st_mariadb_rpl_event;
@@ -84,12 +85,11 @@ struct MysqlSourceOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
 };
 
-// The launch contract's `source` for type mysql (dataflow/worker_launch.h):
-//   {"type": "mysql", "host": "...", "port": 3306, "user": "...", "password": "...",
-//    "database": "shop", "server_id": 123456, "topic_prefix": "sluice",
-//    "tables": [{"schema": "shop", "table": "orders"}], "heartbeat_interval_ms": 1000,
-//    "snapshot": true, "snapshot_chunk_size": 1000, "resnapshot_when_purged": false}
-// Every problem in one InvalidArgument. The state (positions) is not part of it.
+// The runtime options of the launch contract's mysql source
+// (launch/source_launch.h, which checks it); the state (positions) is not
+// part of it.
+MysqlSourceOptions MysqlSourceOptionsFromLaunch(const launch::MysqlSourceLaunch& source);
+// The same from the `source` JSON object: every problem in one InvalidArgument.
 common::Result<MysqlSourceOptions> MysqlSourceOptionsFromJson(const nlohmann::json& source);
 nlohmann::json MysqlSourceOptionsToJson(const MysqlSourceOptions& options);
 
