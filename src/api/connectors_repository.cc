@@ -123,6 +123,7 @@ void DeleteConnector(pqxx::work& tx, const common::Uuid& id) {
   RequireConnectorUnused(tx, id);
   tx.exec_params("DELETE FROM connector WHERE id = $1", id.ToString());
   tx.exec_params("DELETE FROM sluice_state.source_slot WHERE connector_id = $1", id.ToString());
+  tx.exec_params("DELETE FROM sluice_state.source_position WHERE connector_id = $1", id.ToString());
   tx.exec_params("DELETE FROM sluice_state.worker_generation WHERE connector_id = $1",
                  id.ToString());
 }

@@ -147,6 +147,25 @@ Response ColumnChanges(ApiContext& ctx, Request& req) {
   });
 }
 
+// The shard's own position (a mysql-source's binlog/GTID position), saved by
+// its current generation only (409 for a replaced pod).
+Response SaveSourcePosition(ApiContext& ctx, Request& req) {
+  const auto& body = req.Body();
+  if (!body.is_object() || !body.contains("state") || !body["state"].is_object())
+    throw ApiError(422, "invalid_source_position", "state: a JSON object is required");
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
+    return dataflow::SaveSourcePosition(tx, pod, body["state"]);
+  });
+}
+
+Response LoadSourcePosition(ApiContext& ctx, Request& req) {
+  Json state;
+  ctx.db.Transact([&](pqxx::work& tx) {
+    state = ValueOrThrow(dataflow::LoadSourcePosition(tx, ResolvePod(tx, req)));
+  });
+  return Response::Ok(Json{{"state", state}});
+}
+
 }  // namespace
 
 void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
@@ -180,6 +199,15 @@ void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
       "/worker/column_changes",
       "A source table's columns changed: dropped, renamed, widened, other type (events)",
       [&ctx](Request& q) { return ColumnChanges(ctx, q); }, w);
+  g.Get(
+      "/worker/source_position",
+      "The position this shard's source saved last ({state}: null if none)",
+      [&ctx](Request& q) { return LoadSourcePosition(ctx, q); }, w);
+  g.Post(
+      "/worker/source_position",
+      "Save this shard's source position (mysql-source: binlog and GTID position; 409 when "
+      "replaced)",
+      [&ctx](Request& q) { return SaveSourcePosition(ctx, q); }, w);
 }
 
 }  // namespace sluice::api

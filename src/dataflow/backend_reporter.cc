@@ -91,6 +91,18 @@ class BackendReporter : public WorkerReporter {
     if (changes.empty()) return {};
     return Post("/column_changes", {{"changes", ColumnChangesToJson(changes)}});
   }
+  common::Result<nlohmann::json> LoadSourcePosition() override {
+    auto reply = Call("GET", base_ + "/source_position", token_, nullptr, ca_file_);
+    if (!reply.ok()) return reply.status();
+    SLUICE_RETURN_IF_ERROR(StatusOf(*reply));
+    auto body = common::ParseBoundedJson(reply->body, common::kReplyJsonLimits);
+    if (!body.ok() || !body->is_object())
+      return common::Unavailable("the back end sent a source position that is not a JSON object");
+    return body->value("state", json(nullptr));
+  }
+  common::Status SaveSourcePosition(const nlohmann::json& state) override {
+    return Post("/source_position", {{"state", state}});
+  }
 
  private:
   common::Status Post(const std::string& path, const json& body) {

@@ -496,4 +496,30 @@ common::Result<std::vector<ColumnChangeReport>> ColumnChangesFromJson(const json
   return out;
 }
 
+common::Status SaveSourcePosition(pqxx::work& tx, const PodIdentity& pod, const json& state) {
+  if (!state.is_object()) return common::InvalidArgument("state: a JSON object is required");
+  auto current = tx.exec_params("SELECT launch_generation FROM worker WHERE id = $1 FOR SHARE",
+                                pod.worker_id.ToString());
+  if (current.empty()) return common::NotFound("worker not found");
+  if (current[0][0].is_null() || current[0][0].c_str() != pod.generation.ToString())
+    return common::Conflict("this pod's generation was replaced; its position is not saved");
+  tx.exec_params(
+      "INSERT INTO sluice_state.source_position (connector_id, shard_index, state, saved_at) "
+      "VALUES ($1, $2, $3::jsonb, now()) ON CONFLICT (connector_id, shard_index) DO UPDATE SET "
+      "state = EXCLUDED.state, saved_at = EXCLUDED.saved_at",
+      pod.connector_id.ToString(), pod.shard, state.dump());
+  return {};
+}
+
+common::Result<json> LoadSourcePosition(pqxx::work& tx, const PodIdentity& pod) {
+  auto r = tx.exec_params(
+      "SELECT state::text FROM sluice_state.source_position WHERE connector_id = $1 AND "
+      "shard_index = $2",
+      pod.connector_id.ToString(), pod.shard);
+  if (r.empty()) return json(nullptr);
+  auto state = json::parse(r[0][0].c_str(), nullptr, false);
+  if (state.is_discarded()) return common::Internal("the saved source position is not JSON");
+  return state;
+}
+
 }  // namespace sluice::dataflow

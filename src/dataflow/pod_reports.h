@@ -118,6 +118,17 @@ common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const Slo
 common::Status RecordColumnChanges(pqxx::work& tx, const PodIdentity& pod,
                                    const std::vector<ColumnChangeReport>& changes);
 
+// A source's own position (a mysql-source's binlog position and GTID
+// position, or its unfinished snapshot's progress: the worker's JSON), kept
+// per connector shard in sluice_state.source_position so a new pod with no
+// state file of its own resumes there. Saved only by the worker row's
+// current generation: a replaced pod's late save is Conflict (it exits),
+// so an old pod never moves the position of its successor.
+common::Status SaveSourcePosition(pqxx::work& tx, const PodIdentity& pod,
+                                  const nlohmann::json& state);
+// The shard's saved state; null when none was saved.
+common::Result<nlohmann::json> LoadSourcePosition(pqxx::work& tx, const PodIdentity& pod);
+
 // Wire forms of the HTTP worker protocol.
 nlohmann::json IntervalsToJson(const std::vector<connectors::TopicInterval>& intervals);
 common::Result<std::vector<connectors::TopicInterval>> IntervalsFromJson(const nlohmann::json& j);

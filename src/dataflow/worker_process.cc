@@ -123,21 +123,52 @@ ColumnChangeReporter(WorkerReporter& reporter) {
   };
 }
 
-// The binlog source: the same loop as PostgreSQL's, its position (and an
-// unfinished snapshot's progress) kept in the state file, written only with
-// what the broker acknowledged, so a restarted process resumes there.
+// The position a mysql source state holds ({"position": ...}), empty when
+// it holds none (a fresh source, or a snapshot under way).
+connectors::mysql::BinlogPosition SavedBinlogPosition(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("position")) return {};
+  auto p = connectors::mysql::BinlogPosition::FromJson(state["position"]);
+  return p.ok() ? *p : connectors::mysql::BinlogPosition{};
+}
+
+// The binlog source: the same loop as PostgreSQL's. Its position (and an
+// unfinished snapshot's progress), written only with what the broker
+// acknowledged, is kept twice: in the state file at once, so a restarted
+// process resumes exactly there, and through the reporter in the data-plane
+// database (sluice_state.source_position) at most once a second and at a
+// clean stop, so a new pod with no state file resumes there too (after a
+// crash, at most a second's changes are read again: at-least-once).
 int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
                    const std::atomic<bool>& stop, const WorkerTiming& timing, WorkerMetrics& wm,
                    KafkaChangeSink& sink, DatamodelRunner& datamodels) {
   namespace my = connectors::mysql;
   connectors::ProductionMetrics metrics(common::NowEpochMillis());
   my::MysqlSourceOptions options = launch.source.mysql;
+  // Registered under its connector shard's name, so another replica holding
+  // the same server id is told apart from this shard's previous connection.
+  if (options.replica_name == my::MysqlSourceOptions{}.replica_name)
+    options.replica_name =
+        fmt::format("sluice-{}-{}", launch.connector_id.ToString(), launch.shard);
   nlohmann::json state = nlohmann::json::object();
   if (!launch.state_path.empty()) {
     std::ifstream in(launch.state_path);
     auto saved = nlohmann::json::parse(in, nullptr, false);
     if (saved.is_object() && saved.contains("mysql") && saved["mysql"].is_object())
       state = saved["mysql"];
+  }
+  // The back end's copy wins when it is further on (the file is another
+  // pod's, left on this disk) or when there is no file.
+  auto kept = reporter.LoadSourcePosition();
+  if (!kept.ok())
+    spdlog::warn("could not load the saved source position: {}", kept.status().message());
+  else if (kept->is_object()) {
+    auto file_at = SavedBinlogPosition(state), kept_at = SavedBinlogPosition(*kept);
+    bool file_has_any = state.contains("position") || state.contains("snapshot_position");
+    if (!file_has_any ||
+        (!kept_at.empty() && (file_at.empty() || kept_at.ToLsn() > file_at.ToLsn()))) {
+      spdlog::info("mysql source: resuming from the position the back end kept");
+      state = *kept;
+    }
   }
   if (state.contains("position"))
     if (auto p = my::BinlogPosition::FromJson(state["position"]); p.ok())
@@ -151,17 +182,32 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     }
   }
   const std::string path = launch.state_path;
-  options.on_snapshot_progress = [&state, path](const my::BinlogPosition& at,
-                                                const my::SnapshotProgress& progress) {
+  auto last_kept = Steady::now() - std::chrono::hours(1);
+  bool unkept = false;
+  // Into the data-plane database: throttled, or now (`force`).
+  auto keep = [&](bool force) {
+    if (!unkept || (!force && Steady::now() - last_kept < std::chrono::seconds(1))) return;
+    last_kept = Steady::now();
+    if (auto st = reporter.SaveSourcePosition(state); !st.ok())
+      spdlog::warn("could not save the source position: {}", st.message());
+    else
+      unkept = false;
+  };
+  options.on_snapshot_progress = [&](const my::BinlogPosition& at,
+                                     const my::SnapshotProgress& progress) {
     state["snapshot_position"] = at.ToJson();
     state["snapshot"] = progress.ToJson();
     SaveState(path, {{"mysql", state}});
+    unkept = true;
+    keep(false);
   };
-  options.on_position = [&state, path](const my::BinlogPosition& at) {
+  options.on_position = [&](const my::BinlogPosition& at) {
     state["position"] = at.ToJson();
     state.erase("snapshot_position");
     state.erase("snapshot");
     SaveState(path, {{"mysql", state}});
+    unkept = true;
+    keep(false);
   };
   // A configuration problem (pre-flight) or a purged position: retrying
   // gives the same answer, so the worker reports it (worker.reason and an
@@ -216,10 +262,12 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
       wm.OnProduced(intervals);
       (void)reporter.Production(intervals);
     }
+    keep(false);  // a position acknowledged while the stream was idle
   }
   datamodels.Stop();
   if (auto st = sink.Flush(); !st.ok()) return Fail(reporter, wm, st);
   source.Stop();  // reports what the flush acknowledged
+  keep(true);
   auto last = metrics.TakeInterval(common::NowEpochMillis());
   wm.OnProduced(last);
   (void)reporter.Production(last);

@@ -25,6 +25,8 @@ class NullReporter : public WorkerReporter {
   }
   common::Status Slot(const SlotReport&) override { return {}; }
   common::Status ColumnChanges(const std::vector<ColumnChangeReport>&) override { return {}; }
+  common::Result<nlohmann::json> LoadSourcePosition() override { return nlohmann::json(nullptr); }
+  common::Status SaveSourcePosition(const nlohmann::json&) override { return {}; }
 };
 
 class DatabaseReporter : public WorkerReporter {
@@ -61,6 +63,20 @@ class DatabaseReporter : public WorkerReporter {
   common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) override {
     if (changes.empty()) return {};
     return Write([&](pqxx::work& tx) { return RecordColumnChanges(tx, pod_, changes); });
+  }
+  common::Result<nlohmann::json> LoadSourcePosition() override {
+    nlohmann::json state;
+    auto st = Write([&](pqxx::work& tx) -> common::Status {
+      auto loaded = dataflow::LoadSourcePosition(tx, pod_);
+      if (!loaded.ok()) return loaded.status();
+      state = std::move(loaded).value();
+      return {};
+    });
+    if (!st.ok()) return st;
+    return state;
+  }
+  common::Status SaveSourcePosition(const nlohmann::json& state) override {
+    return Write([&](pqxx::work& tx) { return dataflow::SaveSourcePosition(tx, pod_, state); });
   }
 
  private:

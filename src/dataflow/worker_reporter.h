@@ -55,6 +55,11 @@ class WorkerReporter {
   virtual common::Status Slot(const SlotReport& report) = 0;
   // A source table's columns changed (DDL at the source; dataflow/pod_reports.h).
   virtual common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) = 0;
+  // The source's own position, kept by the back end for this connector
+  // shard (dataflow/pod_reports.h SaveSourcePosition) so a new pod resumes
+  // where the last one got to. Load: null when nothing was saved.
+  virtual common::Result<nlohmann::json> LoadSourcePosition() = 0;
+  virtual common::Status SaveSourcePosition(const nlohmann::json& state) = 0;
 };
 
 // Reports into the data-plane database at `url`.

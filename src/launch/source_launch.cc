@@ -52,6 +52,8 @@ json MysqlToJson(const MysqlSourceLaunch& s) {
   PutIf(j, "heartbeat_interval_ms", s.heartbeat_interval_ms);
   PutIf(j, "snapshot_chunk_size", s.snapshot_chunk_size);
   PutIf(j, "snapshot", s.snapshot);
+  PutIf(j, "resume_by_gtid", s.resume_by_gtid);
+  PutIf(j, "replica_name", s.replica_name);
   return j;
 }
 
@@ -101,11 +103,12 @@ MysqlSourceLaunch MysqlSourceLaunch::FromConnector(const json& config, int shard
   s.user = config.value("user", std::string());
   s.password = config.value("password", std::string());
   s.database = config.value("database", std::string());
-  // Each shard reads the binlog as a replica of its own server id.
-  std::uint32_t base = config.contains("server_id") && config["server_id"].is_number_integer()
-                           ? config["server_id"].get<std::uint32_t>()
-                           : default_server_id;
-  s.server_id = base + static_cast<std::uint32_t>(shard);
+  // Each shard reads the binlog as a replica of its own server id: a
+  // configured id is shard 0's and the others count up from it; the
+  // default is already the shard's own.
+  s.server_id = config.contains("server_id") && config["server_id"].is_number_integer()
+                    ? config["server_id"].get<std::uint32_t>() + static_cast<std::uint32_t>(shard)
+                    : default_server_id;
   s.topic_prefix = topic_prefix;
   s.format = format;
   s.tables = std::move(tables);
@@ -161,6 +164,19 @@ common::Result<MysqlSourceLaunch> MysqlSourceLaunch::FromJson(const json& s) {
       o.resnapshot_when_purged = s["resnapshot_when_purged"].get<bool>();
     else
       problems.push_back("source.resnapshot_when_purged: true or false");
+  }
+  if (s.contains("resume_by_gtid")) {
+    if (s["resume_by_gtid"].is_boolean())
+      o.resume_by_gtid = s["resume_by_gtid"].get<bool>();
+    else
+      problems.push_back("source.resume_by_gtid: true or false");
+  }
+  if (s.contains("replica_name")) {
+    if (s["replica_name"].is_string() && !s["replica_name"].get<std::string>().empty() &&
+        s["replica_name"].get<std::string>().size() <= 60)
+      o.replica_name = s["replica_name"].get<std::string>();
+    else
+      problems.push_back("source.replica_name: 1 to 60 characters");
   }
   if (s.contains("tables") && s["tables"].is_array()) {
     for (const auto& t : s["tables"]) {

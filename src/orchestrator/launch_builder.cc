@@ -54,11 +54,14 @@ std::string DefaultSlotName(const runtime::Worker& worker) {
 }
 
 std::uint32_t DefaultServerId(const runtime::Worker& worker) {
-  // FNV-1a of the connector id, kept between 2^30 and 2^31 so that shard
-  // offsets stay clear of the small ids servers are usually given.
+  // FNV-1a of "<connector id>/<shard>", kept between 2^30 and 2^31, clear
+  // of the small ids servers are usually given: each shard its own id, and
+  // unlike "base + shard" no two connectors' ranges overlap. A collision
+  // left (one in 2^30) is refused by the source at start (SHOW SLAVE HOSTS).
   std::uint32_t h = 2166136261u;
-  for (char c : worker.connector_id.ToString()) h = (h ^ static_cast<std::uint8_t>(c)) * 16777619u;
-  return (1u << 30) + (h % (1u << 29)) * 2;
+  for (char c : worker.connector_id.ToString() + "/" + std::to_string(worker.shard_index))
+    h = (h ^ static_cast<std::uint8_t>(c)) * 16777619u;
+  return (1u << 30) + h % (1u << 30);
 }
 
 common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& tx,

@@ -57,8 +57,9 @@ std::optional<std::string> RepublishedTopic(const std::string& source_type,
 
 // Names of the replication slot and publication of a source shard.
 std::string DefaultSlotName(const runtime::Worker& worker);
-// The replica server id of a mysql-source connector without a configured
-// server_id (shard n reads as this + n): derived from the connector id.
+// The replica server id of a mysql-source shard without a configured
+// server_id: derived from the connector id and the shard (a configured
+// server_id is shard 0's, shard n reads as it + n).
 std::uint32_t DefaultServerId(const runtime::Worker& worker);
 
 }  // namespace sluice::orchestrator

@@ -128,8 +128,8 @@ TEST(Migrate, StateOutsideTheSpecLivesInItsOwnSchemaAndOldTablesMoveThereWithThe
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
                      "'sluice_state'")[0]
                 .as<int>(),
-            8);  // registry (3), outbox cursor, auth sessions and refresh tokens, source slots,
-                 // worker launch numbers
+            9);  // registry (3), outbox cursor, auth sessions and refresh tokens, source slots,
+                 // worker launch numbers, source positions
   EXPECT_EQ(tx.exec1("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = "
                      "'connector_events'")[0]
                 .as<int>(),

@@ -51,7 +51,49 @@ common::Result<BinlogPosition> BinlogPosition::FromJson(const nlohmann::json& j)
   if (!j.is_object() || !j.contains("file") || !j["file"].is_string() || !j.contains("pos") ||
       !j["pos"].is_number_unsigned())
     return common::InvalidArgument("binlog position: {\"file\": string, \"pos\": integer}");
-  return BinlogPosition{j["file"].get<std::string>(), j["pos"].get<std::uint64_t>()};
+  BinlogPosition p{j["file"].get<std::string>(), j["pos"].get<std::uint64_t>(), ""};
+  if (j.contains("gtid")) {
+    if (!j["gtid"].is_string() || !ParseGtidSet(j["gtid"].get<std::string>()).ok())
+      return common::InvalidArgument("binlog position: gtid is a GTID list like \"0-1-100\"");
+    p.gtid = j["gtid"].get<std::string>();
+  }
+  return p;
+}
+
+common::Result<GtidSet> ParseGtidSet(std::string_view text) {
+  GtidSet out;
+  auto bad = [&] {
+    return common::InvalidArgument(
+        fmt::format("GTID position '{}' is not a list of domain-server-sequence", text));
+  };
+  std::size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
+    if (at >= text.size()) break;
+    auto comma = text.find(',', at);
+    auto item = text.substr(at, comma == std::string_view::npos ? text.size() - at : comma - at);
+    at = comma == std::string_view::npos ? text.size() : comma + 1;
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\n')) item.remove_suffix(1);
+    Gtid g;
+    const char* p = item.data();
+    const char* end = item.data() + item.size();
+    auto r1 = std::from_chars(p, end, g.domain);
+    if (r1.ec != std::errc() || r1.ptr == end || *r1.ptr != '-') return bad();
+    auto r2 = std::from_chars(r1.ptr + 1, end, g.server);
+    if (r2.ec != std::errc() || r2.ptr == end || *r2.ptr != '-') return bad();
+    auto r3 = std::from_chars(r2.ptr + 1, end, g.seq);
+    if (r3.ec != std::errc() || r3.ptr != end) return bad();
+    if (out.count(g.domain)) return bad();
+    out[g.domain] = g;
+  }
+  return out;
+}
+
+std::string FormatGtidSet(const GtidSet& set) {
+  std::string out;
+  for (const auto& [domain, g] : set)
+    out += fmt::format("{}{}-{}-{}", out.empty() ? "" : ",", g.domain, g.server, g.seq);
+  return out;
 }
 
 }  // namespace sluice::connectors::mysql

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <charconv>
 #include <optional>
+#include <utility>
 
 #include "connectors/topic_naming.h"
 #include "launch/source_launch.h"
@@ -174,7 +175,7 @@ json TextValue(const ColumnInfo& c, const std::string& text) {
 }
 
 Lsn PositionLsn(const std::string& file, std::uint64_t pos) {
-  return BinlogPosition{file, pos}.ToLsn();
+  return BinlogPosition{file, pos, ""}.ToLsn();
 }
 
 }  // namespace
@@ -194,6 +195,8 @@ MysqlSourceOptions MysqlSourceOptionsFromLaunch(const launch::MysqlSourceLaunch&
   if (s.snapshot_chunk_size) o.snapshot_chunk_size = static_cast<int>(*s.snapshot_chunk_size);
   if (s.snapshot) o.snapshot = *s.snapshot;
   o.resnapshot_when_purged = s.resnapshot_when_purged;
+  if (s.resume_by_gtid) o.resume_by_gtid = *s.resume_by_gtid;
+  if (s.replica_name) o.replica_name = *s.replica_name;
   return o;
 }
 
@@ -213,12 +216,14 @@ json MysqlSourceOptionsToJson(const MysqlSourceOptions& o) {
           {"password", o.endpoint.password},
           {"database", o.database},
           {"server_id", o.server_id},
+          {"replica_name", o.replica_name},
           {"topic_prefix", o.topic_prefix},
           {"tables", tables},
           {"heartbeat_interval_ms", o.heartbeat_interval.count()},
           {"snapshot", o.snapshot},
           {"snapshot_chunk_size", o.snapshot_chunk_size},
-          {"resnapshot_when_purged", o.resnapshot_when_purged}};
+          {"resnapshot_when_purged", o.resnapshot_when_purged},
+          {"resume_by_gtid", o.resume_by_gtid}};
 }
 
 Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
@@ -399,14 +404,74 @@ Status MysqlSource::Start() {
                     Field(status->front(), 1).data() + Field(status->front(), 1).size(), from.pos);
     snapshot_done_ = true;
   }
-  // Nothing before `from` needs replaying: it is the first confirmed position.
+  auto have_file = HasBinlog(from.file);
+  if (!have_file.ok()) return have_file.status();
+  // The GTID position of a position saved without one (an older state, or
+  // a server that had no GTID yet), while its file is still there. Unknown
+  // (not MariaDB, or the file is gone): positions carry none, and resume by
+  // file:pos.
+  bool gtid_known = !from.gtid.empty();
+  if (!gtid_known && *have_file)
+    if (auto at = GtidAt(from)) {
+      from.gtid = *at;
+      gtid_known = true;
+    }
+  auto gtids = ParseGtidSet(from.gtid);
+  if (!gtids.ok()) {
+    spdlog::warn("mysql source: ignoring the saved GTID position: {}", gtids.status().message());
+    gtid_known = false;
+    gtids = GtidSet{};
+  }
+  gtid_known_ = gtid_known && options_.resume_by_gtid;
+  if (!gtid_known_) from.gtid.clear();
+  gtid_confirmed_ = *gtids;
+  // Nothing before `from` needs replaying: it is the first confirmed
+  // position. Read by GTID from a file the server no longer names (the
+  // availability check passed on the GTIDs), positions restart from the
+  // stream's own.
+  Lsn floor = *have_file ? from.ToLsn() : 0;
   confirmed_ = from;
+  confirmed_floor_ = floor;
   if (options_.on_position) options_.on_position(from);
-  acked_ = from.ToLsn();
-  last_checkpoint_ = from.ToLsn();
+  acked_ = floor;
+  last_checkpoint_ = floor;
+  SLUICE_RETURN_IF_ERROR(CheckServerIdFree());
   SLUICE_RETURN_IF_ERROR(OpenStream(from));
+  if (by_gtid_)
+    spdlog::info("mysql source: resuming {} by GTID position {}", options_.database, from.gtid);
   spdlog::info("mysql source: streaming {} from {}", options_.database, from.ToString());
   return Status::Ok();
+}
+
+Status MysqlSource::CheckServerIdFree() {
+  // Server_id, Host, Port, Master_id: registered replicas only.
+  auto hosts = catalog_->Query("SHOW SLAVE HOSTS");
+  if (!hosts.ok()) return hosts.status();
+  for (const auto& r : *hosts)
+    if (Field(r, 0) == std::to_string(options_.server_id) && Field(r, 1) != options_.replica_name)
+      return common::FailedPrecondition(fmt::format(
+          "server_id {} is already used by another replica of this server ({}): each connector "
+          "shard needs a server id of its own; set the connector's server_id to another value",
+          options_.server_id, Field(r, 1).empty() ? "unnamed" : Field(r, 1)));
+  return Status::Ok();
+}
+
+Result<bool> MysqlSource::HasBinlog(const std::string& file) {
+  auto logs = catalog_->Query("SHOW BINARY LOGS");
+  if (!logs.ok()) return logs.status();
+  for (const auto& r : *logs)
+    if (Field(r, 0) == file) return true;
+  return false;
+}
+
+std::optional<std::string> MysqlSource::GtidAt(const BinlogPosition& at) {
+  auto rows = catalog_->Query(
+      fmt::format("SELECT BINLOG_GTID_POS({}, {})", catalog_->Quote(at.file), at.pos));
+  if (!rows.ok() || rows->empty() || rows->front().empty() || !rows->front()[0])
+    return std::nullopt;
+  std::string gtid = *rows->front()[0];
+  if (!ParseGtidSet(gtid).ok()) return std::nullopt;
+  return gtid;
 }
 
 Status MysqlSource::Snapshot(BinlogPosition* position) {
@@ -564,9 +629,26 @@ Status MysqlSource::OpenStream(const BinlogPosition& from) {
                   std::max<std::int64_t>(100, options_.heartbeat_interval.count()) * 1000000)));
   rpl_ = mariadb_rpl_init(stream_conn_->handle());
   if (!rpl_) return common::Internal("mariadb_rpl_init failed");
-  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FILENAME, from.file.c_str(), from.file.size());
-  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START, static_cast<unsigned long>(from.pos));
+  // An empty GTID position would ask for every transaction ever logged.
+  by_gtid_ = gtid_known_ && !from.gtid.empty();
+  if (by_gtid_) {
+    // MariaDB's GTID resume: the server finds the transactions after these
+    // itself (the file name and offset sent are then ignored).
+    SLUICE_RETURN_IF_ERROR(stream_conn_->Exec(
+        fmt::format("SET @slave_connect_state = {}", stream_conn_->Quote(from.gtid))));
+    SLUICE_RETURN_IF_ERROR(stream_conn_->Exec("SET @slave_gtid_strict_mode = 0"));
+    SLUICE_RETURN_IF_ERROR(stream_conn_->Exec("SET @slave_gtid_ignore_duplicates = 0"));
+    mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FILENAME, "", static_cast<std::size_t>(0));
+    mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START, 4ul);
+  } else {
+    mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FILENAME, from.file.c_str(), from.file.size());
+    mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START, static_cast<unsigned long>(from.pos));
+  }
   mariadb_rpl_optionsv(rpl_, MARIADB_RPL_SERVER_ID, static_cast<unsigned int>(options_.server_id));
+  // Registered (COM_REGISTER_SLAVE) under our name, so SHOW SLAVE HOSTS
+  // tells which replica holds which server id.
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_HOST, options_.replica_name.c_str());
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_PORT, 0u);
   mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FLAGS, 0u);
   if (mariadb_rpl_open(rpl_) != 0) {
     std::string why = mysql_error(stream_conn_->handle());
@@ -583,12 +665,35 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
   if (!logs.ok()) return logs.status();
   for (const auto& r : *logs)
     if (Field(r, 0) == from.file) return Status::Ok();
+  // A GTID position outlives its file name: it is still readable when the
+  // oldest binlog starts at or before it in every domain (that file's
+  // Gtid_list event is the state before its first transaction).
+  if (auto saved = ParseGtidSet(from.gtid);
+      options_.resume_by_gtid && saved.ok() && !saved->empty() && !logs->empty()) {
+    auto events = catalog_->Query(
+        fmt::format("SHOW BINLOG EVENTS IN {} LIMIT 4", catalog_->Quote(Field(logs->front(), 0))));
+    if (!events.ok()) return events.status();
+    for (const auto& e : *events) {
+      if (Field(e, 2) != "Gtid_list") continue;
+      std::string info = Field(e, 5);
+      if (info.size() >= 2 && info.front() == '[' && info.back() == ']')
+        info = info.substr(1, info.size() - 2);
+      auto oldest = ParseGtidSet(info);
+      if (!oldest.ok()) break;
+      bool covered = std::all_of(oldest->begin(), oldest->end(), [&](const auto& d) {
+        auto ours = saved->find(d.first);
+        return ours != saved->end() && ours->second.seq >= d.second.seq;
+      });
+      if (covered) return Status::Ok();
+      break;
+    }
+  }
   *purged = true;
   return common::FailedPrecondition(fmt::format(
       "binlog position {} was purged: the server no longer has {} (its oldest binlog is {}), so "
       "the changes after that position cannot be read. Re-snapshot: set the connector's "
-      "on_purged_position to resnapshot (source.resnapshot_when_purged: true), or delete the "
-      "worker's saved state, and restart it; the tables are read again. Keep binlogs longer "
+      "on_purged_position to resnapshot (source.resnapshot_when_purged: true) and restart it; "
+      "the tables are read again. Keep binlogs longer "
       "(binlog_expire_logs_seconds) so a stopped "
       "source can catch up",
       from.ToString(), from.file, logs->empty() ? "none" : Field(logs->front(), 0)));
@@ -596,7 +701,9 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
 
 Status MysqlSource::EndGroup(Lsn end) {
   in_group_ = false;
+  auto gtid = std::exchange(group_gtid_, std::nullopt);
   if (end == 0) return Status::Ok();
+  if (gtid) gtid_pending_.emplace_back(end, *gtid);
   last_checkpoint_ = end;
   return sink_->Checkpoint(end);
 }
@@ -815,6 +922,7 @@ Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
       return Status::Ok();
     case GTID_EVENT:
       in_group_ = !(ev->event.gtid.flags & FL_STANDALONE);
+      group_gtid_ = Gtid{ev->event.gtid.domain_id, ev->server_id, ev->event.gtid.sequence_nr};
       group_start_ = end;
       group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
       return Status::Ok();
@@ -847,8 +955,15 @@ Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
 
 void MysqlSource::ReportPosition() {
   Lsn flush = std::max(acked_.load(), idle_position_);
-  if (flush <= confirmed_.ToLsn() || file_.empty()) return;
+  if (flush <= confirmed_floor_ || file_.empty()) return;
+  confirmed_floor_ = flush;
+  while (!gtid_pending_.empty() && gtid_pending_.front().first <= flush) {
+    const Gtid& g = gtid_pending_.front().second;
+    gtid_confirmed_[g.domain] = g;
+    gtid_pending_.pop_front();
+  }
   confirmed_ = BinlogPosition::FromLsn(flush, file_);
+  if (gtid_known_) confirmed_.gtid = FormatGtidSet(gtid_confirmed_);
   if (options_.on_position) options_.on_position(confirmed_);
 }
 
@@ -866,12 +981,11 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
       // ER_MASTER_FATAL_ERROR_READING_BINLOG: the server cannot serve our
       // position (purged, or past a binlog's end): retrying will not help.
       if (mysql_errno(stream_conn_->handle()) == 1236)
-        return common::FailedPrecondition(fmt::format(
-            "binlog stream ({} after {}): the server cannot serve our position: {}. "
-            "Re-snapshot: set the connector's on_purged_position to resnapshot "
-            "(source.resnapshot_when_purged: true), or delete the worker's saved state, and "
-            "restart it",
-            options_.database, file_, why));
+        return common::FailedPrecondition(
+            fmt::format("binlog stream ({} after {}): the server cannot serve our position: {}. "
+                        "Re-snapshot: set the connector's on_purged_position to resnapshot "
+                        "(source.resnapshot_when_purged: true) and restart it",
+                        options_.database, file_, why));
       return common::Unavailable(
           fmt::format("binlog stream ({} after {}): {}", options_.database, file_, why));
     }

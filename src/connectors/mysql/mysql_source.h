@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -54,6 +55,10 @@ struct MysqlSourceOptions {
   // Our replica server id: unique among the server's replicas and unlike
   // the server's own @@server_id (pre-flight checks the latter).
   std::uint32_t server_id = 0;
+  // The name this replica registers under (SHOW SLAVE HOSTS' Host): one per
+  // connector shard, so a replica of another name holding our server_id is
+  // a collision (refused in Start) while our own previous connection is not.
+  std::string replica_name = "sluice";
   std::string topic_prefix = "sluice";
   bool snapshot = true;  // read the tables first when there is no start_position
   int snapshot_chunk_size = 1000;
@@ -73,6 +78,10 @@ struct MysqlSourceOptions {
   // each table's rows preceded by a truncate event (rows deleted in the lost
   // changes must not survive in the targets).
   bool resnapshot_when_purged = false;
+  // Resume by MariaDB GTID position when the saved position has one (it
+  // names transactions, not a file, so it survives binlog files renamed or
+  // reset); false: by file:pos only, as on servers without MariaDB GTIDs.
+  bool resume_by_gtid = true;
   // Called after each durable snapshot chunk, with the snapshot's position.
   std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
   // Called when a table's columns change mid-stream (a DDL seen through the
@@ -113,6 +122,8 @@ class MysqlSource {
   // The last position reported through on_position (empty before any).
   const BinlogPosition& confirmed_position() const { return confirmed_; }
   bool snapshot_done() const { return snapshot_done_; }
+  // Whether the stream was opened by GTID position rather than file:pos.
+  bool opened_by_gtid() const { return by_gtid_; }
 
  private:
   struct Table {
@@ -122,9 +133,18 @@ class MysqlSource {
   };
   common::Status Snapshot(BinlogPosition* position);
   common::Status OpenStream(const BinlogPosition& from);
-  // Ok when the server still holds `from`'s binlog file; FailedPrecondition
-  // naming the purge and the re-snapshot path otherwise (*purged set).
+  // FailedPrecondition when another replica of the server holds our server_id.
+  common::Status CheckServerIdFree();
+  // Ok when the server still holds `from`'s binlog file (or, for a GTID
+  // position, every transaction after it); FailedPrecondition naming the
+  // purge and the re-snapshot path otherwise (*purged set).
   common::Status CheckPositionAvailable(const BinlogPosition& from, bool* purged);
+  // Whether the server still has `file` among its binlogs.
+  common::Result<bool> HasBinlog(const std::string& file);
+  // The GTID position of file:pos (BINLOG_GTID_POS; empty before the
+  // server's first GTID); nullopt when unknown (not MariaDB, or the server
+  // no longer has the file).
+  std::optional<std::string> GtidAt(const BinlogPosition& at);
   common::Status OnQuery(st_mariadb_rpl_event* event, Lsn end);
   common::Status HandleEvent(st_mariadb_rpl_event* event);
   common::Status OnTableMap(st_mariadb_rpl_event* event);
@@ -148,6 +168,18 @@ class MysqlSource {
   std::map<std::string, std::set<std::string>> json_columns_;  // by table name
 
   std::string file_;  // current binlog file
+  // The stream was opened by GTID (@slave_connect_state), not file:pos.
+  bool by_gtid_ = false;
+  // gtid_confirmed_ is the whole GTID position (every domain): positions
+  // carry it. False when the start's was unknown or resume_by_gtid is off.
+  bool gtid_known_ = false;
+  // The GTID position of confirmed_, and the transactions read since, each
+  // with the position after its commit: folded in once acknowledged.
+  GtidSet gtid_confirmed_;
+  std::optional<Gtid> group_gtid_;
+  std::deque<std::pair<Lsn, Gtid>> gtid_pending_;
+  // Positions at or before this are not reported again (the start's).
+  Lsn confirmed_floor_ = 0;
   bool in_group_ = false;
   Lsn group_start_ = 0;
   std::int64_t group_time_micros_ = 0;

@@ -635,8 +635,15 @@ Result<std::vector<RowChange>> DecodeRows(const TableMap& map, RowsKind kind,
     present_after = bitmap;
   }
   if (present_after.empty()) present_after = present;
+  const std::size_t bitmap_len = (column_count + 7) / 8;
+  if (present.size() < bitmap_len || present_after.size() < bitmap_len)
+    return common::InvalidArgument(fmt::format(
+        "rows event for {}.{}: a column bitmap of {} bytes for {} columns", map.database, map.table,
+        std::min(present.size(), present_after.size()), column_count));
   std::vector<RowChange> rows;
   while (!r.empty()) {
+    // A row of no bytes (no column present) would never end the event.
+    const std::size_t left = r.left();
     RowChange row;
     if (kind == RowsKind::kWrite) {
       SLUICE_ASSIGN(after, Image(map, present, r));
@@ -650,6 +657,10 @@ Result<std::vector<RowChange>> DecodeRows(const TableMap& map, RowsKind kind,
       row.before = std::move(before);
       row.after = std::move(after);
     }
+    if (r.left() == left)
+      return common::InvalidArgument(
+          fmt::format("rows event for {}.{}: a row image of no bytes (no column present)",
+                      map.database, map.table));
     rows.push_back(std::move(row));
   }
   return rows;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <pqxx/pqxx>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -16,7 +17,10 @@
 #include "common/uuid.h"
 #include "connectors/mysql/mysql_source.h"
 #include "connectors/topic_naming.h"
+#include "orchestrator/launch_builder.h"
 #include "runtime/process_supervisor.h"
+#include "runtime/worker_repository.h"
+#include "store/database.h"
 #include "support/mariadb_server.h"
 #include "support/test_database.h"
 
@@ -134,9 +138,10 @@ class MysqlEndToEnd : public ::testing::Test {
   }
 
   // Where each start of the source worker streamed from, in order.
-  std::vector<BinlogPosition> StreamStarts() {
+  std::vector<BinlogPosition> StreamStarts(const std::string& name = "source") {
     std::vector<BinlogPosition> out;
-    std::istringstream log(SourceLog());
+    std::ifstream in(dir_ / (name + ".log"));
+    std::istringstream log(std::string((std::istreambuf_iterator<char>(in)), {}));
     const std::string marker = "mysql source: streaming " + maria_.name() + " from ";
     for (std::string line; std::getline(log, line);) {
       auto at = line.find(marker);
@@ -213,6 +218,27 @@ class MysqlEndToEnd : public ::testing::Test {
                     round, round % 13));
   }
 
+  // A mysql-source connector's worker row in a data-plane database, so the
+  // source worker reports (and keeps its position) there.
+  runtime::Worker NewSourceRow(const std::string& plane_url) {
+    store::Database db(plane_url, 1);
+    return db.Transact([&](pqxx::work& tx) {
+      auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
+      tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', '{}')",
+                     env);
+      tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
+      auto id = common::Uuid::V4();
+      tx.exec_params(
+          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+          "env_id) VALUES ($1, 'maria', 'mysql-source', '{}', 'source', $2, $3)",
+          id.ToString(), team, env);
+      auto w = runtime::WorkerRepository::EnsureShards(tx, id, 1)[0];
+      w.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, w);
+      return w;
+    });
+  }
+
   sluice::testing::BrokerProcess broker_;
   sluice::testing::TestMariaDatabase maria_;
   sluice::testing::TestDatabase target_;
@@ -262,6 +288,285 @@ TEST_F(MysqlEndToEnd, KillingTheSourceWorkerMidStreamResumesAtItsSavedPositionLo
     }
   }
   ASSERT_TRUE(Converges());
+}
+
+// The position is kept in the data-plane database too: a new pod, with no
+// state file of its own, resumes exactly where the last one stopped (no
+// snapshot, nothing lost, nothing read twice from before it).
+TEST_F(MysqlEndToEnd, ANewPodWithoutAStateFileResumesAtThePositionTheDataPlaneKept) {
+  sluice::testing::TestDatabase plane;
+  auto row = NewSourceRow(plane.url());
+  source_config_ = WorkerConfig("source", json::object());
+  source_config_["worker_id"] = row.id.ToString();
+  source_config_["connector_id"] = row.connector_id.ToString();
+  source_config_["generation"] = row.launch_generation.ToString();
+  source_config_["report"] = {{"database_url", plane.url()}};
+  StartWorkers();
+  ASSERT_TRUE(Converges());
+  for (int round = 0; round < 3; ++round) Churn(round);
+  ASSERT_TRUE(Converges());
+  supervisor_->Stop("source", 10000ms);
+  auto kept = [&] {
+    pqxx::connection c(plane.url());
+    auto r = pqxx::nontransaction(c).exec_params(
+        "SELECT state::text FROM sluice_state.source_position WHERE connector_id = $1 AND "
+        "shard_index = 0",
+        row.connector_id.ToString());
+    if (r.empty()) return BinlogPosition{};
+    auto state = json::parse(r[0][0].c_str());
+    auto p = BinlogPosition::FromJson(state["position"]);
+    return p.ok() ? *p : BinlogPosition{};
+  };
+  BinlogPosition at_stop = kept();
+  ASSERT_FALSE(at_stop.empty()) << "nothing kept in sluice_state.source_position";
+  EXPECT_EQ(at_stop, SavedPosition()) << "a clean stop keeps its last position";
+  EXPECT_FALSE(at_stop.gtid.empty()) << "no GTID position kept";
+
+  // A new pod, launched as the orchestrator does (a new generation), with
+  // no state file anywhere (another launch file, another name).
+  std::filesystem::remove(StatePath());
+  {
+    store::Database db(plane.url(), 1);
+    db.Transact([&](pqxx::work& tx) {
+      auto w = runtime::WorkerRepository::FindForUpdate(tx, row.id);
+      w->Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, *w);
+      source_config_["generation"] = w->launch_generation.ToString();
+    });
+  }
+  for (int round = 3; round < 6; ++round) Churn(round);  // while no source runs
+  auto path = (dir_ / "pod2.json").string();
+  std::ofstream(path) << source_config_.dump(2);
+  supervisor_->Ensure(
+      "pod2",
+      {{std::getenv("SLUICE_BIN"), "worker", "--config", path}, {}, (dir_ / "pod2.log").string()});
+  ASSERT_TRUE(Converges());
+  auto starts = StreamStarts("pod2");
+  ASSERT_EQ(starts.size(), 1u);
+  // Where the last pod stopped: not a new snapshot's position (which would
+  // be past the changes made while no source ran).
+  EXPECT_EQ(starts[0].ToString(), at_stop.ToString());
+  EXPECT_FALSE(std::filesystem::exists(StatePath()));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "pod2.json.snapshot.json"));
+  // It keeps moving the kept position on.
+  Churn(6);
+  ASSERT_TRUE(Converges());
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (kept().ToLsn() <= at_stop.ToLsn() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(200ms);
+  EXPECT_GT(kept().ToLsn(), at_stop.ToLsn());
+}
+
+// shards = 2: the tables are spread over two source workers, as for a
+// PostgreSQL source, each reading the binlog as a replica of its own server
+// id (derived from the connector and the shard), and both tables reach the
+// target.
+TEST_F(MysqlEndToEnd, TwoShardsEachReadTheirOwnTablesUnderTheirOwnServerId) {
+  maria_.Sql(
+      "CREATE TABLE items (id INT PRIMARY KEY, label VARCHAR(40), qty BIGINT) DEFAULT CHARSET = "
+      "utf8mb4");
+  maria_.Sql("INSERT INTO items VALUES (1, 'one ü', 1), (2, 'two 😀', -2), (3, NULL, NULL)");
+  sluice::testing::TestDatabase plane;
+  const auto& server = sluice::testing::TestMariaDb();
+  store::Database db(plane.url(), 1);
+  std::vector<json> launches;
+  db.Transact([&](pqxx::work& tx) {
+    auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
+    tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', $2)", env,
+                   json{{"bootstrap_servers", broker_.bootstrap()}}.dump());
+    tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
+    auto id = common::Uuid::V4();
+    json config = {{"host", "127.0.0.1"},
+                   {"port", server.port},
+                   {"user", server.user},
+                   {"password", server.password},
+                   {"database", maria_.name()},
+                   {"topic_prefix", "e2e"},
+                   {"heartbeat_interval_seconds", 1}};
+    tx.exec_params(
+        "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+        "env_id) VALUES ($1, 'maria', 'mysql', $2, 'source', $3, $4)",
+        id.ToString(), config.dump(), team, env);
+    int shard = 0;
+    for (const char* table : {"orders", "items"})
+      tx.exec_params(
+          "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic, "
+          "source_table, shard_index) VALUES ($1, $2, '{}', $3, $4, $2, $5)",
+          common::Uuid::V4().ToString(), table, id.ToString(),
+          TopicForTable("e2e", {maria_.name(), table}), shard++);
+    for (auto w : runtime::WorkerRepository::EnsureShards(tx, id, 2)) {
+      w.Start(common::Clock::now(), std::nullopt);
+      runtime::WorkerRepository::Update(tx, w);
+      auto launch = orchestrator::BuildLaunch(tx, w, {plane.url(), std::nullopt}, nullptr);
+      ASSERT_TRUE(launch.ok()) << launch.status().message();
+      launches.push_back(*launch);
+    }
+  });
+  ASSERT_EQ(launches.size(), 2u);
+  std::set<std::uint32_t> ids;
+  std::vector<std::string> tables;
+  for (const auto& l : launches) {
+    ids.insert(l["source"]["server_id"].get<std::uint32_t>());
+    ASSERT_EQ(l["source"]["tables"].size(), 1u) << l["source"].dump();
+    tables.push_back(l["source"]["tables"][0]["table"]);
+    EXPECT_EQ(l["source"]["tables"][0]["schema"], maria_.name());
+  }
+  EXPECT_EQ(ids.size(), 2u) << "the shards share a server id";
+  EXPECT_EQ(tables, (std::vector<std::string>{"orders", "items"}));
+  // The same connector and shard always get the same id.
+  db.Transact([&](pqxx::work& tx) {
+    auto w = runtime::WorkerRepository::Find(
+        tx, *common::Uuid::Parse(launches[1]["worker_id"].get<std::string>()));
+    auto again = orchestrator::BuildLaunchConfig(tx, *w, nullptr);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)["source"]["server_id"], launches[1]["source"]["server_id"]);
+  });
+
+  for (std::size_t i = 0; i < launches.size(); ++i)
+    RunWorker("shard" + std::to_string(i), launches[i]);
+  json subscriptions = json::array();
+  for (const char* table : {"orders", "items"})
+    subscriptions.push_back({{"id", common::Uuid::V4().ToString()},
+                             {"topic", TopicForTable("e2e", {maria_.name(), table})},
+                             {"consumer_group", std::string("mysql-shards-") + table},
+                             {"target_table", std::string(table) + "_copy"}});
+  RunWorker("target",
+            WorkerConfig("target", {{"target", {{"type", "postgresql"}, {"url", target_.url()}}},
+                                    {"subscriptions", subscriptions}}));
+  for (int round = 0; round < 3; ++round) {
+    Churn(round);
+    maria_.Sql(
+        fmt::format("INSERT INTO items VALUES ({0}, 'r{0}', {0}); UPDATE items SET qty = "
+                    "qty * 10 WHERE id = 1; DELETE FROM items WHERE id = 2",
+                    10 + round));
+  }
+  ASSERT_TRUE(Converges());
+  const char* maria_items =
+      "SELECT CONCAT_WS('|', id, IFNULL(label, 'NULL'), IFNULL(qty, 'NULL')) FROM items ORDER BY "
+      "id";
+  const char* pg_items =
+      "SELECT concat_ws('|', id, coalesce(label, 'NULL'), coalesce(qty::text, 'NULL')) FROM "
+      "items_copy ORDER BY id";
+  std::string want = maria_.Sql(maria_items), got;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      pqxx::connection c(target_.url());
+      got.clear();
+      for (const auto& r : pqxx::nontransaction(c).exec(pg_items))
+        got += std::string(r[0].c_str()) + "\n";
+    } catch (const std::exception& e) {
+      got = e.what();
+    }
+    if (got == want) break;
+    std::this_thread::sleep_for(300ms);
+  }
+  EXPECT_EQ(got, want);
+  // Both replicas are connected at once, each registered under its id.
+  std::string hosts = sluice::testing::MariaSql(server, "SHOW SLAVE HOSTS");
+  for (auto id : ids) EXPECT_NE(hosts.find(std::to_string(id) + "\t"), std::string::npos) << hosts;
+  EXPECT_TRUE(supervisor_->IsRunning("shard0"));
+  EXPECT_TRUE(supervisor_->IsRunning("shard1"));
+  EXPECT_EQ(supervisor_->Restarts("shard0"), 0);
+  EXPECT_EQ(supervisor_->Restarts("shard1"), 0);
+}
+
+// Peak resident memory of a running process (VmHWM), in KiB; 0 if unknown.
+long PeakRssKib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+// One transaction of a million rows arrives whole, equal as text column by
+// column, while neither worker holds it in memory: each stays under a
+// generous 400 MiB peak (the rows alone are ~60 MiB as JSON envelopes).
+TEST_F(MysqlEndToEnd, AMillionRowTransactionArrivesWithBoundedWorkerMemory) {
+  maria_.Sql(
+      "CREATE TABLE big (id INT PRIMARY KEY, label VARCHAR(40), n BIGINT, at DATETIME(3)) "
+      "DEFAULT CHARSET = utf8mb4");
+  auto o = SourceOptions();
+  o.tables = {"big"};
+  o.snapshot_chunk_size = 1000;
+  RunSource(o);
+  RunWorker("target",
+            WorkerConfig("target", {{"target", {{"type", "postgresql"}, {"url", target_.url()}}},
+                                    {"subscriptions",
+                                     {{{"id", common::Uuid::V4().ToString()},
+                                       {"topic", TopicForTable("e2e", {maria_.name(), "big"})},
+                                       {"consumer_group", "mysql-big"},
+                                       {"target_table", "big_copy"}}}}}));
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (StreamStarts().empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(StreamStarts().size(), 1u) << SourceLog();
+  constexpr int kRows = 1000000;
+  maria_.Sql(
+      fmt::format("INSERT INTO big SELECT seq, CONCAT('row ', seq, ' ü'), seq * 1000003, "
+                  "TIMESTAMPADD(SECOND, seq, '2024-01-01 00:00:00.123') FROM seq_1_to_{}",
+                  kRows));
+  ASSERT_EQ(maria_.Sql("SELECT COUNT(*) FROM big"), std::to_string(kRows) + "\n");
+  auto target_count = [&]() -> long {
+    try {
+      pqxx::connection c(target_.url());
+      return pqxx::nontransaction(c).exec("SELECT count(*) FROM big_copy")[0][0].as<long>();
+    } catch (const std::exception&) {
+      return -1;
+    }
+  };
+  long peak_source = 0, peak_target = 0;
+  auto sample = [&] {
+    if (auto pid = supervisor_->Pid("source"))
+      peak_source = std::max(peak_source, PeakRssKib(*pid));
+    if (auto pid = supervisor_->Pid("target"))
+      peak_target = std::max(peak_target, PeakRssKib(*pid));
+  };
+  deadline = std::chrono::steady_clock::now() + 240s;
+  while (target_count() < kRows && std::chrono::steady_clock::now() < deadline) {
+    sample();
+    std::this_thread::sleep_for(500ms);
+  }
+  sample();
+  ASSERT_EQ(target_count(), kRows) << SourceLog();
+  EXPECT_EQ(supervisor_->Restarts("source"), 0) << SourceLog();
+  EXPECT_EQ(supervisor_->Restarts("target"), 0);
+  // Equal as text, column by column, over every row: one digest per 50k
+  // rows each side (a GROUP_CONCAT stays under max_allowed_packet).
+  std::string want = maria_.Sql(
+      "SET SESSION group_concat_max_len = 1073741824; SELECT id DIV 50000, "
+      "MD5(GROUP_CONCAT(CONCAT_WS('|', id, label, n, DATE_FORMAT(at, '%Y-%m-%d %H:%i:%s.%f')) "
+      "ORDER BY id SEPARATOR ';')) FROM big GROUP BY id DIV 50000 ORDER BY 1");
+  std::string got;
+  {
+    pqxx::connection c(target_.url());
+    for (const auto& row : pqxx::nontransaction(c).exec(
+             "SELECT id / 50000, md5(string_agg(concat_ws('|', id, label, n, to_char(at, "
+             "'YYYY-MM-DD HH24:MI:SS.US')), ';' ORDER BY id)) FROM big_copy GROUP BY id / 50000 "
+             "ORDER BY 1"))
+      got += std::string(row[0].c_str()) + "\t" + row[1].c_str() + "\n";
+  }
+  std::string sample_pg;
+  {
+    pqxx::connection c(target_.url());
+    for (const auto& row : pqxx::nontransaction(c).exec(
+             "SELECT concat_ws('|', id, label, n, to_char(at, 'YYYY-MM-DD HH24:MI:SS.US')) FROM "
+             "big_copy WHERE id IN (1, 2, 999999) ORDER BY id"))
+      sample_pg += std::string(row[0].c_str()) + "\n";
+  }
+  EXPECT_EQ(want, got) << "source:\n"
+                       << maria_.Sql(
+                              "SELECT CONCAT_WS('|', id, label, n, DATE_FORMAT(at, "
+                              "'%Y-%m-%d %H:%i:%s.%f')) FROM big WHERE id IN (1, 2, "
+                              "999999) ORDER BY id")
+                       << "target:\n"
+                       << sample_pg;
+  RecordProperty("source_peak_rss_kib", std::to_string(peak_source));
+  RecordProperty("target_peak_rss_kib", std::to_string(peak_target));
+  std::printf("peak RSS: source %ld KiB, target %ld KiB\n", peak_source, peak_target);
+  ASSERT_GT(peak_source, 0);
+  EXPECT_LT(peak_source, 400 * 1024);
+  EXPECT_LT(peak_target, 400 * 1024);
 }
 
 // A MariaDB restart mid-stream: the stream breaks, the worker restarts and

@@ -73,5 +73,26 @@ TEST(MysqlBinlogPosition, LsnOrderIsPositionOrder) {
   EXPECT_EQ(*parsed, b);
 }
 
+TEST(MysqlGtid, ParsesAndFormatsMariaDbGtidPositions) {
+  auto set = ParseGtidSet("0-1-100,2-7-5");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  ASSERT_EQ(set->size(), 2u);
+  EXPECT_EQ(set->at(2), (Gtid{2, 7, 5}));
+  EXPECT_EQ(FormatGtidSet(*set), "0-1-100,2-7-5");
+  EXPECT_TRUE(ParseGtidSet("").ok());
+  EXPECT_TRUE(ParseGtidSet("").value().empty());
+  for (const char* bad : {"0-1", "a-b-c", "0-1-2,0-1-3", "0-1-2-", "0-1-x"})
+    EXPECT_FALSE(ParseGtidSet(bad).ok()) << bad;
+  // A position's JSON carries it, and refuses a malformed one.
+  BinlogPosition p{"binlog.000002", 4, "0-1-100"};
+  auto back = BinlogPosition::FromJson(p.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, p);
+  nlohmann::json bad = {{"file", "b.000001"}, {"pos", 4}, {"gtid", "x"}};
+  EXPECT_FALSE(BinlogPosition::FromJson(bad).ok());
+  BinlogPosition plain{"b.000001", 4};
+  EXPECT_FALSE(plain.ToJson().contains("gtid"));
+}
+
 }  // namespace
 }  // namespace sluice::connectors::mysql
