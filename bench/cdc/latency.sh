@@ -44,38 +44,16 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/sluice-bench-latency-XXXXXX)
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true
-  if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT
-now() { date +%s.%N; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-q() { psql -qAtX "$@"; }
+source "$ROOT/bench/cdc/common.sh" latency
 
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
 # synchronous_commit back on (--no-fsync turns it off): with it off, a
 # commit's WAL reaches the walsender only when the WAL writer next flushes
 # (wal_writer_delay, 200 ms), which alone made the p50 150 ms at 1k/s.
 # fsync stays off, so that flush costs nothing.
-q "$URL" -c "ALTER SYSTEM SET track_commit_timestamp = on" -c "ALTER SYSTEM SET autovacuum = off" \
-  -c "ALTER SYSTEM SET max_connections = 100" -c "ALTER SYSTEM SET synchronous_commit = on" >/dev/null
-"$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-QUERY="?${URL#*\?}"
-BASE=${URL%%\?*}
-BASE=${BASE%/*}
+start_cluster track_commit_timestamp=on autovacuum=off max_connections=100 synchronous_commit=on
 SRC="$BASE/bench_source$QUERY"
 TGT="$BASE/bench_target$QUERY"
 REG="$BASE/bench_registry$QUERY"
-PW=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
-WBASE=${BASE/postgres@/postgres:$PW@}
 POSTMASTER=$(head -1 "$WORK/pg/postmaster.pid" 2>/dev/null || head -1 "$WORK"/pg/*/postmaster.pid)
 q "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
   -c "CREATE DATABASE bench_registry" >/dev/null

@@ -28,25 +28,14 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/sluice-bench-mariadb-XXXXXX)
-chmod 755 "$WORK"
-PIDS=()
+source "$ROOT/bench/cdc/common.sh" mariadb
 MARIA_PID=""
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+cleanup_extra() {
   if [ -n "$MARIA_PID" ]; then
     kill "$MARIA_PID" 2>/dev/null || true
     for _ in $(seq 300); do kill -0 "$MARIA_PID" 2>/dev/null || break; sleep 0.1; done
   fi
-  "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true
-  if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
 }
-trap cleanup EXIT
-now() { date +%s.%N; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-q() { psql -qAtX "$@"; }
 best() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc)" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 as_mysql() { if [ "$(id -u)" = 0 ]; then runuser -u mysql -- "$@"; else "$@"; fi; }
 
@@ -90,13 +79,8 @@ load_rows() {  # first id, count: transactions of TX_ROWS rows
 binlog_at() { m -e "SHOW MASTER STATUS" | awk '{print $1" "$2}'; }
 
 # Target: PostgreSQL, the mapped types, and when each row landed.
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-QUERY="?${URL#*\?}"
-BASE=${URL%%\?*}
-BASE=${BASE%/*}
+start_cluster
 TGT="$BASE/bench_target$QUERY"
-PW=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
-WBASE=${BASE/postgres@/postgres:$PW@}
 q "$URL" -c "CREATE DATABASE bench_target" >/dev/null
 q "$TGT" -c "CREATE TABLE bench_rows (id bigint PRIMARY KEY, c_int integer, c_big bigint,
   c_num numeric(12,2), c_text text, c_hash varchar(64), c_bool smallint, c_ts timestamp,

@@ -35,34 +35,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/sluice-bench-mixed-XXXXXX)
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true
-  if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT
-now() { date +%s.%N; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-q() { psql -qAtX "$@"; }
+source "$ROOT/bench/cdc/common.sh" mixed
 
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-q "$URL" -c "ALTER SYSTEM SET max_replication_slots = 32" -c "ALTER SYSTEM SET max_wal_senders = 32" \
-  -c "ALTER SYSTEM SET autovacuum = off" >/dev/null
-"$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-QUERY="?${URL#*\?}"
-BASE=${URL%%\?*}
-BASE=${BASE%/*}
+start_cluster max_replication_slots=32 max_wal_senders=32 autovacuum=off
 SRC="$BASE/bench_source$QUERY"
 TGT="$BASE/bench_target$QUERY"
 REG="$BASE/bench_registry$QUERY"
-PW=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
-WBASE=${BASE/postgres@/postgres:$PW@}
 q "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
   -c "CREATE DATABASE bench_registry" >/dev/null
 

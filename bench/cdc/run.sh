@@ -48,41 +48,14 @@ while [ $# -gt 0 ]; do
   esac
 done
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/sluice-bench-cdc-XXXXXX)
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true
-  if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT
-now() { date +%s.%N; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-q() { psql -qAtX "$@"; }
+source "$ROOT/bench/cdc/common.sh" cdc
 
-# Cluster, with commit timestamps for the latency measurement.
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
 # No autovacuum: a vacuum of a million fresh rows landing inside one
 # measurement and not another made the ceilings swing by a third.
-q "$URL" -c "ALTER SYSTEM SET track_commit_timestamp = on" -c "ALTER SYSTEM SET max_replication_slots = 32" \
-  -c "ALTER SYSTEM SET max_wal_senders = 32" -c "ALTER SYSTEM SET autovacuum = off" >/dev/null
-"$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null
-URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
-# postgresql://postgres@host:port/postgres?passfile=...: the cluster's
-# password file travels in the query, so other databases keep it.
-QUERY="?${URL#*\?}"
-BASE=${URL%%\?*}
-BASE=${BASE%/*}
+start_cluster track_commit_timestamp=on max_replication_slots=32 max_wal_senders=32 autovacuum=off
 SRC="$BASE/bench_source$QUERY"
 TGT="$BASE/bench_target$QUERY"
 REG="$BASE/bench_registry$QUERY"
-# Workers take no passfile (the connect policy refuses parameters that read
-# the machine's files): they get the password itself.
-PW=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
-WBASE=${BASE/postgres@/postgres:$PW@}
 q "$URL" -c "CREATE DATABASE bench_source" -c "CREATE DATABASE bench_target" \
   -c "CREATE DATABASE bench_registry" >/dev/null
 COLUMNS="id bigint PRIMARY KEY, c_int integer, c_big bigint, c_num numeric(12,2), c_text text,

@@ -1,0 +1,42 @@
+# What every bench/cdc script shares, sourced after its arguments are read
+# (BIN and KEEP set): a work directory removed on exit with every process
+# started there (append pids to PIDS), small helpers, and a throwaway
+# PostgreSQL cluster. A script with more to stop defines cleanup_extra.
+#   source "$ROOT/bench/cdc/common.sh" <name>
+PY=/usr/bin/python3
+WORK=$(mktemp -d "/tmp/sluice-bench-$1-XXXXXX")
+chmod 755 "$WORK"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  if declare -F cleanup_extra >/dev/null; then cleanup_extra; fi
+  "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true
+  if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+q() { psql -qAtX "$@"; }
+
+# start_cluster [NAME=VALUE ...]: the cluster under $WORK/pg, restarted once
+# with these server settings. Sets URL (the superuser's, with its passfile
+# in the query), QUERY, BASE (URL without database and query), and WBASE:
+# BASE with the password itself, for workers (the connect policy refuses
+# parameters that read the machine's files, such as passfile).
+start_cluster() {
+  URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
+  if [ $# -gt 0 ]; then
+    local settings=()
+    for s in "$@"; do settings+=(-c "ALTER SYSTEM SET ${s%%=*} = ${s#*=}"); done
+    q "$URL" "${settings[@]}" >/dev/null
+    "$BIN" --log-level warn db cluster stop --data-dir "$WORK/pg" >/dev/null
+    URL=$("$BIN" --log-level warn db cluster start --data-dir "$WORK/pg" --no-fsync | tail -1)
+  fi
+  QUERY="?${URL#*\?}"
+  BASE=${URL%%\?*}
+  BASE=${BASE%/*}
+  local pw
+  pw=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
+  WBASE=${BASE/postgres@/postgres:$pw@}
+}
