@@ -40,3 +40,26 @@ start_cluster() {
   pw=$(awk -F: 'NR == 1 { print $5 }' "$WORK/pg/pgpass")
   WBASE=${BASE/postgres@/postgres:$pw@}
 }
+
+uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
+
+# start_broker_and_registry: the broker on a free port (BPORT; BROKER is its
+# pid) and, when FORMAT is avro, a schema registry over the database $REG.
+# REGISTRY is then the workers' "registry" setting (null without one).
+start_broker_and_registry() {
+  BPORT=$(free_port)
+  "$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
+  BROKER=$!
+  PIDS+=($BROKER)
+  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$BPORT) 2>/dev/null && break; sleep 0.05; done
+  REGISTRY=null
+  if [ "${FORMAT:-json}" = avro ]; then
+    SLUICE_DATABASE_URL=$REG "$BIN" db migrate >/dev/null
+    local rport
+    rport=$(free_port)
+    SLUICE_DATABASE_URL=$REG "$BIN" --log-level warn registry --listen 127.0.0.1:$rport >"$WORK/registry.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$rport) 2>/dev/null && break; sleep 0.05; done
+    REGISTRY="{\"url\": \"http://127.0.0.1:$rport\"}"
+  fi
+}

@@ -66,21 +66,7 @@ INSERT INTO lat_rows SELECT nextval('lat_ids'), g, 'row-' || g, g * 1.5, clock_t
   FROM generate_series(1, $TX_ROWS) g;
 SQL
 
-BPORT=$(free_port)
-"$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
-BROKER=$!
-PIDS+=($BROKER)
-for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$BPORT) 2>/dev/null && break; sleep 0.05; done
-REGISTRY=null
-if [ "$FORMAT" = avro ]; then
-  SLUICE_DATABASE_URL=$REG "$BIN" db migrate >/dev/null
-  RPORT=$(free_port)
-  SLUICE_DATABASE_URL=$REG "$BIN" --log-level warn registry --listen 127.0.0.1:$RPORT >"$WORK/registry.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$RPORT) 2>/dev/null && break; sleep 0.05; done
-  REGISTRY="{\"url\": \"http://127.0.0.1:$RPORT\"}"
-fi
-uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
+start_broker_and_registry
 cat >"$WORK/source.json" <<JSON
 {"worker_id": "$(uuid)", "connector_id": "$(uuid)", "generation": "$(uuid)", "kind": "source",
  "broker": {"bootstrap_servers": "127.0.0.1:$BPORT"}, "registry": $REGISTRY,

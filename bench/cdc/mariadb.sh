@@ -86,11 +86,7 @@ q "$TGT" -c "CREATE TABLE bench_rows (id bigint PRIMARY KEY, c_int integer, c_bi
   c_num numeric(12,2), c_text text, c_hash varchar(64), c_bool smallint, c_ts timestamp,
   c_doc json, c_float double precision, landed_at timestamptz DEFAULT clock_timestamp())" >/dev/null
 
-BPORT=$(free_port)
-"$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$BPORT) 2>/dev/null && break; sleep 0.05; done
-uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
+start_broker_and_registry
 cat >"$WORK/source.json" <<JSON
 {"worker_id": "$(uuid)", "connector_id": "$(uuid)", "generation": "$(uuid)", "kind": "source",
  "broker": {"bootstrap_servers": "127.0.0.1:$BPORT"},

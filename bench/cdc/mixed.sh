@@ -124,20 +124,7 @@ for t in $(seq 10); do
 done
 q "$SRC" -c "CREATE PUBLICATION bench_recv_pub FOR TABLE $TABLE_LIST" >/dev/null
 
-BPORT=$(free_port)
-"$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$BPORT) 2>/dev/null && break; sleep 0.05; done
-REGISTRY=null
-if [ "$FORMAT" = avro ]; then
-  SLUICE_DATABASE_URL=$REG "$BIN" db migrate >/dev/null
-  RPORT=$(free_port)
-  SLUICE_DATABASE_URL=$REG "$BIN" --log-level warn registry --listen 127.0.0.1:$RPORT >"$WORK/registry.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$RPORT) 2>/dev/null && break; sleep 0.05; done
-  REGISTRY="{\"url\": \"http://127.0.0.1:$RPORT\"}"
-fi
-uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
+start_broker_and_registry
 TABLES_JSON=$(for t in $(seq 10); do printf '%s{"schema": "public", "table": "mix_%s"}' "$([ "$t" = 1 ] || echo ,)" "$t"; done)
 SUBS_JSON=$(for t in $(seq 10); do
   printf '%s{"id": "%s", "topic": "bench.public.mix_%s", "consumer_group": "bench_mix_%s", "target_table": "mix_%s"}' \

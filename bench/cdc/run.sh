@@ -89,20 +89,7 @@ q "$TGT" -c "CREATE VIEW all_rows AS $ALL_TGT" -c "CREATE TABLE copy_ceiling ($C
   -c "CREATE TABLE source_commit (id bigint PRIMARY KEY, committed_at timestamptz)" >/dev/null
 
 # Broker, registry (for --format avro), and per shard a source and a target worker.
-BPORT=$(free_port)
-"$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$BPORT) 2>/dev/null && break; sleep 0.05; done
-REGISTRY=null
-if [ "$FORMAT" = avro ]; then
-  SLUICE_DATABASE_URL=$REG "$BIN" db migrate >/dev/null
-  RPORT=$(free_port)
-  SLUICE_DATABASE_URL=$REG "$BIN" --log-level warn registry --listen 127.0.0.1:$RPORT >"$WORK/registry.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$RPORT) 2>/dev/null && break; sleep 0.05; done
-  REGISTRY="{\"url\": \"http://127.0.0.1:$RPORT\"}"
-fi
-uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
+start_broker_and_registry
 TOPICS=()
 for t in $(seq "$TABLES"); do
   TOPICS+=("bench.public.bench_rows_$t")
