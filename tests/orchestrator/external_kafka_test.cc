@@ -13,6 +13,7 @@
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
+#include "items_pipeline.h"
 #include "orchestrator/orchestrator.h"
 #include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
@@ -62,31 +63,7 @@ class ExternalKafka : public ::testing::Test {
     source_id_ = common::Uuid::V4();
     target_id_ = common::Uuid::V4();
     db_->Transact([&](pqxx::work& tx) {
-      auto env = common::Uuid::V4().ToString(), team = common::Uuid::V4().ToString();
-      tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', $2)",
-                     env, kafka.dump());
-      tx.exec_params("INSERT INTO team (id, name, env_id) VALUES ($1, 't', $2)", team, env);
-      auto connector = [&](const common::Uuid& id, const char* name, const char* way,
-                           const std::string& url) {
-        tx.exec_params(
-            "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
-            "env_id) VALUES ($1, $2, 'postgresql', $3, $4, $5, $6)",
-            id.ToString(), name, json{{"url", url}}.dump(), way, team, env);
-      };
-      connector(source_id_, "src", "source", source_.url());
-      connector(target_id_, "dst", "target", target_.url());
-      auto dm = common::Uuid::V4().ToString();
-      tx.exec_params(
-          "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic, "
-          "source_schema, source_table) VALUES ($1, 'items', '{}', $2, $3, 'public', 'items')",
-          dm, source_id_.ToString(), connectors::TopicForTable("sluice", {"public", "items"}));
-      tx.exec_params(
-          "INSERT INTO subscription (id, name, config, transform_config, datamodel_id, "
-          "target_connector_id, error_table_enabled, target_table_name, "
-          "requires_unique_destination) VALUES ($1, 's', '{}', '{}', $2, $3, false, "
-          "'items_copy', true)",
-          common::Uuid::V4().ToString(), dm, target_id_.ToString());
-      runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+      testing::SeedItemsPipeline(tx, kafka, source_id_, source_.url(), target_id_, target_.url());
       for (const auto& id : {source_id_, target_id_})
         for (auto& w : runtime::WorkerRepository::EnsureShards(tx, id, 1)) {
           w.Start(common::Clock::now(), std::nullopt);
