@@ -1,4 +1,5 @@
 #include "dataflow/row_transform.h"
+#include "common/problems.h"
 
 #include <fmt/format.h>
 
@@ -114,11 +115,7 @@ common::Result<RowTransform> RowTransform::Create(const json& config) {
       t.filter_ = f;
     }
   }
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
-    return common::InvalidArgument(all);
-  }
+  if (!problems.empty()) return common::AllProblems(problems);
   t.identity_ = false;
   return t;
 }

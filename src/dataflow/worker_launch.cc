@@ -1,4 +1,5 @@
 #include "dataflow/worker_launch.h"
+#include "common/problems.h"
 
 #include <fmt/format.h>
 
@@ -95,11 +96,7 @@ common::Result<WorkerLaunch> Parse(const json& j) {
                          " is read through a kafka source, which keeps only its team's events");
     w.subscriptions.push_back(std::move(spec));
   }
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
-    return common::InvalidArgument(all);
-  }
+  if (!problems.empty()) return common::AllProblems(problems);
   return w;
 }
 

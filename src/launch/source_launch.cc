@@ -1,4 +1,5 @@
 #include "launch/source_launch.h"
+#include "common/problems.h"
 
 #include <fmt/format.h>
 
@@ -189,11 +190,7 @@ common::Result<MysqlSourceLaunch> MysqlSourceLaunch::FromJson(const json& s) {
     }
   }
   if (o.tables.empty()) problems.push_back("source.tables: at least one table");
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& p : problems) all += (all.empty() ? "" : "; ") + p;
-    return common::InvalidArgument(all);
-  }
+  if (!problems.empty()) return common::AllProblems(problems);
   return o;
 }
 
