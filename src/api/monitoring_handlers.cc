@@ -2,6 +2,7 @@
 // subscription or pipeline, errors only unless asked, newest first, paged by
 // a keyset cursor on ts (a new event between pages shifts nothing).
 #include <algorithm>
+#include <array>
 #include <string_view>
 
 #include "api/access.h"
@@ -38,7 +39,22 @@ std::vector<events::Level> ParseLevels(const Request& req) {
   return out;
 }
 
+// A misspelt filter (?levels= for ?level=) must not quietly give the default page.
+void RefuseUnknownQueryParameters(const Request& req) {
+  static constexpr std::array<std::string_view, 3> kKnown = {"level", "limit", "cursor"};
+  for (const auto& [name, value] : req.raw.params) {
+    if (std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end()) continue;
+    // Echoed only when it is short printable ASCII: the message is the caller's to read.
+    bool printable = name.size() <= 64 && std::all_of(name.begin(), name.end(),
+                                                      [](char c) { return c >= 0x20 && c < 0x7f; });
+    throw ApiError(422, "unknown_field",
+                   (printable ? name : std::string("a parameter")) +
+                       ": not a query parameter of this endpoint (known: level, limit, cursor)");
+  }
+}
+
 events::EventQuery ParseQuery(const Request& req, events::EventScope scope) {
+  RefuseUnknownQueryParameters(req);
   events::EventQuery q;
   q.scope = std::move(scope);
   q.levels = ParseLevels(req);

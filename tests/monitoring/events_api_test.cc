@@ -67,6 +67,11 @@ TEST_F(EventsApi, LevelFilterSelectsExactlyTheLevelsAsked) {
   EXPECT_EQ(bad.status, 422);
   EXPECT_EQ(bad.body["error"]["code"], "invalid_field");
   EXPECT_EQ(Get(path + "?level=,").status, 422);
+  // A misspelt filter is an error, not the default page.
+  auto misspelt = Get(path + "?levels=warn");
+  EXPECT_EQ(misspelt.status, 422);
+  EXPECT_EQ(misspelt.body["error"]["code"], "unknown_field");
+  EXPECT_NE(misspelt.body["error"]["message"].get<std::string>().find("levels"), std::string::npos);
 }
 
 TEST_F(EventsApi, PagingOnTsNeitherRepeatsNorSkipsEvenWhenNewEventsArrive) {
