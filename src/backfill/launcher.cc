@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include "backfill/launch.h"
 #include "backfill/report.h"
 #include "backfill/repository.h"
+#include "common/subprocess.h"
 
 namespace sluice::backfill {
 
@@ -94,8 +94,7 @@ pid_t Launcher::Spawn(const Uuid& item_id, const std::string& config_path, bool 
     // A loader dies with its back end: the next leader requeues the attempt
     // as lost and starts another, so none runs on unowned. Forked on the
     // tick thread, which lives until Stop().
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
+    common::DieWithParent(parent);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) {
       dup2(fd, 1);

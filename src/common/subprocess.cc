@@ -1,5 +1,7 @@
 #include "common/subprocess.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +63,11 @@ std::vector<std::string> AsUser(const std::string& os_user, std::vector<std::str
   std::vector<std::string> wrapped = {"runuser", "-u", os_user, "--"};
   wrapped.insert(wrapped.end(), argv.begin(), argv.end());
   return wrapped;
+}
+
+void DieWithParent(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the parent died before prctl took hold
 }
 
 }  // namespace sluice::common

@@ -2,6 +2,8 @@
 // No shell is involved, so arguments are never re-parsed.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -23,5 +25,10 @@ bool RunningAsRoot();
 // Path of this process's own binary, to launch more of itself (workers, the
 // broker); "sluice" (looked up on PATH) when /proc cannot say.
 std::string SelfExecutablePath();
+
+// In a child just forked by `parent`: SIGKILL it when the forking thread
+// goes (PR_SET_PDEATHSIG, even when the parent is SIGKILLed), and exit at
+// once if the parent is already gone. Async-signal-safe.
+void DieWithParent(pid_t parent);
 
 }  // namespace sluice::common

@@ -3,11 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+
+#include "common/subprocess.h"
 
 extern char** environ;
 
@@ -54,10 +55,7 @@ pid_t ProcessSupervisor::Spawn(const ProcessSpec& spec) {
   const bool die_with_parent = options_.die_with_parent;
   pid_t pid = fork();
   if (pid == 0) {
-    if (die_with_parent) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);  // the parent died before prctl
-    }
+    if (die_with_parent) common::DieWithParent(parent);
     setpgid(0, 0);  // its own group, so a stop reaches its children too
     // A blocked signal stays blocked across exec: serve and up block
     // SIGTERM for their sigwait, and their workers then never heard a stop
@@ -127,32 +125,28 @@ bool ProcessSupervisor::Stop(const std::string& key, std::chrono::milliseconds g
   return Terminate({{key, pid}}, grace) > 0;
 }
 
+std::vector<std::pair<std::string, pid_t>> ProcessSupervisor::TakeAll() {
+  std::vector<std::pair<std::string, pid_t>> taken;
+  std::lock_guard lock(mu_);
+  for (const auto& [key, child] : children_)
+    if (child.pid > 0) taken.emplace_back(key, child.pid);
+  children_.clear();
+  return taken;
+}
+
 int ProcessSupervisor::StopAll(std::chrono::milliseconds grace) {
-  std::vector<std::pair<std::string, pid_t>> stopping;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [key, child] : children_)
-      if (child.pid > 0) stopping.emplace_back(key, child.pid);
-    children_.clear();
-  }
-  return Terminate(stopping, grace);
+  return Terminate(TakeAll(), grace);
 }
 
 int ProcessSupervisor::KillAll() {
-  std::vector<pid_t> pids;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [key, child] : children_)
-      if (child.pid > 0) pids.push_back(child.pid);
-    children_.clear();
-  }
-  for (pid_t pid : pids)
+  auto taken = TakeAll();
+  for (const auto& [key, pid] : taken)
     if (kill(-pid, SIGKILL) != 0) kill(pid, SIGKILL);
-  for (pid_t pid : pids) {
+  for (const auto& [key, pid] : taken) {
     int status;
     waitpid(pid, &status, 0);
   }
-  return static_cast<int>(pids.size());
+  return static_cast<int>(taken.size());
 }
 
 bool ProcessSupervisor::IsRunning(const std::string& key) const {

@@ -71,6 +71,9 @@ class ProcessSupervisor {
   std::vector<std::string> Keys() const;
 
  private:
+  // Forgets every process and returns them (key, pid) for stopping.
+  std::vector<std::pair<std::string, pid_t>> TakeAll();
+
   struct Child {
     ProcessSpec spec;
     pid_t pid = -1;
