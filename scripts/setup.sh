@@ -10,7 +10,7 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libcpp-httplib-dev libssl-dev
   libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev libjemalloc-dev
   kcat python3 python3-confluent-kafka python3-kafka python3-avro python3-requests
-  clang-format clang libclang-rt-14-dev util-linux procps ccache
+  clang-format clang libclang-rt-14-dev util-linux procps ccache ninja-build
   mariadb-server mariadb-client libmariadb-dev
   chromium
 )
