@@ -29,10 +29,11 @@ import sys
 LAYERS = [
     ("base", ["common"],
      "Status, UUIDs, time, JSON, processes, HTTP client, TLS"),
-    ("infrastructure", ["store", "guard", "secrets", "auth", "kafka", "catalog", "launch"],
+    ("infrastructure", ["store", "guard", "secrets", "auth", "kafka", "catalog", "launch",
+                        "license"],
      "one concern each: the data-plane database, the connect policy, "
      "config encryption, passwords and tokens, librdkafka clients, "
-     "connector types, the worker and loader launch contracts"),
+     "connector types, the worker and loader launch contracts, the license"),
     ("subsystems", ["broker", "registry", "connectors", "events", "metrics", "runtime",
                     "warehouse"],
      "self-contained engines: the Kafka-protocol broker, the schema registry, "

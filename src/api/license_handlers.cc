@@ -5,14 +5,14 @@
 #include "api/access.h"
 #include "api/license_gate.h"
 #include "api/routes.h"
-#include "orchestrator/license_refresher.h"
-#include "runtime/license_repository.h"
+#include "license/license_refresher.h"
+#include "license/license_repository.h"
 
 namespace sluice::api {
 
 namespace {
 
-Json LicenseJson(const runtime::License& license, common::TimePoint now) {
+Json LicenseJson(const license::License& license, common::TimePoint now) {
   Json j;
   const auto& last = license.last();
   j["license_active"] = last ? last->active : false;
@@ -29,23 +29,23 @@ Json LicenseJson(const runtime::License& license, common::TimePoint now) {
 
 Response Get(ApiContext& ctx) {
   auto now = common::Clock::now();
-  auto last = ctx.db.Transact([](pqxx::work& tx) { return runtime::LicenseRepository::Load(tx); });
-  return Response::Ok(LicenseJson(runtime::License(last, ctx.options.license_grace), now));
+  auto last = ctx.db.Transact([](pqxx::work& tx) { return license::LicenseRepository::Load(tx); });
+  return Response::Ok(LicenseJson(license::License(last, ctx.options.license_grace), now));
 }
 
 Response Put(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   auto now = common::Clock::now();
-  auto verdict = orchestrator::ParseVerdict(req.Body().dump(), now);
+  auto verdict = license::ParseVerdict(req.Body().dump(), now);
   if (!verdict.ok()) throw ApiError(422, "invalid_license", verdict.status().message());
-  ctx.db.Transact([&](pqxx::work& tx) { runtime::LicenseRepository::Store(tx, *verdict); });
-  return Response::Ok(LicenseJson(runtime::License(*verdict, ctx.options.license_grace), now));
+  ctx.db.Transact([&](pqxx::work& tx) { license::LicenseRepository::Store(tx, *verdict); });
+  return Response::Ok(LicenseJson(license::License(*verdict, ctx.options.license_grace), now));
 }
 
 }  // namespace
 
 common::Status LicenseAllowsStart(pqxx::work& tx, const ApiContext& ctx) {
-  runtime::License license(runtime::LicenseRepository::Load(tx), ctx.options.license_grace);
+  license::License license(license::LicenseRepository::Load(tx), ctx.options.license_grace);
   return license.AllowsStart(common::Clock::now());
 }
 

@@ -123,7 +123,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   background.warehouse_keys = &api::ConfigKeyRing();
   background.license = o.license;
   // One verdict before the first tick, so a restart does not pause what runs.
-  if (auto st = orchestrator::RefreshLicense(db, background.license); !st.ok()) {
+  if (auto st = license::RefreshLicense(db, background.license); !st.ok()) {
     if (o.license_failure_is_fatal) return st;
     spdlog::warn("license: {} (the last verdict stays)", st.message());
   }

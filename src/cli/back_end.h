@@ -12,7 +12,7 @@
 #include "api/context.h"
 #include "common/status.h"
 #include "common/tls.h"
-#include "orchestrator/license_refresher.h"
+#include "license/license_refresher.h"
 #include "runtime/kubernetes_pod_launcher.h"
 #include "store/database.h"
 
@@ -38,7 +38,7 @@ struct BackEndOptions {
   // Where license verdicts come from; the first verdict is taken before the
   // orchestrator starts. Its failure stops the start when
   // `license_failure_is_fatal`, else it is a warning (the last verdict stays).
-  orchestrator::LicenseSource license;
+  license::LicenseSource license;
   bool license_failure_is_fatal = false;
 };
 

@@ -33,7 +33,7 @@ BackgroundTasks::BackgroundTasks(store::Database& db, BackgroundOptions options)
     metrics::RawRetention(db, {options.raw_metric_retention}).RunOnce(common::Clock::now());
   }));
   tasks.push_back(std::make_unique<common::PeriodicTask>(options.license_refresh, [&db, options] {
-    auto st = RefreshLicense(db, options.license);
+    auto st = license::RefreshLicense(db, options.license);
     if (!st.ok()) spdlog::warn("license refresh (the last verdict stays): {}", st.message());
   }));
   tasks.push_back(std::make_unique<common::PeriodicTask>(1min, [&db] {

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "license/license_refresher.h"
 #include "orchestrator/events_outbox.h"
-#include "orchestrator/license_refresher.h"
 #include "secrets/key_ring.h"
 #include "store/database.h"
 
@@ -23,7 +23,7 @@ struct BackgroundOptions {
   bool publish_events = true;
   EventsOutboxOptions events;
   // Where license verdicts come from (community when no control-plane).
-  LicenseSource license;
+  license::LicenseSource license;
   std::chrono::seconds license_refresh{300};
   // Decrypts warehouse configurations for scheduled tasks; nullptr leaves the
   // task scheduler off.

@@ -6,9 +6,9 @@
 #include <set>
 
 #include "events/connector_events.h"
+#include "license/license.h"
+#include "license/license_repository.h"
 #include "runtime/launch_config.h"
-#include "runtime/license.h"
-#include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
 
 namespace sluice::orchestrator {
@@ -116,7 +116,7 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
 }
 
 std::vector<Worker> Orchestrator::EnforceLicense(pqxx::work& tx, common::TimePoint now) {
-  runtime::License license(runtime::LicenseRepository::Load(tx), options_.license_grace);
+  license::License license(license::LicenseRepository::Load(tx), options_.license_grace);
   auto verdict = license.AllowsStart(now);
   std::vector<Worker> paused;
   if (!verdict.ok()) {
@@ -125,7 +125,7 @@ std::vector<Worker> Orchestrator::EnforceLicense(pqxx::work& tx, common::TimePoi
       auto w = WorkerRepository::FindForUpdate(tx, *common::Uuid::Parse(r[0].c_str()));
       if (!w) continue;
       w->Pause();
-      w->reason = runtime::License::PauseReason(verdict);
+      w->reason = license::License::PauseReason(verdict);
       WorkerRepository::Update(tx, *w);
       paused.push_back(*w);
     }
@@ -134,7 +134,7 @@ std::vector<Worker> Orchestrator::EnforceLicense(pqxx::work& tx, common::TimePoi
   for (const auto& r : tx.exec("SELECT id FROM worker WHERE state = 'PAUSED' ORDER BY id "
                                "FOR UPDATE SKIP LOCKED")) {
     auto w = WorkerRepository::FindForUpdate(tx, *common::Uuid::Parse(r[0].c_str()));
-    if (!w || !runtime::License::IsLicensePause(w->reason)) continue;
+    if (!w || !license::License::IsLicensePause(w->reason)) continue;
     w->Start(now, std::nullopt);
     w->reason.reset();
     WorkerRepository::Update(tx, *w);

@@ -17,10 +17,10 @@
 #include "common/uuid.h"
 #include "events/event_store.h"
 #include "events/events_topic.h"
+#include "license/license_repository.h"
 #include "orchestrator/events_outbox.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/orchestrator.h"
-#include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
 #include "store/database.h"
 #include "support/test_database.h"
@@ -50,7 +50,7 @@ class EventsSubscriptionTest : public ::testing::Test {
     db_.Transact([&](pqxx::work& tx) {
       tx.exec_params("INSERT INTO env (id, name, retention_configuration) VALUES ($1, 'e', $2)",
                      env_.ToString(), json{{"bootstrap_servers", broker_.bootstrap()}}.dump());
-      runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+      license::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
     });
     AddReader(a_, "a", json{{"topic", topic_}, {"format", "json"}});
     // Team B's configuration asks for team A's events: the filter is not its to choose.

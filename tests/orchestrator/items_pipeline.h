@@ -12,7 +12,7 @@
 #include "common/time.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
-#include "runtime/license_repository.h"
+#include "license/license_repository.h"
 
 namespace sluice::testing {
 
@@ -43,7 +43,7 @@ inline void SeedItemsPipeline(pqxx::work& tx, const nlohmann::json& broker,
       "requires_unique_destination) VALUES ($1, 's', '{}', '{}', $2, $3, false, "
       "'items_copy', true)",
       common::Uuid::V4().ToString(), dm, target_id.ToString());
-  runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+  license::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
 }
 
 }  // namespace sluice::testing

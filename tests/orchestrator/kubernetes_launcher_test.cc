@@ -13,8 +13,8 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "license/license_repository.h"
 #include "orchestrator/orchestrator.h"
-#include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
 #include "support/test_database.h"
 
@@ -127,7 +127,7 @@ class KubernetesLauncherTest : public ::testing::Test {
           "source_schema, source_table) VALUES ($1, 'orders', '{}', $2, 'sluice.public.orders', "
           "'public', 'orders')",
           common::Uuid::V4().ToString(), connector_.ToString());
-      runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+      license::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
     });
     options_.run_dir = (dir_ / "run").string();
     options_.stop_timeout = 1s;

@@ -14,11 +14,11 @@
 #include "guard/connect_policy.h"
 #include "guard/postgres_conninfo.h"
 #include "items_pipeline.h"
+#include "license/license_repository.h"
 #include "metrics/data_plane_gauges.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/placement.h"
-#include "runtime/license_repository.h"
 #include "runtime/worker_repository.h"
 #include "support/test_database.h"
 
@@ -308,7 +308,7 @@ TEST_F(OrchestratorTest, PastTheLicenseGraceWorkersPauseAndResumeOnAValidVerdict
   ASSERT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kLive; }));
   // The last verdict is older than the grace window: the control-plane went quiet.
   db_->Transact([&](pqxx::work& tx) {
-    runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now() - 2h});
+    license::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now() - 2h});
   });
   ASSERT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kPaused; }));
   auto paused = WorkerOf(source_id_);
@@ -324,7 +324,7 @@ TEST_F(OrchestratorTest, PastTheLicenseGraceWorkersPauseAndResumeOnAValidVerdict
     runtime::WorkerRepository::Update(tx, w);
   });
   db_->Transact([&](pqxx::work& tx) {
-    runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+    license::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
   });
   EXPECT_TRUE(TickUntil([&] { return WorkerOf(source_id_).state == WorkerState::kLive; }));
   EXPECT_FALSE(WorkerOf(source_id_).reason.has_value());

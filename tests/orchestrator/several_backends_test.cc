@@ -30,7 +30,7 @@
 #include "connectors/topic_naming.h"
 #include "events/event_store.h"
 #include "events/events_topic.h"
-#include "runtime/license_repository.h"
+#include "license/license_repository.h"
 #include "runtime/worker_repository.h"
 #include "store/database.h"
 #include "support/test_database.h"
@@ -144,7 +144,7 @@ class SeveralBackends : public ::testing::Test {
       };
       pair("items", common::Uuid::V4());
       pair("bulk", bulk_sub);
-      runtime::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
+      license::LicenseRepository::Store(tx, {true, std::nullopt, common::Clock::now()});
       // A task every minute on a warehouse (a database of the test cluster),
       // due now.
       auto warehouse = common::Uuid::V4().ToString();

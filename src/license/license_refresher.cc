@@ -1,22 +1,22 @@
-#include "orchestrator/license_refresher.h"
+#include "license/license_refresher.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "common/http_client.h"
-#include "runtime/license_repository.h"
+#include "license/license_repository.h"
 
-namespace sluice::orchestrator {
+namespace sluice::license {
 
-common::Result<runtime::LicenseVerdict> ParseVerdict(const std::string& body,
+common::Result<license::LicenseVerdict> ParseVerdict(const std::string& body,
                                                      common::TimePoint now) {
   auto json = nlohmann::json::parse(body, nullptr, false);
   if (!json.is_object()) return common::InvalidArgument("license verdict is not a JSON object");
   auto active = json.contains("license_active") ? json["license_active"] : json["active"];
   if (!active.is_boolean())
     return common::InvalidArgument("license verdict has no boolean license_active");
-  runtime::LicenseVerdict v;
+  license::LicenseVerdict v;
   v.active = active.get<bool>();
   v.seen_at = now;
   auto expires = json.contains("license_expires_at") ? json["license_expires_at"]
@@ -32,9 +32,9 @@ common::Result<runtime::LicenseVerdict> ParseVerdict(const std::string& body,
   return v;
 }
 
-common::Result<runtime::LicenseVerdict> FetchVerdict(const LicenseSource& source,
+common::Result<license::LicenseVerdict> FetchVerdict(const LicenseSource& source,
                                                      common::TimePoint now) {
-  if (!source.control_plane_url) return runtime::CommunityVerdict(now);
+  if (!source.control_plane_url) return license::CommunityVerdict(now);
   common::HttpRequest request;
   request.url = *source.control_plane_url;
   request.headers = {"Accept: application/json"};
@@ -55,9 +55,9 @@ common::Status RefreshLicense(store::Database& db, const LicenseSource& source) 
   auto verdict = FetchVerdict(source, common::Clock::now());
   if (!verdict.ok()) return verdict.status();
   return db.Transact([&](pqxx::work& tx) {
-    runtime::LicenseRepository::Store(tx, *verdict);
+    license::LicenseRepository::Store(tx, *verdict);
     return common::Status::Ok();
   });
 }
 
-}  // namespace sluice::orchestrator
+}  // namespace sluice::license

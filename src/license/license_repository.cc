@@ -1,8 +1,8 @@
-#include "runtime/license_repository.h"
+#include "license/license_repository.h"
 
 #include "common/uuid.h"
 
-namespace sluice::runtime {
+namespace sluice::license {
 
 namespace {
 
@@ -50,4 +50,4 @@ void LicenseRepository::Store(pqxx::transaction_base& tx, const LicenseVerdict& 
                  common::Uuid::V4().ToString());
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::license

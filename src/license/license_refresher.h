@@ -3,7 +3,7 @@
 // ISO-8601 | null}); a failed fetch leaves the last verdict in place so the
 // grace window, not one network blip, decides. Without a control-plane (the
 // self-hosted community edition) it is the community verdict, renewed at
-// every refresh (runtime::CommunityVerdict).
+// every refresh (license::CommunityVerdict).
 #pragma once
 
 #include <optional>
@@ -11,10 +11,10 @@
 
 #include "common/status.h"
 #include "common/time.h"
-#include "runtime/license.h"
+#include "license/license.h"
 #include "store/database.h"
 
-namespace sluice::orchestrator {
+namespace sluice::license {
 
 struct LicenseSource {
   std::optional<std::string> control_plane_url;  // nullopt: community verdict
@@ -23,14 +23,14 @@ struct LicenseSource {
 };
 
 // A verdict parsed from the control-plane's JSON body, stamped seen at `now`.
-common::Result<runtime::LicenseVerdict> ParseVerdict(const std::string& body,
+common::Result<license::LicenseVerdict> ParseVerdict(const std::string& body,
                                                      common::TimePoint now);
 
 // Fetches one verdict (HTTP for a control-plane, immediate for community).
-common::Result<runtime::LicenseVerdict> FetchVerdict(const LicenseSource& source,
+common::Result<license::LicenseVerdict> FetchVerdict(const LicenseSource& source,
                                                      common::TimePoint now);
 
 // Fetch + store; the stored row is untouched when the fetch fails.
 common::Status RefreshLicense(store::Database& db, const LicenseSource& source);
 
-}  // namespace sluice::orchestrator
+}  // namespace sluice::license

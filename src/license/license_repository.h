@@ -6,9 +6,9 @@
 #include <optional>
 #include <pqxx/pqxx>
 
-#include "runtime/license.h"
+#include "license/license.h"
 
-namespace sluice::runtime {
+namespace sluice::license {
 
 class LicenseRepository {
  public:
@@ -19,4 +19,4 @@ class LicenseRepository {
   static void Store(pqxx::transaction_base& tx, const LicenseVerdict& verdict);
 };
 
-}  // namespace sluice::runtime
+}  // namespace sluice::license

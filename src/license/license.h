@@ -11,7 +11,7 @@
 #include "common/status.h"
 #include "common/time.h"
 
-namespace sluice::runtime {
+namespace sluice::license {
 
 struct LicenseVerdict {
   bool active = false;
@@ -60,4 +60,4 @@ class License {
   std::chrono::seconds grace_;
 };
 
-}  // namespace sluice::runtime
+}  // namespace sluice::license

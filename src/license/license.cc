@@ -1,8 +1,8 @@
-#include "runtime/license.h"
+#include "license/license.h"
 
 #include <fmt/format.h>
 
-namespace sluice::runtime {
+namespace sluice::license {
 
 LicenseVerdict CommunityVerdict(common::TimePoint now) {
   return LicenseVerdict{true, now + kCommunityTerm, now};
@@ -25,4 +25,4 @@ common::Status License::AllowsStart(common::TimePoint now) const {
   return common::Status::Ok();
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::license

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "runtime/license.h"
+#include "license/license.h"
 
-namespace sluice::runtime {
+namespace sluice::license {
 namespace {
 
 using namespace std::chrono_literals;
@@ -52,4 +52,4 @@ TEST(License, ExpiredLicenseRefuses) {
 }
 
 }  // namespace
-}  // namespace sluice::runtime
+}  // namespace sluice::license
