@@ -29,15 +29,14 @@ import sys
 LAYERS = [
     ("base", ["common"],
      "Status, UUIDs, time, JSON, processes, HTTP client, TLS"),
-    ("infrastructure", ["store", "guard", "secrets", "auth", "kafka", "catalog", "launch",
-                        "license"],
+    ("infrastructure", ["store", "guard", "secrets", "auth", "kafka", "launch", "license"],
      "one concern each: the data-plane database, the connect policy, "
      "config encryption, passwords and tokens, librdkafka clients, "
-     "connector types, the worker and loader launch contracts, the license"),
+     "the worker and loader launch contracts, the license"),
     ("subsystems", ["broker", "registry", "connectors", "events", "metrics", "runtime",
                     "warehouse"],
      "self-contained engines: the Kafka-protocol broker, the schema registry, "
-     "sources and targets, resource events, metrics, worker rows and pod "
+     "sources, targets and connector types, resource events, metrics, worker rows and pod "
      "launchers, transformations"),
     ("data plane", ["dataflow"],
      "the stages inside a worker process"),

@@ -12,8 +12,8 @@
 #include "api/routes.h"
 #include "api/topic_ownership.h"
 #include "api/user_log_repository.h"
-#include "catalog/config_validation.h"
 #include "connectors/postgres/slot_health.h"
+#include "connectors/types/config_validation.h"
 #include "events/connector_events.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/worker_repository.h"
@@ -27,22 +27,22 @@ namespace {
 
 using auth::Action;
 
-Json TypeJson(const catalog::ConnectorType& t) {
+Json TypeJson(const connectors::types::ConnectorType& t) {
   return {{"id", t.id},
           {"connector_type", t.system},
-          {"way", catalog::WayName(t.way)},
+          {"way", connectors::types::WayName(t.way)},
           {"title", t.title},
           {"configuration_schema", t.Schema()}};
 }
 
 Response ListTypes(Request&) {
   Json items = Json::array();
-  for (const auto& t : catalog::AllConnectorTypes()) items.push_back(TypeJson(t));
+  for (const auto& t : connectors::types::AllConnectorTypes()) items.push_back(TypeJson(t));
   return Response::Ok({{"items", items}});
 }
 
 Response GetType(Request& req) {
-  const auto* t = catalog::FindConnectorType(req.params.at("type"));
+  const auto* t = connectors::types::FindConnectorType(req.params.at("type"));
   if (!t) throw ApiError(404, "not_found", "connector type not found");
   return Response::Ok(TypeJson(*t));
 }
@@ -74,7 +74,7 @@ Response Create(ApiContext& ctx, Request& req) {
   f.Finish();
   const auto& type = RequireConnectorType(type_id);
   c.connector_type = type.system;
-  c.way = catalog::WayName(type.way);
+  c.way = connectors::types::WayName(type.way);
   c.configuration = ValidatedConfiguration(type, config.value_or(Json::object()));
   return IdempotentCreate(
       ctx, req, "connectors:create", body,
@@ -111,7 +111,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     ConnectorRow c = RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
     const ConnectorRow before = c;
-    const catalog::ConnectorType* type = c.type();
+    const connectors::types::ConnectorType* type = c.type();
     if (type_id && (!type || *type_id != type->id)) {
       InvalidField("type", "cannot change; create a new connector instead");
     }
@@ -120,7 +120,7 @@ Response Patch(ApiContext& ctx, Request& req) {
       if (!type) throw ApiError(409, "failed_precondition", "the connector's type is unknown");
       // The configuration is replaced whole; echoed "********" keeps a secret.
       c.configuration = ValidatedConfiguration(
-          *type, catalog::KeepUnchangedSecrets(*type, *config, c.configuration));
+          *type, connectors::types::KeepUnchangedSecrets(*type, *config, c.configuration));
       RequireConnectorAllowed(c.connector_type, c.configuration);
       CheckConnectorTopics(tx, c, &before);
     }

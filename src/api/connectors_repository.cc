@@ -4,7 +4,7 @@
 #include "api/config_keys.h"
 #include "api/json_fields.h"
 #include "api/sql_util.h"
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 
 namespace sluice::api {
 namespace {
@@ -55,14 +55,15 @@ Json ConnectorJson(const ConnectorRow& c) { return PresentConnector(ConnectorRec
 
 Json PresentConnector(const Json& record) {
   Json out = record;
-  const catalog::ConnectorType* type = catalog::FindStoredType(
+  const connectors::types::ConnectorType* type = connectors::types::FindStoredType(
       record.value("connector_type", std::string()), record.value("way", std::string()));
-  out["configuration"] = catalog::Redact(type, record.value("configuration", Json::object()));
+  out["configuration"] =
+      connectors::types::Redact(type, record.value("configuration", Json::object()));
   return out;
 }
 
 Json ConnectorRecordJson(const ConnectorRow& c) {
-  const catalog::ConnectorType* type = c.type();
+  const connectors::types::ConnectorType* type = c.type();
   return {{"id", c.id.ToString()},
           {"name", Opt(c.name)},
           {"type", type ? Json(type->id) : Json(c.connector_type + "-" + c.way)},
@@ -171,26 +172,27 @@ ConnectorRow RequireTeamConnector(pqxx::work& tx, const common::Uuid& team, cons
   return *c;
 }
 
-const catalog::ConnectorType& RequireConnectorType(const std::string& type_id) {
-  const auto* type = catalog::FindConnectorType(type_id);
+const connectors::types::ConnectorType& RequireConnectorType(const std::string& type_id) {
+  const auto* type = connectors::types::FindConnectorType(type_id);
   if (!type) {
     std::string known;
-    for (const auto& t : catalog::AllConnectorTypes()) known += (known.empty() ? "" : ", ") + t.id;
+    for (const auto& t : connectors::types::AllConnectorTypes())
+      known += (known.empty() ? "" : ", ") + t.id;
     throw ApiError(400, "unknown_type",
                    "unknown connector type " + type_id + " (known: " + known + ")");
   }
   return *type;
 }
 
-Json ValidatedConfiguration(const catalog::ConnectorType& type, const Json& config) {
-  auto errors = catalog::Validate(type, config);
+Json ValidatedConfiguration(const connectors::types::ConnectorType& type, const Json& config) {
+  auto errors = connectors::types::Validate(type, config);
   if (!errors.empty()) {
     std::string msg = "invalid configuration for " + type.id + ":";
     for (const auto& e : errors) msg += " " + e.field + ": " + e.message + ";";
     msg.pop_back();
     throw ApiError(422, "invalid_configuration", msg);
   }
-  return catalog::ApplyDefaults(type, config);
+  return connectors::types::ApplyDefaults(type, config);
 }
 
 }  // namespace sluice::api

@@ -10,8 +10,8 @@
 
 #include "api/http.h"
 #include "auth/authorizer.h"
-#include "catalog/connector_types.h"
 #include "common/uuid.h"
+#include "connectors/types/connector_types.h"
 
 namespace sluice::api {
 
@@ -26,8 +26,8 @@ struct ConnectorRow {
   std::string created_at;
   std::string updated_at;
 
-  const catalog::ConnectorType* type() const {
-    return catalog::FindStoredType(connector_type, way);
+  const connectors::types::ConnectorType* type() const {
+    return connectors::types::FindStoredType(connector_type, way);
   }
 };
 
@@ -74,8 +74,8 @@ ConnectorRow RequireTeamConnector(pqxx::work& tx, const common::Uuid& team, cons
 
 // Parses and validates a create/replace of a configuration for `type_id`:
 // 400 for an unknown type, 422 listing every failing field.
-const catalog::ConnectorType& RequireConnectorType(const std::string& type_id);
-Json ValidatedConfiguration(const catalog::ConnectorType& type, const Json& config);
+const connectors::types::ConnectorType& RequireConnectorType(const std::string& type_id);
+Json ValidatedConfiguration(const connectors::types::ConnectorType& type, const Json& config);
 
 // LIKE pattern for a case-insensitive substring search.
 std::string LikePattern(const std::string& text);

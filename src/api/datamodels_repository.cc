@@ -2,7 +2,7 @@
 
 #include "api/sql_util.h"
 #include "api/topic_ownership.h"
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 #include "events/events_topic.h"
 #include "orchestrator/launch_builder.h"
 
@@ -97,7 +97,7 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
       d.source_topic = source.configuration.value("topic", std::string());
     } else if (d.source_table) {
       // A MySQL table's namespace is the connector's database (source_schema is NULL).
-      d.source_topic = catalog::TopicForTable(
+      d.source_topic = connectors::types::TopicForTable(
           source.configuration.value("topic_prefix", std::string("sluice")),
           source.connector_type == "mysql" ? source.configuration.value("database", std::string())
                                            : d.source_schema.value_or("public"),

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "api/sql_util.h"
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 #include "events/events_topic.h"
 #include "orchestrator/launch_builder.h"
 
@@ -16,7 +16,7 @@ constexpr const char* kLegacyPrefix = "sluice";
 
 // The prefix as it appears in topic names (characters Kafka refuses replaced).
 std::string TopicSpelling(const std::string& prefix) {
-  std::string topic = catalog::TopicForTable(prefix, "s", "t");
+  std::string topic = connectors::types::TopicForTable(prefix, "s", "t");
   return topic.substr(0, topic.size() - 3 - (prefix.empty() ? 0 : 1));
 }
 

@@ -9,15 +9,15 @@
 #include "api/routes.h"
 #include "api/user_log_repository.h"
 #include "api/warehouses_repository.h"
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 
 namespace sluice::api {
 namespace {
 
 using auth::Action;
 
-const catalog::ConnectorType& RequireWarehouseType(const std::string& id) {
-  const auto* t = catalog::FindWarehouseType(id);
+const connectors::types::ConnectorType& RequireWarehouseType(const std::string& id) {
+  const auto* t = connectors::types::FindWarehouseType(id);
   if (!t) throw ApiError(400, "unknown_type", "unknown warehouse type " + id);
   return *t;
 }
@@ -84,7 +84,7 @@ Response Patch(ApiContext& ctx, Request& req) {
     if (config) {
       const auto& type = RequireWarehouseType(w.warehouse_type);
       w.configuration = ValidatedConfiguration(
-          type, catalog::KeepUnchangedSecrets(type, *config, w.configuration));
+          type, connectors::types::KeepUnchangedSecrets(type, *config, w.configuration));
       RequireWarehouseAllowed(w.warehouse_type, w.configuration);
     }
     UpdateWarehouse(tx, w);

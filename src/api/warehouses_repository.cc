@@ -3,7 +3,7 @@
 #include "api/config_keys.h"
 #include "api/connectors_repository.h"
 #include "api/sql_util.h"
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 
 namespace sluice::api {
 namespace {
@@ -48,9 +48,9 @@ Json WarehouseJson(const WarehouseRow& w) { return PresentWarehouse(WarehouseRec
 
 Json PresentWarehouse(const Json& record) {
   Json out = record;
-  out["configuration"] =
-      catalog::Redact(catalog::FindWarehouseType(record.value("warehouse_type", std::string())),
-                      record.value("configuration", Json::object()));
+  out["configuration"] = connectors::types::Redact(
+      connectors::types::FindWarehouseType(record.value("warehouse_type", std::string())),
+      record.value("configuration", Json::object()));
   return out;
 }
 

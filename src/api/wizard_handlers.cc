@@ -24,7 +24,7 @@ struct ConnectorSpec {
 };
 
 // Either "<role>_connector_id" or an inline "<role>": {name, type, configuration}.
-ConnectorSpec ReadConnector(FieldReader& f, const std::string& role, catalog::Way way) {
+ConnectorSpec ReadConnector(FieldReader& f, const std::string& role, connectors::types::Way way) {
   ConnectorSpec spec;
   spec.existing = f.OptionalUuid(role + "_connector_id");
   auto inline_def = f.OptionalObject(role);
@@ -40,9 +40,10 @@ ConnectorSpec ReadConnector(FieldReader& f, const std::string& role, catalog::Wa
     c.Finish();
     const auto& type = RequireConnectorType(type_id);
     if (type.way != way)
-      InvalidField(role + ".type", std::string("must be a ") + catalog::WayName(way) + " type");
+      InvalidField(role + ".type",
+                   std::string("must be a ") + connectors::types::WayName(way) + " type");
     spec.fresh.connector_type = type.system;
-    spec.fresh.way = catalog::WayName(way);
+    spec.fresh.way = connectors::types::WayName(way);
     spec.fresh.configuration = ValidatedConfiguration(type, config.value_or(Json::object()));
   }
   return spec;
@@ -70,8 +71,8 @@ Response Run(ApiContext& ctx, Request& req) {
   Json body = req.Body();
   FieldReader f(body);
   std::string name = f.RequiredString("name", 100);
-  ConnectorSpec source = ReadConnector(f, "source", catalog::Way::kSource);
-  ConnectorSpec target = ReadConnector(f, "target", catalog::Way::kTarget);
+  ConnectorSpec source = ReadConnector(f, "source", connectors::types::Way::kSource);
+  ConnectorSpec target = ReadConnector(f, "target", connectors::types::Way::kTarget);
   auto tables_json = f.OptionalArray("tables").value_or(Json::array());
   bool unique_destination = f.OptionalBool("requires_unique_destination").value_or(true);
   bool error_tables = f.OptionalBool("error_table_enabled").value_or(false);

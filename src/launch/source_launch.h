@@ -1,7 +1,7 @@
 // The `source` of a worker launch, one typed struct per source type. Each
 // knows its JSON (ToJson / FromJson) and how it is made from the stored
 // connector configuration (FromConnector), so adding a source type adds one
-// struct here, its catalogue entry (catalog/connector_types.cc) and its
+// struct here, its catalogue entry (connectors/types/connector_types.cc) and its
 // runtime (connectors/).
 //
 // Optional members are optional on the wire: absent stays absent through

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 #include "warehouse/databricks_engine.h"
 #include "warehouse/runner.h"
 #include "warehouse/warehouse_fixture.h"
@@ -301,7 +301,7 @@ TEST_F(DatabricksWorkspace, ConnectionTestAndScriptRunGoThroughTheStatementApi) 
       Post("/api/v1/teams/" + team_id_ + "/warehouses",
            {{"name", "dbx"}, {"warehouse_type", "databricks"}, {"configuration", fake.Config()}});
   ASSERT_EQ(w.status, 201) << w.body.dump();
-  EXPECT_EQ(w.body["configuration"]["token"], catalog::kRedacted) << w.body.dump();
+  EXPECT_EQ(w.body["configuration"]["token"], connectors::types::kRedacted) << w.body.dump();
   std::string id = w.body["id"];
   auto tested = Post("/api/v1/warehouses/" + id + "/test", nullptr);
   ASSERT_EQ(tested.status, 200);

@@ -17,7 +17,7 @@
 #include "api/json_fields.h"
 #include "api/pipelines_repository.h"
 #include "api/subscriptions_repository.h"
-#include "catalog/connector_types.h"
+#include "connectors/types/connector_types.h"
 #include "dataflow/worker_launch.h"
 #include "metrics/snapshot.h"
 
@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (type && config)
       (void)api::ValidatedConfiguration(api::RequireConnectorType(*type), *config);
   });
-  for (const auto& type : catalog::AllConnectorTypes())
+  for (const auto& type : connectors::types::AllConnectorTypes())
     Refusable("ValidatedConfiguration", [&] { (void)api::ValidatedConfiguration(type, body); });
   // Worker protocol bodies: errors are Status values, never exceptions.
   Refusable("worker bodies", [&] {

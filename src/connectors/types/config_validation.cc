@@ -1,6 +1,6 @@
-#include "catalog/config_validation.h"
+#include "connectors/types/config_validation.h"
 
-namespace sluice::catalog {
+namespace sluice::connectors::types {
 namespace {
 
 size_t Utf8Chars(const std::string& s) {
@@ -142,4 +142,4 @@ std::string TopicForTable(const std::string& prefix, const std::string& schema,
   return topic;
 }
 
-}  // namespace sluice::catalog
+}  // namespace sluice::connectors::types

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "catalog/connector_types.h"
+#include "connectors/types/connector_types.h"
 
-namespace sluice::catalog {
+namespace sluice::connectors::types {
 
 // What API reads show instead of a secret value.
 inline constexpr const char* kRedacted = "********";
@@ -39,4 +39,4 @@ nlohmann::json KeepUnchangedSecrets(const ConnectorType& type, const nlohmann::j
 std::string TopicForTable(const std::string& prefix, const std::string& schema,
                           const std::string& table);
 
-}  // namespace sluice::catalog
+}  // namespace sluice::connectors::types

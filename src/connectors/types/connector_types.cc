@@ -1,6 +1,6 @@
-#include "catalog/connector_types.h"
+#include "connectors/types/connector_types.h"
 
-namespace sluice::catalog {
+namespace sluice::connectors::types {
 namespace {
 
 FieldDef Str(std::string name, bool required, std::string description, nlohmann::json def = {}) {
@@ -259,4 +259,4 @@ const ConnectorType* FindWarehouseType(std::string_view id) {
   return nullptr;
 }
 
-}  // namespace sluice::catalog
+}  // namespace sluice::connectors::types

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sluice::catalog {
+namespace sluice::connectors::types {
 
 enum class Way { kSource, kTarget };
 const char* WayName(Way way);
@@ -53,4 +53,4 @@ const ConnectorType* FindStoredType(std::string_view system, std::string_view wa
 const std::vector<ConnectorType>& AllWarehouseTypes();
 const ConnectorType* FindWarehouseType(std::string_view id);
 
-}  // namespace sluice::catalog
+}  // namespace sluice::connectors::types
