@@ -147,6 +147,17 @@ Response ColumnChanges(ApiContext& ctx, Request& req) {
   });
 }
 
+Response Skipped(ApiContext& ctx, Request& req) {
+  const auto& body = req.Body();
+  if (!body.is_object() || !body.contains("skipped"))
+    throw ApiError(422, "invalid_skipped_records", "skipped: an array is required");
+  auto tallies = dataflow::SkippedFromJson(body["skipped"]);
+  if (!tallies.ok()) throw ApiError(422, "invalid_skipped_records", tallies.status().message());
+  return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
+    return dataflow::RecordSkipped(tx, pod, *tallies);
+  });
+}
+
 // The shard's own position (a mysql-source's binlog/GTID position), saved by
 // its current generation only (409 for a replaced pod).
 Response SaveSourcePosition(ApiContext& ctx, Request& req) {
@@ -199,6 +210,10 @@ void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
       "/worker/column_changes",
       "A source table's columns changed: dropped, renamed, widened, other type (events)",
       [&ctx](Request& q) { return ColumnChanges(ctx, q); }, w);
+  g.Post(
+      "/worker/skipped_records",
+      "Records the source's datamodels skipped as unreadable, a count per reason (events)",
+      [&ctx](Request& q) { return Skipped(ctx, q); }, w);
   g.Get(
       "/worker/source_position",
       "The position this shard's source saved last ({state}: null if none)",

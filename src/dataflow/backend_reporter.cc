@@ -91,6 +91,10 @@ class BackendReporter : public WorkerReporter {
     if (changes.empty()) return {};
     return Post("/column_changes", {{"changes", ColumnChangesToJson(changes)}});
   }
+  common::Status Skipped(const std::vector<dataflow::SkippedRecords>& tallies) override {
+    if (tallies.empty()) return {};
+    return Post("/skipped_records", {{"skipped", SkippedToJson(tallies)}});
+  }
   common::Result<nlohmann::json> LoadSourcePosition() override {
     auto reply = Call("GET", base_ + "/source_position", token_, nullptr, ca_file_);
     if (!reply.ok()) return reply.status();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "dataflow/envelope.h"
@@ -101,6 +102,31 @@ common::Result<TargetChange> ChangeFromJsonValue(const std::string& key, const s
   return change;
 }
 
+void MergeSkipped(std::vector<SkippedRecords>& into, const std::vector<SkippedRecords>& more) {
+  static constexpr std::size_t kMaxReason = 500;
+  for (SkippedRecords m : more) {
+    if (m.reason.size() > kMaxReason) m.reason = m.reason.substr(0, kMaxReason) + "...";
+    auto same = [&](const SkippedRecords& s) {
+      return s.datamodel_id == m.datamodel_id && s.topic == m.topic && s.reason == m.reason;
+    };
+    auto it = std::find_if(into.begin(), into.end(), same);
+    if (it == into.end()) {
+      const auto reasons = std::count_if(into.begin(), into.end(), [&](const SkippedRecords& s) {
+        return s.datamodel_id == m.datamodel_id;
+      });
+      if (static_cast<std::size_t>(reasons) >= kMaxSkipReasons) {
+        m.reason = fmt::format("other reasons (more than {} kinds)", kMaxSkipReasons);
+        it = std::find_if(into.begin(), into.end(), same);
+      }
+    }
+    if (it == into.end()) {
+      into.push_back(std::move(m));
+    } else {
+      it->count += m.count;
+    }
+  }
+}
+
 DatamodelStage::DatamodelStage(DatamodelSpec spec, RowTransform transform,
                                std::shared_ptr<RegistryClient> registry)
     : spec_(std::move(spec)),
@@ -189,6 +215,8 @@ common::Status DatamodelStage::RunOnce(std::chrono::milliseconds poll_timeout) {
       spdlog::warn("datamodel {}: skipping {}/{}/{}: {}", spec_.id, m.topic, m.partition, m.offset,
                    change.status().message());
       ++skipped_;
+      MergeSkipped(unreadable_,
+                   {{spec_.id, m.topic, change.status().message(), 1, m.partition, m.offset}});
       continue;
     }
     if (!transform_.Keeps(*change)) {

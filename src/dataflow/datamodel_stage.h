@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -43,6 +44,26 @@ struct DatamodelSpec {
   std::optional<std::string> only_team;
 };
 
+// Records a datamodel stage could not read (undecodable, no key, ...) and
+// skipped, tallied by reason: the worker reports them to the back end as
+// datamodel.record_skipped events, each reason at most once per interval
+// with its count, so a flood of bad records is not a flood of events.
+struct SkippedRecords {
+  std::string datamodel_id;
+  std::string topic;       // the datamodel's source topic
+  std::string reason;      // what the decoder said
+  std::int64_t count = 0;  // skipped for this reason since the last report
+  // The first of them, where it stays (on the source topic).
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+// Adds `more` into `into`, reason by reason (the first position kept). At
+// most kMaxSkipReasons reasons per datamodel: the rest count under one
+// catch-all reason, so distinct messages cannot grow the tally either.
+inline constexpr std::size_t kMaxSkipReasons = 20;
+void MergeSkipped(std::vector<SkippedRecords>& into, const std::vector<SkippedRecords>& more);
+
 class DatamodelStage {
  public:
   static common::Result<std::unique_ptr<DatamodelStage>> Create(
@@ -58,6 +79,9 @@ class DatamodelStage {
   std::int64_t skipped() const { return skipped_; }
   // Records of other teams passed over (only_team); never counted as skipped.
   std::int64_t other_teams() const { return other_teams_; }
+  // The records skipped as unreadable since the last call, by reason (a
+  // row the transform's filter drops is not one: it was read and kept out).
+  std::vector<SkippedRecords> TakeSkipped() { return std::exchange(unreadable_, {}); }
 
  private:
   DatamodelStage(DatamodelSpec spec, RowTransform transform,
@@ -77,6 +101,7 @@ class DatamodelStage {
   int avro_schema_id_ = 0;
   std::int64_t next_id_ = 1;
   std::int64_t republished_ = 0, skipped_ = 0, other_teams_ = 0;
+  std::vector<SkippedRecords> unreadable_;
 };
 
 // A plain JSON value as a change (the `kafka` source's input).

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <limits>
 
 #include <set>
 
@@ -446,6 +447,87 @@ common::Status RecordColumnChanges(pqxx::work& tx, const PodIdentity& pod,
     SLUICE_RETURN_IF_ERROR(events::EventStore::Record(tx, *ev, {}).status());
   }
   return {};
+}
+
+common::Status RecordSkipped(pqxx::work& tx, const PodIdentity& pod,
+                             const std::vector<SkippedRecords>& tallies) {
+  for (const auto& t : tallies) {
+    auto datamodel = common::Uuid::Parse(t.datamodel_id);
+    if (!datamodel || tx.exec_params("SELECT 1 FROM datamodel WHERE id = $1::uuid"
+                                     " AND source_connector_id = $2::uuid",
+                                     datamodel->ToString(), pod.connector_id.ToString())
+                          .empty())
+      return common::InvalidArgument(
+          fmt::format("datamodel {} is not one of this connector's", t.datamodel_id));
+    auto ref = events::LoadResourceRef(tx, {pod.connector_id, datamodel, std::nullopt});
+    if (!ref) return {};
+    auto ev = PodEvent(tx, pod, std::nullopt);
+    if (!ev) return {};
+    ev->resource = std::move(*ref);
+    ev->level = events::Level::kWarn;
+    ev->type = events::Type::kConnector;
+    ev->code = "datamodel.record_skipped";
+    ev->summary = "Records the datamodel could not read were skipped (they stay on the topic)";
+    ev->reason = t.reason;
+    ev->details = {{"skipped", t.count},
+                   {"topic", t.topic},
+                   {"partition", t.partition},
+                   {"offset", t.offset},
+                   {"datamodel_id", t.datamodel_id},
+                   {"shard_index", pod.shard}};
+    SLUICE_RETURN_IF_ERROR(events::EventStore::Record(tx, *ev, {}).status());
+  }
+  return {};
+}
+
+json SkippedToJson(const std::vector<SkippedRecords>& tallies) {
+  json out = json::array();
+  for (const auto& t : tallies)
+    out.push_back({{"datamodel_id", t.datamodel_id},
+                   {"topic", t.topic},
+                   {"reason", t.reason},
+                   {"count", t.count},
+                   {"partition", t.partition},
+                   {"offset", t.offset}});
+  return out;
+}
+
+common::Result<std::vector<SkippedRecords>> SkippedFromJson(const json& j) {
+  if (!j.is_array()) return common::InvalidArgument("skipped: an array is required");
+  if (j.size() > 100) return common::InvalidArgument("skipped: at most 100 per report");
+  std::vector<SkippedRecords> out;
+  std::vector<std::string> problems;
+  for (std::size_t n = 0; n < j.size(); ++n) {
+    const auto& e = j[n];
+    auto where = fmt::format("skipped[{}]", n);
+    if (!e.is_object()) {
+      problems.push_back(where + ": an object is required");
+      continue;
+    }
+    SkippedRecords t;
+    auto str = [&](const char* key, std::string* to, std::size_t max) {
+      if (e.contains(key) && e[key].is_string() &&
+          e[key].get_ref<const std::string&>().size() <= max)
+        *to = e[key].get<std::string>();
+      else
+        problems.push_back(
+            fmt::format("{}.{}: a string of at most {} bytes is required", where, key, max));
+    };
+    str("datamodel_id", &t.datamodel_id, 64);
+    str("topic", &t.topic, 255);
+    str("reason", &t.reason, 1000);
+    std::int64_t partition = 0;
+    if (ReadInt(e, "partition", &partition, &problems, where) &&
+        (partition < 0 || partition > std::numeric_limits<std::int32_t>::max()))
+      problems.push_back(where + ".partition: out of range");
+    t.partition = static_cast<std::int32_t>(partition);
+    ReadInt(e, "offset", &t.offset, &problems, where);
+    if (ReadInt(e, "count", &t.count, &problems, where) && t.count < 1)
+      problems.push_back(where + ".count: at least 1");
+    out.push_back(std::move(t));
+  }
+  SLUICE_RETURN_IF_ERROR(Problems(problems));
+  return out;
 }
 
 json ColumnChangesToJson(const std::vector<ColumnChangeReport>& changes) {

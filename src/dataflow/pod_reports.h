@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "common/uuid.h"
 #include "connectors/production_metrics.h"
+#include "dataflow/datamodel_stage.h"
 #include "dataflow/subscription_stage.h"
 #include "runtime/worker_state.h"
 
@@ -118,6 +119,14 @@ common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const Slo
 common::Status RecordColumnChanges(pqxx::work& tx, const PodIdentity& pod,
                                    const std::vector<ColumnChangeReport>& changes);
 
+// One warn event per tally, datamodel.record_skipped, about the datamodel
+// (which must be one of the pod's connector's: InvalidArgument otherwise):
+// the reason is what the decoder said, so each reason folds into its own
+// row; details carry the records skipped since the last report ("skipped"),
+// the topic and the first one's partition and offset.
+common::Status RecordSkipped(pqxx::work& tx, const PodIdentity& pod,
+                             const std::vector<SkippedRecords>& tallies);
+
 // A source's own position (a mysql-source's binlog position and GTID
 // position, or its unfinished snapshot's progress: the worker's JSON), kept
 // per connector shard in sluice_state.source_position so a new pod with no
@@ -138,6 +147,8 @@ nlohmann::json RejectedToJson(const std::vector<RejectedRef>& records);
 common::Result<std::vector<RejectedRef>> RejectedFromJson(const nlohmann::json& j);
 nlohmann::json SlotReportToJson(const SlotReport& report);
 common::Result<SlotReport> SlotReportFromJson(const nlohmann::json& j);
+nlohmann::json SkippedToJson(const std::vector<SkippedRecords>& tallies);
+common::Result<std::vector<SkippedRecords>> SkippedFromJson(const nlohmann::json& j);
 nlohmann::json ColumnChangesToJson(const std::vector<ColumnChangeReport>& changes);
 common::Result<std::vector<ColumnChangeReport>> ColumnChangesFromJson(const nlohmann::json& j);
 

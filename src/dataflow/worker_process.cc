@@ -37,11 +37,16 @@ int Fail(WorkerReporter& reporter, WorkerMetrics& wm, const common::Status& stat
 }
 
 // The source's datamodel stages, on their own thread so neither the WAL
-// reader nor the republishing waits on the other's polls.
+// reader nor the republishing waits on the other's polls. The records they
+// skip as unreadable are tallied by reason and reported (ReportSkipped, on
+// the caller's thread) at once the first time, then at most once per
+// `report_every` with the count since, and at the stop: a flood of bad
+// records is one event per reason per interval, not one per record.
 class DatamodelRunner {
  public:
-  DatamodelRunner(std::vector<std::unique_ptr<DatamodelStage>> stages)
-      : stages_(std::move(stages)) {
+  DatamodelRunner(std::vector<std::unique_ptr<DatamodelStage>> stages, WorkerReporter& reporter,
+                  std::chrono::milliseconds report_every)
+      : stages_(std::move(stages)), reporter_(reporter), report_every_(report_every) {
     if (!stages_.empty()) thread_ = std::thread([this] { Loop(); });
   }
   ~DatamodelRunner() { Stop(); }
@@ -50,6 +55,23 @@ class DatamodelRunner {
     if (thread_.joinable()) thread_.join();
     for (auto& stage : stages_) stage->Close();
     stages_.clear();
+    ReportSkipped(/*force=*/true);
+  }
+  void ReportSkipped(bool force = false) {
+    const auto now = Steady::now();
+    if (!force && last_report_ && now - *last_report_ < report_every_) return;
+    std::vector<SkippedRecords> tallies;
+    {
+      std::lock_guard lock(mu_);
+      tallies = std::exchange(skipped_, {});
+    }
+    if (tallies.empty()) return;
+    last_report_ = now;
+    for (const auto& t : tallies)
+      spdlog::warn("datamodel {}: {} record(s) of {} skipped: {}", t.datamodel_id, t.count, t.topic,
+                   t.reason);
+    if (auto st = reporter_.Skipped(tallies); !st.ok())
+      spdlog::warn("could not report the skipped records: {}", st.message());
   }
   // The first failure, once there is one (the worker exits and replays).
   std::optional<common::Status> failure() {
@@ -68,6 +90,10 @@ class DatamodelRunner {
         } catch (const std::exception& e) {
           st = common::Internal(e.what());
         }
+        if (auto skipped = stage->TakeSkipped(); !skipped.empty()) {
+          std::lock_guard lock(mu_);
+          MergeSkipped(skipped_, skipped);
+        }
         if (!st.ok()) {
           std::lock_guard lock(mu_);
           failure_ =
@@ -81,6 +107,10 @@ class DatamodelRunner {
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::optional<common::Status> failure_;
+  std::vector<SkippedRecords> skipped_;  // under mu_
+  WorkerReporter& reporter_;
+  const std::chrono::milliseconds report_every_;
+  std::optional<Steady::time_point> last_report_;  // the caller's thread only
   std::thread thread_;
 };
 
@@ -246,6 +276,7 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     }
     if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
     if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
+    datamodels.ReportSkipped();
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
@@ -287,7 +318,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     if (!stage.ok()) return Fail(reporter, wm, stage.status());
     stages.push_back(std::move(stage).value());
   }
-  DatamodelRunner datamodels(std::move(stages));
+  DatamodelRunner datamodels(std::move(stages), reporter, timing.skipped_every);
   if (launch.source.type == "kafka") {
     // The topic exists already: republishing it is the whole job.
     if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st))
@@ -295,6 +326,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     auto last_heartbeat = Steady::now();
     while (!stop) {
       if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
+      datamodels.ReportSkipped();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (Steady::now() - last_heartbeat >= timing.heartbeat_every) {
         last_heartbeat = Steady::now();
@@ -366,6 +398,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
       return Fail(reporter, wm, st);
     if (auto st = sink.Pump(); !st.ok()) return Fail(reporter, wm, st);
     if (auto failure = datamodels.failure()) return Fail(reporter, wm, *failure);
+    datamodels.ReportSkipped();
     auto now = Steady::now();
     // The broker answering without storing (its disk full) is retried inside
     // the client, so it is seen here as acknowledgements that stop coming.

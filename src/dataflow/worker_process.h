@@ -17,6 +17,9 @@ struct WorkerTiming {
   // A source whose broker acknowledged none of its waiting messages for
   // this long reports an error state (and live again once acks resume).
   std::chrono::milliseconds broker_stall_after{10000};
+  // Records a datamodel skipped as unreadable are reported at once the
+  // first time, then at most this often, a count per reason.
+  std::chrono::milliseconds skipped_every{30000};
 };
 
 class WorkerMetrics;

@@ -25,6 +25,7 @@ class NullReporter : public WorkerReporter {
   }
   common::Status Slot(const SlotReport&) override { return {}; }
   common::Status ColumnChanges(const std::vector<ColumnChangeReport>&) override { return {}; }
+  common::Status Skipped(const std::vector<dataflow::SkippedRecords>&) override { return {}; }
   common::Result<nlohmann::json> LoadSourcePosition() override { return nlohmann::json(nullptr); }
   common::Status SaveSourcePosition(const nlohmann::json&) override { return {}; }
 };
@@ -63,6 +64,10 @@ class DatabaseReporter : public WorkerReporter {
   common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) override {
     if (changes.empty()) return {};
     return Write([&](pqxx::work& tx) { return RecordColumnChanges(tx, pod_, changes); });
+  }
+  common::Status Skipped(const std::vector<dataflow::SkippedRecords>& tallies) override {
+    if (tallies.empty()) return {};
+    return Write([&](pqxx::work& tx) { return RecordSkipped(tx, pod_, tallies); });
   }
   common::Result<nlohmann::json> LoadSourcePosition() override {
     nlohmann::json state;

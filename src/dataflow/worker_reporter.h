@@ -55,6 +55,9 @@ class WorkerReporter {
   virtual common::Status Slot(const SlotReport& report) = 0;
   // A source table's columns changed (DDL at the source; dataflow/pod_reports.h).
   virtual common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) = 0;
+  // Records the source's datamodels skipped as unreadable, one tally per
+  // reason (dataflow/pod_reports.h RecordSkipped).
+  virtual common::Status Skipped(const std::vector<dataflow::SkippedRecords>& tallies) = 0;
   // The source's own position, kept by the back end for this connector
   // shard (dataflow/pod_reports.h SaveSourcePosition) so a new pod resumes
   // where the last one got to. Load: null when nothing was saved.

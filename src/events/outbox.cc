@@ -131,6 +131,9 @@ common::Result<PublishReport> OutboxPublisher::PublishBatch() {
           failure = common::Unavailable(fmt::format("publisher threw: {}", e.what()));
         }
         report.published = static_cast<int>(accepted);
+        if (opts_.before_cursor_commit)
+          opts_.before_cursor_commit(std::vector<OutboxRecord>(
+              mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(accepted)));
         if (accepted < mine.size()) {
           // Up to the first record not handed over, other envs' rows included.
           cursor = mine[accepted].seq - 1;

@@ -1,8 +1,12 @@
 // The connector_events outbox publisher. Tails resource_event_occurrence by
 // seq, joins each occurrence to its folded row for the display fields and
 // hands it to a publish callback (the Kafka producer for the env's
-// connector_events topic). At least once: the durable cursor advances only
-// past records the callback accepted.
+// connector_events topic). The durable cursor advances only past records
+// the callback accepted, so on its own this is at least once: a callback
+// that accepted a batch whose cursor commit then failed (or whose process
+// died) is handed the batch again. The connector_events callback
+// (orchestrator/events_outbox) makes it exactly once by not sending what is
+// already on its topic.
 //
 // Sequence values are drawn before commit, so a committed seq can be visible
 // while a lower one is still in flight. Two guards keep the reader from
@@ -66,6 +70,10 @@ struct OutboxOptions {
   std::chrono::milliseconds grace{2000};
   std::chrono::milliseconds gap_timeout{60000};
   int batch_size = 200;
+  // A failpoint for tests: called after the callback accepted a batch and
+  // before the cursor update commits. Throwing from it rolls the cursor
+  // update back, as a process killed right there would.
+  std::function<void(const std::vector<OutboxRecord>& accepted)> before_cursor_commit;
 };
 
 struct PublishReport {

@@ -5,6 +5,10 @@
 #include "events/events_topic.h"
 #include "kafka/client_config.h"
 #include "kafka/producer.h"
+#include "kafka/topic_tail.h"
+
+#include <optional>
+#include <set>
 
 namespace sluice::orchestrator {
 
@@ -13,6 +17,7 @@ struct EventsOutbox::EnvPublisher {
   std::string topic;
   kafka::ClientConfig broker;
   std::unique_ptr<kafka::Producer> producer;  // made on the first pass, by the task
+  std::unique_ptr<kafka::TopicTail> tail;     // likewise
   std::unique_ptr<events::OutboxPublisher> publisher;
   std::unique_ptr<common::PeriodicTask> task;  // last: stopped before the rest goes
 
@@ -23,15 +28,61 @@ struct EventsOutbox::EnvPublisher {
 
 namespace {
 
-// Sends the batch, waits for the broker, and counts the leading records it
-// acknowledged.
-std::size_t PublishBatch(kafka::Producer& producer, const std::string& topic,
-                         const std::vector<events::OutboxRecord>& records,
+// The seqs of `records` already on the topic: a publisher (this one or
+// another back end's) that the broker acknowledged and that died, or failed,
+// before its cursor commit left them there. Each publisher sends in seq
+// order, so reading each partition back from its end down to a seq before
+// the batch finds all of them.
+common::Result<std::set<std::int64_t>> AlreadyOnTopic(
+    kafka::TopicTail& tail, const std::string& topic,
+    const std::vector<events::OutboxRecord>& records, std::chrono::milliseconds timeout) {
+  const std::int64_t first = records.front().seq;
+  auto seq_of = [](const kafka::TailRecord& r) -> std::optional<std::int64_t> {
+    auto j = nlohmann::json::parse(r.value, nullptr, false);
+    if (!j.is_object() || !j.contains("seq") || !j["seq"].is_number_integer()) return std::nullopt;
+    return j["seq"].get<std::int64_t>();
+  };
+  auto read = tail.ReadBack(
+      topic,
+      [&](const kafka::TailRecord& r) {
+        auto seq = seq_of(r);
+        return !seq || *seq < first;  // nothing but the outbox writes here
+      },
+      timeout);
+  if (!read.ok() && read.status().code() == common::Code::kNotFound)
+    return std::set<std::int64_t>{};  // the first record creates it
+  if (!read.ok()) return read.status();
+  std::set<std::int64_t> seqs;
+  for (const auto& r : *read)
+    if (auto seq = seq_of(r); seq && *seq >= first) seqs.insert(*seq);
+  return seqs;
+}
+
+// Sends the records of the batch not yet on the topic, waits for the broker,
+// and counts the leading records it holds (sent and acknowledged, or there
+// already). Exactly once: a record on the topic is never sent again.
+std::size_t PublishBatch(kafka::Producer& producer, kafka::TopicTail& tail,
+                         const std::string& topic, const std::vector<events::OutboxRecord>& records,
                          std::chrono::milliseconds timeout, common::Status* failure) {
-  std::size_t sent = 0;
-  for (; sent < records.size(); ++sent) {
-    const auto& r = records[sent];
-    auto st = producer.Send(topic, r.Key(), r.ToJson().dump(), static_cast<std::int64_t>(sent));
+  auto there = AlreadyOnTopic(tail, topic, records, timeout);
+  if (!there.ok()) {
+    *failure = there.status();
+    return 0;
+  }
+  if (!there->empty())
+    spdlog::info(
+        "connector_events outbox: {} occurrence(s) from seq {} already on {} (a publisher stopped "
+        "before its cursor commit): not sent again",
+        there->size(), *there->begin(), topic);
+  std::vector<common::Status> acked(records.size(), common::Unavailable("no delivery report"));
+  std::size_t queued = 0;  // the records up to here are sent or already there
+  for (; queued < records.size(); ++queued) {
+    const auto& r = records[queued];
+    if (there->count(r.seq)) {
+      acked[queued] = common::Status::Ok();
+      continue;
+    }
+    auto st = producer.Send(topic, r.Key(), r.ToJson().dump(), static_cast<std::int64_t>(queued));
     if (!st.ok()) {
       *failure = st;
       break;
@@ -42,16 +93,15 @@ std::size_t PublishBatch(kafka::Producer& producer, const std::string& topic,
     *failure = deliveries.status();
     return 0;
   }
-  std::vector<common::Status> acked(sent, common::Unavailable("no delivery report"));
   for (const auto& d : *deliveries)
-    if (d.id >= 0 && static_cast<std::size_t>(d.id) < sent) acked[d.id] = d.status;
-  for (std::size_t i = 0; i < sent; ++i) {
+    if (d.id >= 0 && static_cast<std::size_t>(d.id) < queued) acked[d.id] = d.status;
+  for (std::size_t i = 0; i < queued; ++i) {
     if (!acked[i].ok()) {
       *failure = acked[i];
       return i;
     }
   }
-  return sent;
+  return queued;
 }
 
 }  // namespace
@@ -116,7 +166,8 @@ common::Status EventsOutbox::Rescan() {
         db_,
         events::PublishBatchFn([raw, timeout](const std::vector<events::OutboxRecord>& records,
                                               common::Status* failure) -> std::size_t {
-          return PublishBatch(*raw->producer, raw->topic, records, timeout + timeout / 2, failure);
+          return PublishBatch(*raw->producer, *raw->tail, raw->topic, records,
+                              timeout + timeout / 2, failure);
         }),
         std::move(outbox));
     raw->task = std::make_unique<common::PeriodicTask>(options_.interval, [raw, env, timeout] {
@@ -130,6 +181,15 @@ common::Status EventsOutbox::Rescan() {
           return;
         }
         raw->producer = std::move(producer).value();
+      }
+      if (!raw->tail) {
+        auto tail = kafka::TopicTail::Create(raw->broker);
+        if (!tail.ok()) {
+          spdlog::warn("connector_events outbox: env {}: {}", env.ToString(),
+                       tail.status().message());
+          return;
+        }
+        raw->tail = std::move(tail).value();
       }
       auto r = raw->publisher->PublishOnce();
       if (!r.ok()) {

@@ -172,6 +172,55 @@ TEST_F(WorkerProtocol, MetricsAreValidatedAndIngested) {
   EXPECT_EQ(foreign.status, 404);
 }
 
+// A datamodel's unreadable records: a warn event on the pod's own datamodel;
+// another connector's datamodel is not the pod's to report on (422, no
+// event), and a bad body lists every problem.
+TEST_F(WorkerProtocol, SkippedRecordsAreAWarnEventOnlyOnThePodsOwnDatamodel) {
+  pqxx::connection c(tdb_->url());
+  const std::string own_dm =
+      pqxx::nontransaction(c)
+          .exec_params1("SELECT id::text FROM datamodel WHERE source_connector_id = $1", source_)[0]
+          .as<std::string>();
+  auto other = NewConnector(team_id_, "other", "postgresql-source");
+  auto d = Post("/api/v1/connectors/" + other + "/datamodels",
+                {{"name", "theirs"}, {"source_schema", "public"}, {"source_table", "t"}});
+  ASSERT_EQ(d.status, 201) << d.body.dump();
+  auto tally = [](const std::string& dm, std::int64_t count) {
+    return Json{{"skipped",
+                 {{{"datamodel_id", dm},
+                   {"topic", "sluice.public.orders"},
+                   {"reason", "message value is not a JSON object"},
+                   {"count", count},
+                   {"partition", 0},
+                   {"offset", 9223372036854775807LL}}}}};
+  };
+  auto events = [&] {
+    return pqxx::nontransaction(c)
+        .exec1("SELECT count(*) FROM resource_event WHERE code = 'datamodel.record_skipped'")[0]
+        .as<int>();
+  };
+  auto foreign = Pod("POST", "/skipped_records", tally(d.body["id"].get<std::string>(), 3));
+  EXPECT_EQ(foreign.status, 422) << foreign.body.dump();
+  EXPECT_EQ(events(), 0);
+  auto bad = Pod("POST", "/skipped_records",
+                 {{"skipped", {{{"datamodel_id", 7}, {"count", 0}, {"partition", -1}}}}});
+  EXPECT_EQ(bad.status, 422);
+  auto message = bad.body["error"]["message"].get<std::string>();
+  for (const char* field : {"skipped[0].datamodel_id", "skipped[0].topic", "skipped[0].reason",
+                            "skipped[0].count", "skipped[0].partition", "skipped[0].offset"})
+    EXPECT_NE(message.find(field), std::string::npos) << field << " in " << message;
+  EXPECT_EQ(events(), 0);
+  ASSERT_EQ(Pod("POST", "/skipped_records", tally(own_dm, 3)).status, 204);
+  auto row = pqxx::nontransaction(c).exec1(
+      "SELECT level::text, datamodel_id::text, reason, (details->>'skipped')::int, "
+      "details->>'offset' FROM resource_event WHERE code = 'datamodel.record_skipped'");
+  EXPECT_EQ(row[0].as<std::string>(), "warn");
+  EXPECT_EQ(row[1].as<std::string>(), own_dm);
+  EXPECT_EQ(row[2].as<std::string>(), "message value is not a JSON object");
+  EXPECT_EQ(row[3].as<int>(), 3);
+  EXPECT_EQ(row[4].as<std::string>(), "9223372036854775807");
+}
+
 TEST_F(WorkerProtocol, AHeartbeatStampsItsRowAndAReplacedGenerationsIsRefused) {
   auto stamp = [&] {
     return db_->Transact([&](pqxx::work& tx) {

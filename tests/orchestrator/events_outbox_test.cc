@@ -10,15 +10,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <pqxx/pqxx>
+#include <set>
 #include <thread>
 
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "events/event_store.h"
 #include "events/events_topic.h"
+#include "kafka/admin.h"
 #include "metrics/data_plane_gauges.h"
 #include "store/database.h"
 #include "support/test_database.h"
@@ -104,6 +107,21 @@ class EventsOutboxTest : public ::testing::Test {
             if (k == "env_id" && v == env.ToString()) return s.value;
       }
       return -1.0;
+    });
+  }
+
+  std::int64_t CursorOf(const common::Uuid& env) {
+    return db_.Transact([&](pqxx::work& tx) -> std::int64_t {
+      auto r =
+          tx.exec_params("SELECT last_seq FROM sluice_state.events_outbox_cursor WHERE name = $1",
+                         events::EnvOutboxCursor(env));
+      return r.empty() ? 0 : r[0][0].as<std::int64_t>();
+    });
+  }
+  std::int64_t LastSeq() {
+    return db_.Transact([&](pqxx::work& tx) {
+      return tx.exec("SELECT coalesce(max(seq), 0) FROM resource_event_occurrence")[0][0]
+          .as<std::int64_t>();
     });
   }
 
@@ -201,6 +219,70 @@ TEST_F(EventsOutboxTest, EnvsCreatedAndDeletedWhileRunningArePickedUp) {
     if (!stopped) std::this_thread::sleep_for(50ms);
   }
   EXPECT_TRUE(stopped);
+}
+
+// The window of the old at-least-once outbox, made deterministic: the broker
+// acknowledged a batch and the cursor commit then failed (the failpoint
+// throws right before it, as a process killed there would leave it). The
+// publisher hands the same batch over again on every pass, and a new
+// publisher (a restart) starts from the same cursor; neither may put an
+// occurrence on the topic twice. Three partitions, so the read back covers
+// more than one, and a first batch that did commit, so it stops at it.
+TEST_F(EventsOutboxTest, ABatchAckedButNeverCommittedIsNotPublishedAgainOnRetryOrRestart) {
+  BrokerProcess broker;
+  broker.Start();
+  auto a = AddEnv(broker);
+  {
+    kafka::ClientConfig config;
+    config.bootstrap_servers = broker.bootstrap();
+    auto admin = kafka::Admin::Create(config).value();
+    ASSERT_TRUE(admin->CreateTopic(events::EnvEventsTopic(a), 3).ok());
+  }
+  Record(a, "committed.1");
+  Record(a, "committed.2");
+  const std::int64_t committed_upto = LastSeq();
+  for (int i = 1; i <= 5; ++i) Record(a, "window." + std::to_string(i));
+  std::atomic<int> refused{0};
+  std::atomic<std::size_t> handed_over{0};
+  auto options = Fast();
+  options.outbox.batch_size = 2;
+  options.outbox.before_cursor_commit = [&](const std::vector<events::OutboxRecord>& accepted) {
+    if (accepted.empty() || accepted.front().seq <= committed_upto) return;
+    handed_over += accepted.size();
+    ++refused;
+    throw std::runtime_error("failpoint: the process dies before the cursor commit");
+  };
+  {
+    EventsOutbox failing(db_, options);
+    WaitFor(broker, events::EnvEventsTopic(a), 4);
+    for (int i = 0; i < 200 && refused < 5; ++i) std::this_thread::sleep_for(50ms);
+    // Every pass after the first handed the window's first batch over again.
+    EXPECT_GE(refused.load(), 5);
+  }
+  // The failpoint held the cursor where the committed batch left it.
+  EXPECT_EQ(CursorOf(a), committed_upto);
+  EXPECT_EQ(Read(broker, events::EnvEventsTopic(a)).size(), 4u)
+      << "the window's first batch of 2 was published more than once";
+  Record(a, "after.restart");
+  EventsOutbox restarted(db_, Fast());
+  auto on_a = WaitFor(broker, events::EnvEventsTopic(a), 8);
+  for (int i = 0; i < 100 && Backlog(a) != 0; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(Backlog(a), 0);
+  EXPECT_EQ(CursorOf(a), LastSeq());
+  std::this_thread::sleep_for(500ms);
+  on_a = Read(broker, events::EnvEventsTopic(a));
+  EXPECT_EQ(Codes(on_a),
+            (std::vector<std::string>{"after.restart", "committed.1", "committed.2", "window.1",
+                                      "window.2", "window.3", "window.4", "window.5"}));
+  std::set<std::string> ids;
+  std::set<std::int64_t> seqs;
+  for (const auto& v : on_a) {
+    ids.insert(v.value("id", std::string()));
+    seqs.insert(v.value("seq", std::int64_t{0}));
+  }
+  EXPECT_EQ(ids.size(), on_a.size()) << "an occurrence is on the topic twice";
+  EXPECT_EQ(seqs.size(), on_a.size());
+  EXPECT_GE(handed_over.load(), 10u);
 }
 
 // `sluice serve` publishes too, through the same background wiring as `up`.

@@ -527,6 +527,7 @@ std::vector<Row> Rows() {
       {"POST", "/api/v1/worker/rejected", R::kWorker, Empty},
       {"POST", "/api/v1/worker/slot", R::kWorker, Empty},
       {"POST", "/api/v1/worker/column_changes", R::kWorker, Empty},
+      {"POST", "/api/v1/worker/skipped_records", R::kWorker, Empty},
       {"GET", "/api/v1/worker/source_position", R::kWorker, nullptr},
       {"POST", "/api/v1/worker/source_position", R::kWorker, Empty},
       {"GET", "/api/v1/loader/items/{item_id}/launch", R::kLoader, nullptr},
