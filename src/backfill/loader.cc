@@ -821,15 +821,15 @@ class Loader {
     auto& conn = *lane.mysql;
     SLUICE_RETURN_IF_ERROR(conn.Exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"));
     SLUICE_RETURN_IF_ERROR(conn.Exec("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"));
+    auto each = [&](const std::vector<my::MysqlRow>& rows) -> common::Status {
+      if (stop_) return common::Unavailable("stopped before the end");
+      auto batch = MysqlChanges(rows);
+      SLUICE_RETURN_IF_ERROR(Write(lane, batch));
+      return Count(batch.size(), false);
+    };
     SLUICE_RETURN_IF_ERROR(
         conn.QueryEach(fmt::format("SELECT {} FROM {}", plan_.select_list, plan_.table_sql),
-                       static_cast<std::size_t>(c_.chunk_rows),
-                       [&](const std::vector<my::MysqlRow>& rows) -> common::Status {
-                         if (stop_) return common::Unavailable("stopped before the end");
-                         auto batch = MysqlChanges(rows);
-                         SLUICE_RETURN_IF_ERROR(Write(lane, batch));
-                         return Count(batch.size(), false);
-                       }));
+                       static_cast<std::size_t>(c_.chunk_rows), each));
     SLUICE_RETURN_IF_ERROR(conn.Exec("COMMIT"));
     SLUICE_RETURN_IF_ERROR(Count(0, true));
     return written_.load();
