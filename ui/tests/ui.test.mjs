@@ -221,6 +221,9 @@ describe("web UI", { timeout: 240_000 }, () => {
     await picker.getByLabel("Größe.orders", { exact: true }).uncheck();
     assert.equal(await page.getByLabel("table 1").inputValue(), "customers");
     assert.equal(await page.getByLabel("table 2").count(), 0);
+    // Back where the next step starts: the pipelines list.
+    await page.getByRole("link", { name: "Pipelines" }).click();
+    await page.getByRole("link", { name: "customers-copy" }).waitFor();
   });
 
   it("pauses and resumes from the detail page", async () => {
