@@ -590,16 +590,22 @@ class Loader {
     return pumped.rows;
   }
 
+  // A read row's change with no values yet: the columns, empty images.
+  TargetChange EmptyRead() const {
+    TargetChange ch;
+    ch.op = 'r';
+    ch.key = json::object();
+    ch.after = json::object();
+    ch.columns = columns_;
+    return ch;
+  }
+
   // Rows read -> shaped changes (filtered rows dropped).
   common::Result<std::vector<TargetChange>> Changes(const pqxx::result& rows) {
     std::vector<TargetChange> batch;
     batch.reserve(rows.size());
     for (const auto& row : rows) {
-      TargetChange ch;
-      ch.op = 'r';
-      ch.key = json::object();
-      ch.after = json::object();
-      ch.columns = columns_;
+      TargetChange ch = EmptyRead();
       for (std::size_t i = 0; i < plan_.columns.size(); ++i) {
         const auto& col = plan_.columns[i].column;
         json value = nullptr;
@@ -641,11 +647,7 @@ class Loader {
     std::vector<TargetChange> batch;
     batch.reserve(rows.size());
     for (const auto& row : rows) {
-      TargetChange ch;
-      ch.op = 'r';
-      ch.key = json::object();
-      ch.after = json::object();
-      ch.columns = columns_;
+      TargetChange ch = EmptyRead();
       for (std::size_t i = 0; i < plan_.columns.size() && i < row.size(); ++i) {
         const auto& col = plan_.columns[i].column;
         const auto& info = plan_.mysql_columns[i];
