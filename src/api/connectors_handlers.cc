@@ -12,9 +12,14 @@
 #include "api/routes.h"
 #include "api/topic_ownership.h"
 #include "api/user_log_repository.h"
+#include "connectors/mysql/mysql_source.h"
 #include "connectors/postgres/slot_health.h"
+#include "connectors/source_tables.h"
 #include "connectors/types/config_validation.h"
 #include "events/connector_events.h"
+#include "guard/connect_policy.h"
+#include "guard/postgres_conninfo.h"
+#include "launch/source_launch.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/worker_repository.h"
 
@@ -212,6 +217,59 @@ Response Delete(ApiContext& ctx, Request& req) {
   return Response::NoContent();
 }
 
+// `message` with every secret of the configuration masked, should a
+// server's words ever quote one.
+std::string WithoutSecrets(std::string message, const ConnectorRow& c) {
+  const auto* type = c.type();
+  if (!type) return message;
+  for (const auto& field : type->fields) {
+    if (!field.secret || !c.configuration.contains(field.name) ||
+        !c.configuration[field.name].is_string())
+      continue;
+    const auto secret = c.configuration[field.name].get<std::string>();
+    if (secret.empty()) continue;
+    for (auto at = message.find(secret); at != std::string::npos; at = message.find(secret, at + 8))
+      message.replace(at, secret.size(), "********");
+  }
+  return message;
+}
+
+// The tables a source connector could capture, read from the source with
+// the connector's own settings, through the connect policy.
+Response ListTables(ApiContext& ctx, Request& req) {
+  auto id = req.PathUuid("connector_id");
+  ConnectorRow c = ctx.db.Transact([&](pqxx::work& tx) {
+    return RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+  });
+  if (c.way != "source")
+    throw ApiError(422, "not_a_table_source", "a target connector has no tables to choose from");
+  common::Result<std::vector<connectors::ListedTable>> tables = common::Unavailable("not read");
+  if (c.connector_type == "postgresql") {
+    auto pinned = guard::PinPostgres(guard::ConninfoFromConfig(c.configuration));
+    tables = pinned.ok() ? connectors::ListPostgresTables(*pinned)
+                         : common::Result<std::vector<connectors::ListedTable>>(pinned.status());
+  } else if (c.connector_type == "mysql") {
+    auto source = launch::MysqlSourceLaunch::FromConnector(c.configuration, 0, 0, "", "json", {});
+    tables = connectors::ListMysqlTables(
+        connectors::mysql::MysqlSourceOptionsFromLaunch(source).endpoint, source.database);
+  } else {
+    throw ApiError(422, "not_a_table_source",
+                   fmt::format("a {} source reads a topic, not tables", c.connector_type));
+  }
+  if (!tables.ok()) {
+    std::string why = WithoutSecrets(tables.status().message(), c);
+    if (guard::IsRefusal(tables.status())) throw ApiError(422, "connect_refused", why);
+    throw ApiError(502, "source_unavailable", "the source database answered: " + why);
+  }
+  Json items = Json::array();
+  for (const auto& t : *tables)
+    items.push_back({{"name", t.table.Qualified()},
+                     {"schema", t.table.schema},
+                     {"table", t.table.name},
+                     {"has_primary_key", t.has_primary_key}});
+  return Response::Ok({{"items", std::move(items)}});
+}
+
 }  // namespace
 
 void RegisterConnectorsRoutes(Router& r, ApiContext& ctx) {
@@ -224,6 +282,10 @@ void RegisterConnectorsRoutes(Router& r, ApiContext& ctx) {
          [&ctx](Request& q) { return Create(ctx, q); });
   g.Get("/connectors/{connector_id}", "Read a connector (secrets redacted)",
         [&ctx](Request& q) { return Get(ctx, q); });
+  g.Get("/connectors/{connector_id}/tables",
+        "List the tables a source connector could capture, read from the source (PostgreSQL: "
+        "schema.table, MySQL: database.table) with whether each has a primary key",
+        [&ctx](Request& q) { return ListTables(ctx, q); });
   g.Patch("/connectors/{connector_id}", "Rename a connector or replace its configuration",
           [&ctx](Request& q) { return Patch(ctx, q); });
   g.Delete("/connectors/{connector_id}", "Delete a connector not used by a pipeline",

@@ -37,8 +37,9 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
       tx.exec_params("SELECT connector_type, json_configuration FROM connector WHERE id = $1",
                      run.source_connector_id.ToString());
   if (src.empty()) return common::NotFound("the source connector no longer exists");
-  if (std::string(src[0][0].c_str()) != "postgresql")
-    return common::FailedPrecondition(fmt::format("no loader for a {} source", src[0][0].c_str()));
+  const std::string source_type = src[0][0].c_str();
+  if (source_type != "postgresql" && source_type != "mysql")
+    return common::FailedPrecondition(fmt::format("no loader for a {} source", source_type));
   auto source_config = Config(src[0][1], keys);
   if (!source_config.ok()) return source_config.status();
   auto dst = tx.exec_params(
@@ -51,8 +52,27 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
   LoaderConfig c;
   c.item_id = item.id.ToString();
   if (item.started_at) c.attempt_micros = Micros(*item.started_at);
-  c.source_url = orchestrator::PostgresConninfo(*source_config);
+  c.source_type = source_type;
   c.source_table = item.source_table_name;
+  if (source_type == "mysql") {
+    // MySQL has no schemas: the table is in the connector's database (the
+    // item names it "<schema>.<table>" with the datamodel's schema, NULL
+    // for MySQL, shown as "public").
+    launch::LoaderMysqlSource m;
+    m.host = source_config->value("host", std::string());
+    m.port = source_config->value("port", 3306);
+    m.user = source_config->value("user", std::string());
+    m.password = source_config->value("password", std::string());
+    m.database = source_config->value("database", std::string());
+    for (const std::string& prefix : {m.database + ".", std::string("public.")})
+      if (c.source_table.rfind(prefix, 0) == 0) {
+        c.source_table = c.source_table.substr(prefix.size());
+        break;
+      }
+    c.mysql = std::move(m);
+  } else {
+    c.source_url = orchestrator::PostgresConninfo(*source_config);
+  }
   c.target_type = dst[0][0].c_str();
   // The same target the connector's worker writes to (under its team's part
   // of the JSONL root), built by the one function both launchers use.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
@@ -10,6 +11,8 @@
 #include <thread>
 
 #include "backfill/copy_pump.h"
+#include "connectors/mysql/mysql_connection.h"
+#include "connectors/mysql/table_reader.h"
 #include "connectors/postgres/catalog.h"
 #include "connectors/postgres/type_mapping.h"
 #include "connectors/targets/postgres_target.h"
@@ -26,6 +29,7 @@ using connectors::targets::PostgresTarget;
 using connectors::targets::TargetChange;
 using connectors::targets::TargetColumn;
 using nlohmann::json;
+namespace my = connectors::mysql;
 
 namespace {
 
@@ -38,6 +42,13 @@ struct SourcePlan {
   std::string key_list;
   std::string table_sql;
   const CatalogColumn* cut = nullptr;  // partition column (or first key column)
+  // A mysql source: each column in the row decoder's terms, parallel to
+  // `columns` (whose type names are the PostgreSQL ones the stream carries).
+  std::vector<my::ColumnInfo> mysql_columns;
+  bool mysql() const { return !mysql_columns.empty(); }
+  const my::ColumnInfo& Mysql(const CatalogColumn* col) const {
+    return mysql_columns[static_cast<std::size_t>(col - columns.data())];
+  }
 };
 
 std::unique_ptr<pqxx::connection> ConnectSource(const std::string& url) {
@@ -74,6 +85,12 @@ common::Result<SourcePlan> PlanSource(pqxx::transaction_base& tx, const LoaderCo
   for (const auto& name : *pk)
     for (const auto& col : p.columns)
       if (col.column.name == name) p.keys.push_back(&col);
+  return p;
+}
+
+// The key, sequential-read and partition-column rules, the same for every
+// source, once `p` has its columns and keys.
+common::Status CheckPlan(SourcePlan& p, const LoaderConfig& c) {
   if (p.keys.empty() && !c.sequential_read)
     return common::FailedPrecondition(fmt::format(
         "source table {} has no primary key to cut and resume by; accept a sequential read "
@@ -83,19 +100,31 @@ common::Result<SourcePlan> PlanSource(pqxx::transaction_base& tx, const LoaderCo
     // The whole row is the key, as for REPLICA IDENTITY FULL in the stream.
     for (auto& col : p.columns) col.column.key = true;
   }
+  auto unordered = [&](const CatalogColumn& col) {
+    if (p.mysql()) return p.Mysql(&col).json || p.Mysql(&col).type == my::kJson;
+    return col.column.type_name == "json" || col.column.type_name == "xml";
+  };
   if (c.partition_column) {
     for (const auto& col : p.columns)
       if (col.column.name == *c.partition_column) p.cut = &col;
     if (!p.cut)
       return common::NotFound(fmt::format("partition column {} is not a column of {}",
                                           *c.partition_column, p.table.Qualified()));
-    if (p.cut->column.type_name == "json" || p.cut->column.type_name == "xml")
+    if (unordered(*p.cut))
       return common::FailedPrecondition(
           fmt::format("partition column {} has type {}, which has no order to cut on",
                       *c.partition_column, p.cut->column.type_name));
   } else if (!p.keys.empty()) {
     p.cut = p.keys[0];
   }
+  return common::Status::Ok();
+}
+
+common::Result<SourcePlan> PlanPostgresSource(pqxx::transaction_base& tx, const LoaderConfig& c) {
+  auto planned = PlanSource(tx, c);
+  if (!planned.ok()) return planned.status();
+  SourcePlan p = std::move(planned).value();
+  SLUICE_RETURN_IF_ERROR(CheckPlan(p, c));
   for (const auto& col : p.columns) {
     if (!p.select_list.empty()) p.select_list += ", ";
     p.select_list += tx.quote_name(col.column.name);
@@ -106,6 +135,65 @@ common::Result<SourcePlan> PlanSource(pqxx::transaction_base& tx, const LoaderCo
   }
   p.table_sql = connectors::postgres::QuoteTable(tx, p.table);
   return p;
+}
+
+my::MysqlEndpoint MysqlEndpointOf(const LoaderConfig& c) {
+  my::MysqlEndpoint e;
+  e.host = c.mysql->host;
+  e.port = c.mysql->port;
+  e.user = c.mysql->user;
+  e.password = c.mysql->password;
+  return e;
+}
+
+// The connection checks the connect policy itself, at connect time.
+common::Result<std::unique_ptr<my::MysqlConnection>> ConnectMysql(const LoaderConfig& c) {
+  return my::MysqlConnection::Connect(MysqlEndpointOf(c));
+}
+
+// A mysql source table: its columns as the binlog stream describes them
+// (connectors/mysql/table_reader.h), read the same way.
+common::Result<SourcePlan> PlanMysqlSource(my::MysqlConnection& conn, const LoaderConfig& c) {
+  auto shape = my::ReadTableShape(conn, c.mysql->database, c.source_table);
+  if (!shape.ok()) return shape.status();
+  SourcePlan p;
+  p.table = shape->table;
+  p.mysql_columns = shape->columns;
+  for (const auto& col : shape->columns)
+    p.columns.push_back({{col.name, 0, -1, my::PostgresTypeName(col), col.key}, ""});
+  for (const auto& name : shape->keys)
+    for (const auto& col : p.columns)
+      if (col.column.name == name) p.keys.push_back(&col);
+  SLUICE_RETURN_IF_ERROR(CheckPlan(p, c));
+  p.select_list = shape->select_list;
+  for (const auto* k : p.keys)
+    p.key_list += (p.key_list.empty() ? "" : ", ") + my::MysqlConnection::QuoteName(k->column.name);
+  p.table_sql = shape->table_sql;
+  return p;
+}
+
+// How a mysql column reads in SQL in the form select_list reads it.
+std::string MysqlReadExpr(const my::ColumnInfo& col, const std::string& sql) {
+  return col.type == my::kBit ? fmt::format("LPAD(BIN({}), {}, '0')", sql, col.length) : sql;
+}
+
+// A value read through select_list as a literal of its column: a BIT from
+// its bits, a binary string from its bytes, anything else as a string the
+// server converts to the column's type.
+std::string MysqlLiteral(my::MysqlConnection& conn, const my::ColumnInfo& col,
+                         const std::string& text) {
+  if (col.type == my::kBit) return "b'" + text + "'";
+  bool string_type = col.type == my::kString || col.type == my::kVarchar || col.type == my::kBlob;
+  if (string_type && col.binary()) {
+    static const char* kHex = "0123456789ABCDEF";
+    std::string out = "X'";
+    for (unsigned char ch : text) {
+      out.push_back(kHex[ch >> 4]);
+      out.push_back(kHex[ch & 15]);
+    }
+    return out + "'";
+  }
+  return conn.Quote(text);
 }
 
 // Column names the destination receives once the shaping ran.
@@ -201,24 +289,12 @@ struct Partition {
   bool done = false;
 };
 
-common::Result<std::vector<Partition>> PlanPartitions(pqxx::transaction_base& tx,
-                                                      const SourcePlan& p, int wanted) {
+// The ranges of the cut column `col` between `bounds` (ascending, each a
+// literal by `lit`), and its NULLs when it is not a key column.
+std::vector<Partition> PartitionsBetween(
+    const SourcePlan& p, const std::string& col, const std::vector<std::string>& bounds,
+    const std::function<std::string(const std::string&)>& lit) {
   std::vector<Partition> out;
-  if (wanted <= 1 || !p.cut) return std::vector<Partition>{Partition{}};
-  const std::string col = tx.quote_name(p.cut->column.name);
-  const std::string& type = p.cut->sql_type;
-  std::vector<std::string> bounds;
-  std::string fractions;
-  for (int i = 1; i < wanted; ++i)
-    fractions += fmt::format("{}{}", i > 1 ? "," : "", static_cast<double>(i) / wanted);
-  // Boundaries at quantiles of the cut column: ranges of about equal size
-  // whatever the key distribution (and for any ordered type).
-  auto r = tx.exec(fmt::format(
-      "SELECT DISTINCT q.b AS v, q.b::text AS t FROM unnest((SELECT percentile_disc(ARRAY[{}]) "
-      "WITHIN GROUP (ORDER BY {}) FROM {})) AS q(b) WHERE q.b IS NOT NULL ORDER BY v",
-      fractions, col, p.table_sql));
-  for (const auto& row : r) bounds.emplace_back(row[1].c_str());
-  auto lit = [&](const std::string& v) { return tx.quote(v) + "::" + type; };
   if (bounds.empty()) {
     out.push_back(Partition{fmt::format("{} IS NOT NULL", col), {}, false});
   } else {
@@ -235,10 +311,53 @@ common::Result<std::vector<Partition>> PlanPartitions(pqxx::transaction_base& tx
   return out;
 }
 
+common::Result<std::vector<Partition>> PlanPartitions(pqxx::transaction_base& tx,
+                                                      const SourcePlan& p, int wanted) {
+  if (wanted <= 1 || !p.cut) return std::vector<Partition>{Partition{}};
+  const std::string col = tx.quote_name(p.cut->column.name);
+  const std::string& type = p.cut->sql_type;
+  std::vector<std::string> bounds;
+  std::string fractions;
+  for (int i = 1; i < wanted; ++i)
+    fractions += fmt::format("{}{}", i > 1 ? "," : "", static_cast<double>(i) / wanted);
+  // Boundaries at quantiles of the cut column: ranges of about equal size
+  // whatever the key distribution (and for any ordered type).
+  auto r = tx.exec(fmt::format(
+      "SELECT DISTINCT q.b AS v, q.b::text AS t FROM unnest((SELECT percentile_disc(ARRAY[{}]) "
+      "WITHIN GROUP (ORDER BY {}) FROM {})) AS q(b) WHERE q.b IS NOT NULL ORDER BY v",
+      fractions, col, p.table_sql));
+  for (const auto& row : r) bounds.emplace_back(row[1].c_str());
+  return PartitionsBetween(p, col, bounds,
+                           [&](const std::string& v) { return tx.quote(v) + "::" + type; });
+}
+
+// The same for a mysql source: the boundaries are the first values of
+// NTILE buckets of the cut column (MariaDB 10.2+, MySQL 8).
+common::Result<std::vector<Partition>> PlanMysqlPartitions(my::MysqlConnection& conn,
+                                                           const SourcePlan& p, int wanted) {
+  if (wanted <= 1 || !p.cut) return std::vector<Partition>{Partition{}};
+  const auto& info = p.Mysql(p.cut);
+  const std::string col = my::MysqlConnection::QuoteName(p.cut->column.name);
+  auto rows = conn.Query(fmt::format(
+      "SELECT {} FROM (SELECT MIN(c) AS m FROM (SELECT {} AS c, NTILE({}) OVER (ORDER BY {}) AS b "
+      "FROM {} WHERE {} IS NOT NULL) x GROUP BY b) y ORDER BY m",
+      MysqlReadExpr(info, "m"), col, wanted, col, p.table_sql, col));
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> bounds;
+  // The first bucket starts at the smallest value: no boundary there.
+  for (std::size_t i = 1; i < rows->size(); ++i) {
+    const auto& v = (*rows)[i][0];
+    if (v && (bounds.empty() || bounds.back() != *v)) bounds.push_back(*v);
+  }
+  return PartitionsBetween(p, col, bounds,
+                           [&](const std::string& v) { return MysqlLiteral(conn, info, v); });
+}
+
 // What one thread needs: its own connections and target.
 struct Lane {
-  std::unique_ptr<pqxx::connection> source;
-  std::unique_ptr<pqxx::connection> fence;  // nullptr: a non-PostgreSQL destination
+  std::unique_ptr<pqxx::connection> source;    // nullptr: a mysql source
+  std::unique_ptr<my::MysqlConnection> mysql;  // a mysql source's
+  std::unique_ptr<pqxx::connection> fence;     // nullptr: a non-PostgreSQL destination
   std::unique_ptr<connectors::targets::Target> target;
   // The COPY fast path (copy_pump.h), when the pair allows it.
   bool fast = false;
@@ -271,8 +390,13 @@ std::string QuoteLiteral(const std::string& text) {
 
 common::Result<Lane> OpenLane(const LoaderConfig& c) {
   Lane lane;
+  if (c.mysql) {
+    auto conn = ConnectMysql(c);
+    if (!conn.ok()) return conn.status();
+    lane.mysql = std::move(conn).value();
+  }
   try {
-    lane.source = ConnectSource(c.source_url);
+    if (!c.mysql) lane.source = ConnectSource(c.source_url);
     if (c.target_type == "postgresql")
       lane.fence = std::make_unique<pqxx::connection>(TargetUrl(c));
   } catch (const std::exception& e) {
@@ -304,7 +428,9 @@ class Loader {
   // The fast path needs a PostgreSQL destination, no shaping, a key, and
   // column types whose text form round-trips.
   bool FastEligible() const {
-    if (c_.target_type != "postgresql" || !transforms_.empty() || plan_.keys.empty()) return false;
+    if (c_.target_type != "postgresql" || !transforms_.empty() || plan_.keys.empty() ||
+        plan_.mysql())
+      return false;
     for (const auto& col : plan_.columns)
       if (!CopySafe(col.column.type_name)) return false;
     return true;
@@ -378,6 +504,22 @@ class Loader {
     return where;
   }
 
+  // The same for a mysql source; a row comparison spelled out (a > x OR
+  // (a = x AND b > y)), which MariaDB's range optimizer reads as key ranges.
+  std::string MysqlRemainingWhere(my::MysqlConnection& conn, const Partition& part) const {
+    std::string where = part.predicate;
+    if (part.last_key.empty()) return where;
+    std::string after, equal;
+    for (std::size_t i = 0; i < plan_.keys.size(); ++i) {
+      const auto* k = plan_.keys[i];
+      std::string name = my::MysqlConnection::QuoteName(k->column.name);
+      std::string value = MysqlLiteral(conn, plan_.Mysql(k), part.last_key[i]);
+      after += fmt::format("{}({}{} > {})", i ? " OR " : "", equal, name, value);
+      equal += fmt::format("{} = {} AND ", name, value);
+    }
+    return where.empty() ? after : fmt::format("{} AND ({})", where, after);
+  }
+
   // The next chunk of what is left (`where`, from RemainingWhere).
   std::string ChunkSql(const std::string& where) const {
     return fmt::format("SELECT {} FROM {}{} ORDER BY {} LIMIT {}", plan_.select_list,
@@ -448,16 +590,22 @@ class Loader {
     return pumped.rows;
   }
 
+  // A read row's change with no values yet: the columns, empty images.
+  TargetChange EmptyRead() const {
+    TargetChange ch;
+    ch.op = 'r';
+    ch.key = json::object();
+    ch.after = json::object();
+    ch.columns = columns_;
+    return ch;
+  }
+
   // Rows read -> shaped changes (filtered rows dropped).
   common::Result<std::vector<TargetChange>> Changes(const pqxx::result& rows) {
     std::vector<TargetChange> batch;
     batch.reserve(rows.size());
     for (const auto& row : rows) {
-      TargetChange ch;
-      ch.op = 'r';
-      ch.key = json::object();
-      ch.after = json::object();
-      ch.columns = columns_;
+      TargetChange ch = EmptyRead();
       for (std::size_t i = 0; i < plan_.columns.size(); ++i) {
         const auto& col = plan_.columns[i].column;
         json value = nullptr;
@@ -479,15 +627,36 @@ class Loader {
         if (col.key) ch.key[col.name] = value;
         ch.after[col.name] = std::move(value);
       }
-      bool kept = true;
-      for (const auto& t : transforms_) {
-        if (!t.Keeps(ch)) {
-          kept = false;
-          break;
-        }
-        t.Apply(ch);
+      if (Shape(ch)) batch.push_back(std::move(ch));
+    }
+    return batch;
+  }
+
+  // The shaping of the live stream; false: a filter dropped the row.
+  bool Shape(TargetChange& ch) const {
+    for (const auto& t : transforms_) {
+      if (!t.Keeps(ch)) return false;
+      t.Apply(ch);
+    }
+    return true;
+  }
+
+  // Rows of a mysql source -> shaped changes, each value as the binlog
+  // stream decodes it (connectors/mysql/table_reader.h).
+  std::vector<TargetChange> MysqlChanges(const std::vector<my::MysqlRow>& rows) const {
+    std::vector<TargetChange> batch;
+    batch.reserve(rows.size());
+    for (const auto& row : rows) {
+      TargetChange ch = EmptyRead();
+      for (std::size_t i = 0; i < plan_.columns.size() && i < row.size(); ++i) {
+        const auto& col = plan_.columns[i].column;
+        const auto& info = plan_.mysql_columns[i];
+        json value = row[i] ? my::TextValue(info, *row[i]) : json(nullptr);
+        if (row[i] && !value.is_null() && my::CarriedAsText(info)) ch.as_text.push_back(col.name);
+        if (col.key) ch.key[col.name] = value;
+        ch.after[col.name] = std::move(value);
       }
-      if (kept) batch.push_back(std::move(ch));
+      if (Shape(ch)) batch.push_back(std::move(ch));
     }
     return batch;
   }
@@ -506,6 +675,21 @@ class Loader {
   // One chunk of `part`: fence, then read, then write, then release.
   common::Result<std::size_t> Chunk(Lane& lane, Partition& part) {
     SharedFence fence(lane.fence.get(), fence_key_);
+    if (lane.mysql) {
+      // One statement: InnoDB reads it from one consistent view.
+      auto rows = lane.mysql->Query(ChunkSql(MysqlRemainingWhere(*lane.mysql, part)));
+      if (!rows.ok()) return rows.status();
+      auto batch = MysqlChanges(*rows);
+      SLUICE_RETURN_IF_ERROR(Write(lane, batch));
+      if (!rows->empty()) {
+        part.last_key.clear();
+        for (const auto* k : plan_.keys)
+          part.last_key.push_back(
+              rows->back()[static_cast<std::size_t>(k - plan_.columns.data())].value_or(""));
+      }
+      if (rows->size() < static_cast<std::size_t>(c_.chunk_rows)) part.done = true;
+      return batch.size();
+    }
     pqxx::nontransaction tx(*lane.source);
     auto rows = tx.exec(ChunkSql(RemainingWhere(tx, part)));
     auto batch = Changes(rows);
@@ -534,6 +718,14 @@ class Loader {
   // with the destination untouched.
   common::Status Plan() {
     if (c_.sequential_read) return common::Status::Ok();
+    if (plan_.mysql()) {
+      auto conn = ConnectMysql(c_);
+      if (!conn.ok()) return conn.status();
+      auto planned = PlanMysqlPartitions(**conn, plan_, c_.partitions);
+      if (!planned.ok()) return planned.status();
+      parts_ = std::move(planned).value();
+      return common::Status::Ok();
+    }
     auto conn = ConnectSource(c_.source_url);
     pqxx::nontransaction tx(*conn);
     auto planned = PlanPartitions(tx, plan_, c_.partitions);
@@ -607,6 +799,7 @@ class Loader {
     auto lane = OpenLane(c_);
     if (!lane.ok()) return lane.status();
     SharedFence fence(lane->fence.get(), fence_key_);
+    if (lane->mysql) return MysqlSequential(*lane);
     pqxx::nontransaction tx(*lane->source);
     tx.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     tx.exec(fmt::format("DECLARE sluice_backfill NO SCROLL CURSOR FOR SELECT {} FROM {}",
@@ -621,6 +814,25 @@ class Loader {
       if (rows.size() < static_cast<std::size_t>(c_.chunk_rows)) break;
     }
     tx.exec("COMMIT");
+    SLUICE_RETURN_IF_ERROR(Count(0, true));
+    return written_.load();
+  }
+
+  // A mysql source's table in one consistent snapshot, streamed.
+  common::Result<std::int64_t> MysqlSequential(Lane& lane) {
+    auto& conn = *lane.mysql;
+    SLUICE_RETURN_IF_ERROR(conn.Exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"));
+    SLUICE_RETURN_IF_ERROR(conn.Exec("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"));
+    auto each = [&](const std::vector<my::MysqlRow>& rows) -> common::Status {
+      if (stop_) return common::Unavailable("stopped before the end");
+      auto batch = MysqlChanges(rows);
+      SLUICE_RETURN_IF_ERROR(Write(lane, batch));
+      return Count(batch.size(), false);
+    };
+    SLUICE_RETURN_IF_ERROR(
+        conn.QueryEach(fmt::format("SELECT {} FROM {}", plan_.select_list, plan_.table_sql),
+                       static_cast<std::size_t>(c_.chunk_rows), each));
+    SLUICE_RETURN_IF_ERROR(conn.Exec("COMMIT"));
     SLUICE_RETURN_IF_ERROR(Count(0, true));
     return written_.load();
   }
@@ -674,6 +886,26 @@ common::Result<Prepared> Prepare(const LoaderConfig& c) {
   auto transforms = Transforms(c);
   if (!transforms.ok()) return transforms.status();
   out.transforms = std::move(transforms).value();
+  if (c.mysql) {
+    auto conn = ConnectMysql(c);
+    if (!conn.ok()) return conn.status();
+    auto plan = PlanMysqlSource(**conn, c);
+    if (!plan.ok()) return plan.status();
+    out.plan = std::move(plan).value();
+    // InnoDB's estimate (information_schema.TABLES), when it has one.
+    auto est = (*conn)->Query(
+        fmt::format("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
+                    "TABLE_NAME = {}",
+                    (*conn)->Quote(c.mysql->database), (*conn)->Quote(c.source_table)));
+    if (est.ok() && !est->empty() && est->front()[0]) {
+      std::int64_t n = 0;
+      const std::string& text = *est->front()[0];
+      std::from_chars(text.data(), text.data() + text.size(), n);
+      if (n > 0) out.verdict.approximate_row_count = n;
+    }
+    SLUICE_RETURN_IF_ERROR(CheckDestination(c, ShapedColumns(out.plan, out.transforms)));
+    return out;
+  }
   std::unique_ptr<pqxx::connection> conn;
   try {
     conn = ConnectSource(c.source_url);
@@ -682,7 +914,7 @@ common::Result<Prepared> Prepare(const LoaderConfig& c) {
   }
   try {
     pqxx::nontransaction tx(*conn);
-    auto plan = PlanSource(tx, c);
+    auto plan = PlanPostgresSource(tx, c);
     if (!plan.ok()) return plan.status();
     out.plan = std::move(plan).value();
     auto est = tx.exec_params("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass($1)",
@@ -701,9 +933,14 @@ common::Result<Prepared> Prepare(const LoaderConfig& c) {
 // and every connection of this load made to the checked addresses.
 common::Result<LoaderConfig> Pinned(const LoaderConfig& config) {
   LoaderConfig c = config;
-  auto source = guard::PinPostgres(c.source_url);
-  if (!source.ok()) return source.status();
-  c.source_url = *source;
+  if (c.source_type == "mysql" && !c.mysql)
+    return common::InvalidArgument("a mysql source needs its server");
+  // A mysql connection checks the policy itself, each time it connects.
+  if (!c.mysql) {
+    auto source = guard::PinPostgres(c.source_url);
+    if (!source.ok()) return source.status();
+    c.source_url = *source;
+  }
   if (c.target_type == "postgresql") {
     auto target = guard::PinPostgres(TargetUrl(c));
     if (!target.ok()) return target.status();

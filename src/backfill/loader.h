@@ -1,6 +1,8 @@
-// The loader: one backfill item, read from the PostgreSQL source and written
-// into the destination in idempotent batches (upserts by key), in parallel
-// partitions. Run by `sluice loader` (src/cli/loader_command.cc).
+// The loader: one backfill item, read from the PostgreSQL or MySQL/MariaDB
+// source and written into the destination in idempotent batches (upserts by
+// key), in parallel partitions. Run by `sluice loader` (src/cli/loader_command.cc).
+// A mysql table is read as the mysql source's snapshot reads it
+// (connectors/mysql/table_reader.h), so its rows arrive as the stream's.
 //
 // THE ORDERING RULE (backfill beside live CDC, nothing lost or duplicated):
 // every destination table has a "backfill fence", an advisory lock on the
@@ -40,7 +42,8 @@ namespace sluice::backfill {
 using LoaderConfig = launch::LoaderLaunch;
 
 struct CheckVerdict {
-  std::optional<std::int64_t> approximate_row_count;  // pg_class.reltuples, when analysed
+  // pg_class.reltuples when analysed; InnoDB's TABLE_ROWS estimate for mysql.
+  std::optional<std::int64_t> approximate_row_count;
 };
 
 // The pre-check rules (the load applies the same ones before any truncate):

@@ -21,6 +21,12 @@ json LoaderLaunch::ToJson() const {
             {"transforms", transforms},
             {"partitions", partitions},
             {"chunk_rows", chunk_rows}};
+  if (mysql) {
+    j["source"] = {
+        {"type", "mysql"},      {"host", mysql->host},         {"port", mysql->port},
+        {"user", mysql->user},  {"password", mysql->password}, {"database", mysql->database},
+        {"table", source_table}};
+  }
   if (attempt_micros) j["attempt_micros"] = *attempt_micros;
   if (partition_column) j["partition_column"] = *partition_column;
   if (report_database_url) j["report"] = {{"database_url", *report_database_url}};
@@ -33,8 +39,22 @@ common::Result<LoaderLaunch> LoaderLaunch::FromJson(const json& j) {
   try {
     c.item_id = j.at("item_id").get<std::string>();
     if (j.contains("attempt_micros")) c.attempt_micros = j["attempt_micros"].get<std::int64_t>();
-    c.source_url = j.at("source").at("url").get<std::string>();
-    c.source_table = j.at("source").at("table").get<std::string>();
+    const json& source = j.at("source");
+    c.source_type = source.value("type", std::string("postgresql"));
+    if (c.source_type == "mysql") {
+      c.mysql.emplace();
+      c.mysql->host = source.at("host").get<std::string>();
+      c.mysql->port = source.value("port", 3306);
+      c.mysql->user = source.at("user").get<std::string>();
+      c.mysql->password = source.value("password", std::string());
+      c.mysql->database = source.at("database").get<std::string>();
+    } else if (c.source_type == "postgresql") {
+      c.source_url = source.at("url").get<std::string>();
+    } else {
+      return common::InvalidArgument(
+          fmt::format("bad loader config: no loader for a {} source", c.source_type));
+    }
+    c.source_table = source.at("table").get<std::string>();
     c.target = j.at("target");
     c.target_type = j.value("target_type", c.target.value("type", std::string("postgresql")));
     c.target_schema = j.value("target_schema", std::string("public"));

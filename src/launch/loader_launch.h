@@ -15,13 +15,27 @@
 
 namespace sluice::launch {
 
+// A mysql source's server (the loader connects through the connect policy,
+// connectors/mysql/mysql_connection.h).
+struct LoaderMysqlSource {
+  std::string host;
+  int port = 3306;
+  std::string user;
+  std::string password;
+  std::string database;  // the source table's database
+  bool operator==(const LoaderMysqlSource&) const = default;
+};
+
 struct LoaderLaunch {
   std::string item_id;
   std::optional<std::int64_t> attempt_micros;  // the item's started_at: fences reports
-  std::string source_url;
-  std::string source_table;  // "schema.table"
-  std::string target_type;   // postgresql | http | jsonl
-  nlohmann::json target;     // the target runtime config (launch/target_launch.h TargetToJson)
+  std::string source_type = "postgresql";      // postgresql | mysql
+  std::string source_url;                      // postgresql: libpq conninfo
+  std::optional<LoaderMysqlSource> mysql;      // mysql: the server (source_url unused)
+  // postgresql: "schema.table"; mysql: the table's name in mysql->database.
+  std::string source_table;
+  std::string target_type;  // postgresql | http | jsonl
+  nlohmann::json target;    // the target runtime config (launch/target_launch.h TargetToJson)
   std::string target_schema = "public";
   std::string target_table;
   bool truncate_history = false;

@@ -298,5 +298,100 @@ TEST_F(SourceCleanupApi, AnUnreachableSourceStillDeletesTheConnectorWithAnEvent)
   EXPECT_FALSE(std::string(events[0][0].c_str()).empty());
 }
 
+// GET /connectors/{id}/tables: the source's tables, read from the source.
+class SourceTablesApi : public ConnectorsApi {
+ protected:
+  void SetUp() override {
+    ConnectorsApi::SetUp();
+    pqxx::connection c(source_.url());
+    pqxx::nontransaction(c).exec(R"(
+      CREATE SCHEMA "Größe 😀";
+      CREATE TABLE "Größe 😀"."Ta""ble.x" (id int PRIMARY KEY, v text);
+      CREATE TABLE public.loose (a int, b text);
+      CREATE TABLE public.events (id int, at date, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
+      CREATE TABLE public.events_2024 PARTITION OF public.events
+        FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+      CREATE VIEW public.a_view AS SELECT 1 AS one;
+      CREATE MATERIALIZED VIEW public.a_matview AS SELECT 1 AS one;
+      CREATE SEQUENCE public.a_sequence;)");
+  }
+  std::string Source(const std::string& team, const std::string& name, const Json& changes) {
+    Json config = {{"host", "127.0.0.1"}, {"port", ClusterPort()}, {"database", source_.name()},
+                   {"user", "postgres"},  {"password", password_}, {"sslmode", "disable"}};
+    if (changes.is_object()) config.update(changes);  // {} is null
+    auto r = Call("POST", "/api/v1/teams/" + team + "/connectors",
+                  {{"name", name}, {"type", "postgresql-source"}, {"configuration", config}});
+    EXPECT_EQ(r.status, 201) << r.body.dump();
+    return r.body.value("id", "");
+  }
+  Reply Tables(const std::string& id, const std::string& token = "") {
+    return Call("GET", "/api/v1/connectors/" + id + "/tables", nullptr, token);
+  }
+  TestDatabase source_;
+  std::string password_ = ClusterPassword();
+};
+
+TEST_F(SourceTablesApi, ListsTheSourcesTablesBySchemaWithTheirPrimaryKeys) {
+  auto r = Tables(Source(team_id_, "src", {}));
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  // (The test database also holds the data plane's own migrated tables.)
+  const std::set<std::string> ours = {"Größe 😀.Ta\"ble.x",  "public.events", "public.loose",
+                                      "public.events_2024", "public.a_view", "public.a_matview",
+                                      "public.a_sequence"};
+  Json mine = Json::array();
+  for (const auto& item : r.body["items"])
+    if (ours.count(item["name"].get<std::string>())) mine.push_back(item);
+  // Partitions are read through their root; views, sequences and the
+  // system schemas are not tables to capture. Sorted by schema, then name.
+  EXPECT_EQ(mine, Json::parse(R"([
+    {"name": "Größe 😀.Ta\"ble.x", "schema": "Größe 😀", "table": "Ta\"ble.x",
+     "has_primary_key": true},
+    {"name": "public.events", "schema": "public", "table": "events", "has_primary_key": true},
+    {"name": "public.loose", "schema": "public", "table": "loose", "has_primary_key": false}
+  ])"))
+      << r.body.dump(2);
+  EXPECT_EQ(r.body["items"][0]["schema"], "Größe 😀");
+  for (const auto& item : r.body["items"]) {
+    EXPECT_NE(item["schema"], "pg_catalog");
+    EXPECT_NE(item["schema"], "information_schema");
+  }
+}
+
+TEST_F(SourceTablesApi, AnotherTeamsMemberGetsNotFoundAndTheTeamsOwnMemberTheList) {
+  std::string other = NewTeam("other");
+  auto theirs = Source(other, "theirs", {});
+  std::string token = NewMember("eve@example.com", team_id_);
+  auto r = Tables(theirs, token);
+  EXPECT_EQ(r.status, 404) << r.body.dump();
+  EXPECT_EQ(r.body.dump().find("Größe"), std::string::npos) << "nothing of the source leaks";
+  auto mine = Tables(Source(team_id_, "mine", {}), token);
+  EXPECT_EQ(mine.status, 200) << mine.body.dump();
+  EXPECT_EQ(Tables(common::Uuid::V4().ToString(), token).status, 404);
+}
+
+TEST_F(SourceTablesApi, SourceErrorsAreTheServersWordsWithoutTheSecret) {
+  // A wrong password: the server's refusal, the password never echoed.
+  auto wrong = Source(team_id_, "wrong", {{"password", "n0t-the-pw-'\"\\😀"}});
+  auto r = Tables(wrong);
+  EXPECT_EQ(r.status, 502) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["code"], "source_unavailable");
+  EXPECT_NE(r.body.dump().find("password authentication failed"), std::string::npos)
+      << r.body.dump();
+  EXPECT_EQ(r.body.dump().find("n0t-the-pw"), std::string::npos) << r.body.dump();
+  // A database that does not exist, and a port nothing listens on.
+  auto missing = Tables(Source(team_id_, "missing", {{"database", "no_such_db_ü"}}));
+  EXPECT_EQ(missing.status, 502);
+  EXPECT_NE(missing.body.dump().find("no_such_db_ü"), std::string::npos) << missing.body.dump();
+  auto closed = Tables(Source(team_id_, "closed", {{"port", 1}}));
+  EXPECT_EQ(closed.status, 502) << closed.body.dump();
+  EXPECT_NE(closed.body.dump().find("refused"), std::string::npos) << closed.body.dump();
+  EXPECT_EQ(closed.body.dump().find(password_), std::string::npos);
+  // Targets and topic sources have no tables to choose from.
+  auto target = NewConnector(team_id_, "dst", "jsonl-target");
+  EXPECT_EQ(Tables(target).status, 422);
+  // The server still answers afterwards.
+  EXPECT_EQ(Get("/api/v1/connector-types").status, 200);
+}
+
 }  // namespace
 }  // namespace sluice::testing

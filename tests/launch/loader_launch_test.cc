@@ -34,6 +34,28 @@ TEST(LoaderLaunchContract, round_trips_every_field) {
   EXPECT_EQ(*back, c);
 }
 
+TEST(LoaderLaunchContract, a_mysql_source_round_trips_and_an_unknown_source_type_is_refused) {
+  LoaderLaunch c;
+  c.item_id = "i";
+  c.source_type = "mysql";
+  c.mysql = LoaderMysqlSource{"maria.example", 65535, "us`er", "pa'ss\"w 😀", "db-ü"};
+  c.source_table = "t.with.dots";
+  c.target_type = "postgresql";
+  c.target = {{"type", "postgresql"}, {"url", "host=x"}};
+  c.target_table = "t";
+  auto j = c.ToJson();
+  EXPECT_EQ(j["source"]["type"], "mysql");
+  EXPECT_FALSE(j["source"].contains("url"));
+  auto back = LoaderLaunch::FromJson(json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, c);
+  j["source"]["type"] = "oracle";
+  auto refused = LoaderLaunch::FromJson(j);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("no loader for a oracle source"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(LoaderLaunchContract, missing_optionals_take_defaults_and_unknown_keys_are_ignored) {
   json j = {{"item_id", "i"},
             {"source", {{"url", "u"}, {"table", "public.t"}}},

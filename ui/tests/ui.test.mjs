@@ -199,6 +199,33 @@ describe("web UI", { timeout: 240_000 }, () => {
     await shot("06-pipelines");
   });
 
+  it("picks an existing source's tables from the list the source gives", async (t) => {
+    if (!has("/connectors/{connector_id}/tables")) return t.skip("this build has no table listing (GET /connectors/{id}/tables)");
+    psql(srcDb, 'CREATE TABLE public.audit_log (at timestamptz, what text); CREATE SCHEMA "Größe"; CREATE TABLE "Größe".orders (id int PRIMARY KEY)');
+    await page.getByRole("link", { name: "Pipelines" }).click();
+    await page.getByRole("link", { name: "New pipeline" }).click();
+    const existing = await page.locator('select[aria-label="source connector"] option', { hasText: "crm-source" }).getAttribute("value");
+    await page.getByLabel("source connector").selectOption(existing);
+    await page.getByRole("button", { name: "Next" }).click();
+    const picker = page.getByRole("list", { name: "source tables" });
+    await expectVisible(picker.getByLabel("Größe.orders", { exact: true }), "the source's tables listed", 15_000);
+    assert.match(await picker.locator("li", { hasText: "public.audit_log" }).innerText(), /no primary key/);
+    assert.doesNotMatch(await picker.locator("li", { hasText: "public.customers" }).innerText(), /no primary key/);
+    // Checking fills the table rows the wizard sends; unchecking removes one.
+    await picker.getByLabel("Größe.orders", { exact: true }).check();
+    await picker.getByLabel("public.customers", { exact: true }).check();
+    assert.equal(await page.getByLabel("schema 1").inputValue(), "Größe");
+    assert.equal(await page.getByLabel("table 1").inputValue(), "orders");
+    assert.equal(await page.getByLabel("table 2").inputValue(), "customers");
+    await shot("05b-wizard-table-picker");
+    await picker.getByLabel("Größe.orders", { exact: true }).uncheck();
+    assert.equal(await page.getByLabel("table 1").inputValue(), "customers");
+    assert.equal(await page.getByLabel("table 2").count(), 0);
+    // Back where the next step starts: the pipelines list.
+    await page.getByRole("link", { name: "Pipelines" }).click();
+    await page.getByRole("link", { name: "customers-copy" }).waitFor();
+  });
+
   it("pauses and resumes from the detail page", async () => {
     await page.getByRole("link", { name: "customers-copy" }).click();
     await page.getByRole("button", { name: "Pause" }).click();

@@ -10,6 +10,18 @@ namespace sluice::connectors::mysql {
 using common::Result;
 using common::Status;
 
+namespace {
+
+MysqlRow RowOf(MYSQL_RES* res, MYSQL_ROW row, unsigned n) {
+  unsigned long* lengths = mysql_fetch_lengths(res);
+  MysqlRow out(n);
+  for (unsigned i = 0; i < n; ++i)
+    if (row[i]) out[i] = std::string(row[i], lengths[i]);
+  return out;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEndpoint& e) {
   // The connect policy, at connect time: to the checked address only.
   auto addresses = guard::ResolveChecked(*guard::ProcessPolicy(), {e.host, e.port, std::nullopt});
@@ -65,14 +77,32 @@ Result<std::vector<MysqlRow>> MysqlConnection::Query(const std::string& sql) {
   }
   unsigned n = mysql_num_fields(res);
   while (MYSQL_ROW row = mysql_fetch_row(res)) {
-    unsigned long* lengths = mysql_fetch_lengths(res);
-    MysqlRow out(n);
-    for (unsigned i = 0; i < n; ++i)
-      if (row[i]) out[i] = std::string(row[i], lengths[i]);
-    rows.push_back(std::move(out));
+    rows.push_back(RowOf(res, row, n));
   }
   mysql_free_result(res);
   return rows;
+}
+
+Status MysqlConnection::QueryEach(const std::string& sql, std::size_t batch_rows,
+                                  const std::function<Status(const std::vector<MysqlRow>&)>& each) {
+  if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) return Error(sql);
+  MYSQL_RES* res = mysql_use_result(mysql_);
+  if (!res) return mysql_field_count(mysql_) != 0 ? Error(sql) : Status::Ok();
+  // Freeing the result reads (and drops) whatever the server still sends.
+  std::unique_ptr<MYSQL_RES, void (*)(MYSQL_RES*)> owned(res, mysql_free_result);
+  unsigned n = mysql_num_fields(res);
+  std::vector<MysqlRow> rows;
+  while (MYSQL_ROW row = mysql_fetch_row(res)) {
+    rows.push_back(RowOf(res, row, n));
+    if (rows.size() >= batch_rows) {
+      SLUICE_RETURN_IF_ERROR(each(rows));
+      rows.clear();
+    }
+  }
+  // A NULL row ends the result or reports a lost connection.
+  if (mysql_errno(mysql_) != 0) return Error(sql);
+  if (!rows.empty()) return each(rows);
+  return Status::Ok();
 }
 
 std::string MysqlConnection::Quote(std::string_view value) {

@@ -3,6 +3,7 @@
 // opened on. Always utf8mb4, UTC.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,10 @@ class MysqlConnection {
 
   common::Status Exec(const std::string& sql);
   common::Result<std::vector<MysqlRow>> Query(const std::string& sql);
+  // The rows of `sql` streamed from the server (not held whole), handed to
+  // `each` up to `batch_rows` at a time; an error from `each` stops it.
+  common::Status QueryEach(const std::string& sql, std::size_t batch_rows,
+                           const std::function<common::Status(const std::vector<MysqlRow>&)>& each);
   // A string literal, quoted and escaped for this connection.
   std::string Quote(std::string_view value);
   // `name` as an identifier: backquoted, backquotes doubled.

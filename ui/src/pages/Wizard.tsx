@@ -142,6 +142,40 @@ interface TableRow {
   target: string;
 }
 
+// GET /connectors/{id}/tables: what an existing source could capture.
+interface ListedTable {
+  name: string;
+  schema: string;
+  table: string;
+  has_primary_key: boolean;
+}
+
+// The table picker of an existing source: its tables, read from the source,
+// each a checkbox that adds or removes the table's row.
+function TablePicker({ listed, error, tables, setTables }: { listed: ListedTable[] | undefined; error: string | null; tables: TableRow[]; setTables: (t: TableRow[]) => void }) {
+  if (error) return <ErrorBox error={`The source's tables could not be listed: ${error}`} />;
+  if (!listed) return <Loading what="the source's tables" />;
+  if (listed.length === 0) return <p className="muted">The source shows no tables to this connector's user.</p>;
+  const chosen = (l: ListedTable) => tables.some((t) => t.schema === l.schema && t.table === l.table);
+  const toggle = (l: ListedTable, on: boolean) => {
+    const rest = tables.filter((t) => t.table.trim() && !(t.schema === l.schema && t.table === l.table));
+    const next = on ? [...rest, { schema: l.schema, table: l.table, target: "" }] : rest;
+    setTables(next.length ? next : [{ schema: l.schema, table: "", target: "" }]);
+  };
+  return (
+    <ul className="table-picker" aria-label="source tables">
+      {listed.map((l) => (
+        <li key={l.name}>
+          <label>
+            <input type="checkbox" aria-label={l.name} checked={chosen(l)} onChange={(e) => toggle(l, e.target.checked)} /> {l.name}
+            {!l.has_primary_key && <span className="muted"> (no primary key)</span>}
+          </label>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 export function WizardPage() {
   const s = useSession();
   const team = s.team;
@@ -156,6 +190,12 @@ export function WizardPage() {
   const [errorTables, setErrorTables] = useState(false);
   const [startNow, setStartNow] = useState(true);
   const { busy, error, run } = useSubmit();
+  // An existing source lists its tables; a new one is not saved yet, so its
+  // tables are typed in.
+  const listed = useLoad(
+    (sig) => (source.existing ? get<{ items: ListedTable[] }>(`/connectors/${source.existing}/tables`, sig).then((r) => ({ id: source.existing, items: r.items })) : Promise.resolve(null)),
+    [source.existing],
+  );
 
   if (!team) return <p className="muted">Choose a team first.</p>;
   if (!types.data || !connectors.data) return <><ErrorBox error={types.error ?? connectors.error} /><Loading /></>;
@@ -217,6 +257,9 @@ export function WizardPage() {
         {step === 1 && (
           <div>
             <p className="muted">Tables captured from the source ({namespace} and table name).</p>
+            {source.existing && (
+              <TablePicker listed={listed.data?.id === source.existing ? listed.data.items : undefined} error={listed.error} tables={tables} setTables={setTables} />
+            )}
             {tables.map((t, i) => (
               <div className="row" key={i}>
                 <input aria-label={`${namespace} ${i + 1}`} placeholder={namespace} disabled={mysql} value={mysql ? defaultNamespace : t.schema} onChange={(e) => setTables(tables.map((x, j) => (j === i ? { ...x, schema: e.target.value } : x)))} />

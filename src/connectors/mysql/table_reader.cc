@@ -1,0 +1,209 @@
+#include "connectors/mysql/table_reader.h"
+
+#include <fmt/format.h>
+#include <sodium.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace sluice::connectors::mysql {
+
+using common::Result;
+using nlohmann::json;
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+std::string Field(const MysqlRow& row, std::size_t i) {
+  return i < row.size() && row[i] ? *row[i] : std::string();
+}
+
+std::string Base64(std::string_view bin) {
+  std::string b64(sodium_base64_ENCODED_LEN(bin.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(bin.data()),
+                    bin.size(), sodium_base64_VARIANT_ORIGINAL);
+  b64.resize(b64.size() - 1);
+  return b64;
+}
+
+// "12:00:00.500000" -> "12:00:00.5": the fraction as the binlog decoder
+// (and PostgreSQL) spells it.
+std::string TrimFraction(std::string s) {
+  auto dot = s.find('.');
+  if (dot == std::string::npos) return s;
+  while (s.size() > dot + 1 && s.back() == '0') s.pop_back();
+  if (s.size() == dot + 1) s.pop_back();
+  return s;
+}
+
+bool ZeroDate(const std::string& s) {
+  return s.size() >= 10 && (s.compare(5, 2, "00") == 0 || s.compare(8, 2, "00") == 0);
+}
+
+// A column as information_schema describes it, in the decoder's terms, so
+// the snapshot's schema and values match the stream's.
+ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json_columns) {
+  // name, data_type, column_type, character_set_name, numeric_precision,
+  // numeric_scale, datetime_precision, column_key
+  ColumnInfo c;
+  c.name = Field(r, 0);
+  std::string t = Lower(Field(r, 1));
+  std::string column_type = Lower(Field(r, 2));
+  bool has_charset = r.size() > 3 && r[3].has_value();
+  c.collation = has_charset ? 45 : 63;
+  c.is_unsigned = column_type.find("unsigned") != std::string::npos;
+  auto num = [&](std::size_t i) {
+    std::uint32_t v = 0;
+    auto s = Field(r, i);
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    return v;
+  };
+  c.precision = num(4);
+  c.scale = num(5);
+  if (t == "tinyint")
+    c.type = kTiny;
+  else if (t == "smallint")
+    c.type = kShort;
+  else if (t == "mediumint")
+    c.type = kInt24;
+  else if (t == "int" || t == "integer")
+    c.type = kLong;
+  else if (t == "bigint")
+    c.type = kLongLong;
+  else if (t == "decimal" || t == "numeric")
+    c.type = kNewDecimal;
+  else if (t == "float")
+    c.type = kFloat;
+  else if (t == "double" || t == "real")
+    c.type = kDouble;
+  else if (t == "date")
+    c.type = kDate;
+  else if (t == "datetime")
+    c.type = kDateTime2;
+  else if (t == "timestamp")
+    c.type = kTimestamp2;
+  else if (t == "time")
+    c.type = kTime2;
+  else if (t == "year")
+    c.type = kYear;
+  else if (t == "bit") {
+    c.type = kBit;
+    c.length = c.precision;
+  } else if (t == "enum")
+    c.type = kEnum;
+  else if (t == "set")
+    c.type = kSet;
+  else if (t == "char" || t == "binary")
+    c.type = kString;
+  else if (t == "varchar" || t == "varbinary")
+    c.type = kVarchar;
+  else if (t.find("text") != std::string::npos || t.find("blob") != std::string::npos)
+    c.type = kBlob;
+  else if (t == "json")
+    c.type = has_charset ? kBlob : kJson;
+  else
+    c.type = kGeometry;
+  if (t == "datetime" || t == "timestamp" || t == "time") c.precision = num(6);
+  c.key = Field(r, 7) == "PRI";
+  c.json = json_columns.count(c.name) > 0 || (t == "json" && has_charset);
+  return c;
+}
+
+}  // namespace
+
+json TextValue(const ColumnInfo& c, const std::string& text) {
+  switch (c.type) {
+    case kTiny:
+    case kShort:
+    case kInt24:
+    case kLong:
+    case kLongLong:
+    case kYear: {
+      if (c.is_unsigned) {
+        std::uint64_t v = 0;
+        std::from_chars(text.data(), text.data() + text.size(), v);
+        return v;
+      }
+      std::int64_t v = 0;
+      std::from_chars(text.data(), text.data() + text.size(), v);
+      return v;
+    }
+    case kFloat:
+    case kDouble: {
+      auto j = json::parse(text, nullptr, false);
+      return j.is_discarded() ? json(text) : j;
+    }
+    case kDate:
+      return ZeroDate(text) ? json(nullptr) : json(text);
+    case kDateTime2:
+    case kTimestamp2: {
+      if (ZeroDate(text)) return nullptr;
+      std::string s = TrimFraction(text);
+      if (s.size() > 10 && s[10] == ' ') s[10] = 'T';
+      if (c.type == kTimestamp2) s += 'Z';
+      return s;
+    }
+    case kTime2:
+      return TrimFraction(text);
+    case kString:
+    case kVarchar:
+    case kBlob:
+    case kGeometry:
+      if (c.binary()) return Base64(text);
+      return text;
+    default:
+      return text;
+  }
+}
+
+Result<std::set<std::string>> MariadbJsonColumns(MysqlConnection& conn, const std::string& database,
+                                                 const std::string& table) {
+  auto rows = conn.Query(fmt::format(
+      "SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+      "CONSTRAINT_SCHEMA = {} AND TABLE_NAME = {}",
+      conn.Quote(database), conn.Quote(table)));
+  if (!rows.ok()) return rows.status();
+  std::set<std::string> out;
+  for (const auto& r : *rows) {
+    std::string clause = Lower(Field(r, 1));
+    if (clause.rfind("json_valid(", 0) == 0) out.insert(Field(r, 0));
+  }
+  return out;
+}
+
+Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string& database,
+                                       const std::string& table) {
+  MysqlTableShape shape;
+  shape.table = {database, table};
+  auto json_cols = MariadbJsonColumns(conn, database, table);
+  if (!json_cols.ok()) return json_cols.status();
+  auto cols = conn.Query(fmt::format(
+      "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME, NUMERIC_PRECISION, "
+      "NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_KEY FROM information_schema.COLUMNS WHERE "
+      "TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+      conn.Quote(database), conn.Quote(table)));
+  if (!cols.ok()) return cols.status();
+  if (cols->empty())
+    return common::NotFound(fmt::format("source table {}.{} does not exist", database, table));
+  auto pk = conn.Query(fmt::format(
+      "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} AND "
+      "TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+      conn.Quote(database), conn.Quote(table)));
+  if (!pk.ok()) return pk.status();
+  for (const auto& r : *cols) shape.columns.push_back(InfoSchemaColumn(r, *json_cols));
+  for (const auto& r : *pk) shape.keys.push_back(Field(r, 0));
+  for (const auto& c : shape.columns) {
+    if (!shape.select_list.empty()) shape.select_list += ", ";
+    shape.select_list += c.type == kBit ? fmt::format("LPAD(BIN({0}), {1}, '0')",
+                                                      MysqlConnection::QuoteName(c.name), c.length)
+                                        : MysqlConnection::QuoteName(c.name);
+  }
+  shape.table_sql = MysqlConnection::QuoteName(database) + "." + MysqlConnection::QuoteName(table);
+  return shape;
+}
+
+}  // namespace sluice::connectors::mysql

@@ -1,0 +1,44 @@
+// A MariaDB/MySQL table as the text protocol reads it: its columns in the
+// row decoder's terms (from information_schema), its primary key, and each
+// value as the binlog stream would decode it. The source's snapshot and the
+// backfill loader (backfill/loader.cc) both read tables through this, so a
+// row read either way reaches the targets as the stream's would.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "connectors/change_event.h"
+#include "connectors/mysql/mysql_connection.h"
+#include "connectors/mysql/row_decoder.h"
+
+namespace sluice::connectors::mysql {
+
+struct MysqlTableShape {
+  TableId table;                    // {database, table}
+  std::vector<ColumnInfo> columns;  // in ordinal order; `key` marks the primary key's
+  std::vector<std::string> keys;    // the primary key's columns, in index order
+  // The columns as a SELECT list that reads each in the form TextValue
+  // takes (a BIT as its string of bits), and the table, both quoted.
+  std::string select_list;
+  std::string table_sql;
+};
+
+// MariaDB's JSON columns of a table (LONGTEXT with a json_valid() check
+// named after the column).
+common::Result<std::set<std::string>> MariadbJsonColumns(MysqlConnection& conn,
+                                                         const std::string& database,
+                                                         const std::string& table);
+
+// NotFound when the table does not exist (or the user cannot see it).
+common::Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string& database,
+                                               const std::string& table);
+
+// A value of the text protocol (as read through select_list) as the stream
+// decodes it; zero dates are NULL, binary strings base64.
+nlohmann::json TextValue(const ColumnInfo& column, const std::string& text);
+
+}  // namespace sluice::connectors::mysql

@@ -1,0 +1,98 @@
+// GET /api/v1/connectors/{id}/tables for a mysql-source connector over real
+// HTTP against the test MariaDB server: the connector's database's tables,
+// named database.table, with their primary keys; another team's member gets
+// 404; the server's refusal is a 502 in its words, the password never
+// echoed.
+#include <gtest/gtest.h>
+
+#include "api/api_harness.h"
+#include "support/mariadb_server.h"
+
+namespace sluice::testing {
+namespace {
+
+class MysqlTablesApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_ = h_.CreateEnv("e");
+    team_ = h_.CreateTeam(env_, "t", h_.root());
+    maria_.Sql(
+        "CREATE TABLE `keyed é` (id INT PRIMARY KEY, v TEXT) DEFAULT CHARSET = utf8mb4; "
+        "CREATE TABLE `back``tick.dot` (a INT, b INT, PRIMARY KEY (b, a)); "
+        "CREATE TABLE loose (a INT, b VARCHAR(5)); "
+        "CREATE TABLE unique_only (a INT NOT NULL UNIQUE); "
+        "CREATE VIEW a_view AS SELECT 1 AS one");
+  }
+  std::string Connector(const common::Uuid& team, const std::string& name,
+                        const Json& changes = Json::object()) {
+    const auto& server = TestMariaDb();
+    Json config = {{"host", "127.0.0.1"},
+                   {"port", server.port},
+                   {"database", maria_.name()},
+                   {"user", server.user},
+                   {"password", server.password}};
+    config.update(changes);
+    auto r = h_.Call("POST", "/api/v1/teams/" + team.ToString() + "/connectors",
+                     {{"name", name}, {"type", "mysql-source"}, {"configuration", config}},
+                     h_.root().token);
+    EXPECT_EQ(r.status, 201) << r.raw;
+    return r.body.value("id", "");
+  }
+  HttpResult Tables(const std::string& id, const std::string& token = "") {
+    return h_.Call("GET", "/api/v1/connectors/" + id + "/tables", nullptr,
+                   token.empty() ? h_.root().token : token);
+  }
+
+  ApiHarness h_;
+  TestMariaDatabase maria_;
+  common::Uuid env_, team_;
+};
+
+TEST_F(MysqlTablesApi, ListsTheDatabasesTablesNamedByDatabaseWithTheirPrimaryKeys) {
+  // Another database on the server is not the connector's.
+  TestMariaDatabase elsewhere;
+  elsewhere.Sql("CREATE TABLE not_mine (id INT PRIMARY KEY)");
+  auto r = Tables(Connector(team_, "maria"));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const std::string db = maria_.name();
+  Json want = Json::array();
+  for (const auto& [table, key] : std::vector<std::pair<std::string, bool>>{
+           {"back`tick.dot", true}, {"keyed é", true}, {"loose", false}, {"unique_only", false}})
+    want.push_back(
+        {{"name", db + "." + table}, {"schema", db}, {"table", table}, {"has_primary_key", key}});
+  EXPECT_EQ(r.body["items"], want) << r.body.dump(2);
+}
+
+TEST_F(MysqlTablesApi, AnotherTeamsMemberGetsNotFound) {
+  auto other = h_.CreateTeam(env_, "other", h_.root());
+  auto theirs = Connector(other, "theirs");
+  auto eve = h_.CreateUser("eve@example.com");
+  h_.Grant(env_, eve, "member");
+  h_.AddToTeam(team_, eve, false);
+  auto r = Tables(theirs, eve.token);
+  EXPECT_EQ(r.status, 404) << r.raw;
+  EXPECT_EQ(r.raw.find(maria_.name()), std::string::npos) << "nothing of the source leaks";
+  EXPECT_EQ(Tables(Connector(team_, "mine"), eve.token).status, 200);
+}
+
+TEST_F(MysqlTablesApi, TheServersRefusalIsA502InItsWordsWithoutThePassword) {
+  auto wrong = Tables(Connector(team_, "wrong", {{"password", "n0t-the-pw-'\"\\😀"}}));
+  EXPECT_EQ(wrong.status, 502) << wrong.raw;
+  EXPECT_EQ(wrong.body["error"]["code"], "source_unavailable");
+  EXPECT_NE(wrong.raw.find("Access denied"), std::string::npos) << wrong.raw;
+  EXPECT_EQ(wrong.raw.find("n0t-the-pw"), std::string::npos) << wrong.raw;
+  // A user without access to the database sees none of its tables: an
+  // empty list, not an error.
+  MariaSql(TestMariaDb(),
+           "CREATE USER IF NOT EXISTS 'tables_nobody'@'%' IDENTIFIED BY 'nobody-pw'");
+  auto nobody =
+      Tables(Connector(team_, "nobody", {{"user", "tables_nobody"}, {"password", "nobody-pw"}}));
+  EXPECT_EQ(nobody.status, 200) << nobody.raw;
+  EXPECT_EQ(nobody.body["items"], Json::array());
+  auto closed = Tables(Connector(team_, "closed", {{"port", 1}}));
+  EXPECT_EQ(closed.status, 502) << closed.raw;
+  EXPECT_EQ(closed.raw.find(TestMariaDb().password), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::testing
