@@ -22,6 +22,7 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
+COPY cmake/ cmake/
 COPY src/ src/
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_BUILD_TESTS=OFF \
       -DSLUICE_WERROR=OFF \
