@@ -6,13 +6,13 @@
 
 #include <set>
 
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/json_fields.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
 
 #include "backfill/progress.h"
 #include "backfill/report.h"

@@ -1,20 +1,20 @@
 // Connectors and the connector-type catalog. A connector belongs to a team
 // and mirrors its env; its way comes from the type; its configuration is
 // validated against the type, encrypted at rest and redacted on every read.
-#include "api/access.h"
-#include "api/config_keys.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/topic_ownership.h"
-#include "api/user_log_repository.h"
 #include "catalog/config_validation.h"
 #include "connectors/postgres/slot_health.h"
 #include "events/connector_events.h"
+#include "model/access.h"
+#include "model/config_keys.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/topic_ownership.h"
+#include "model/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/worker_repository.h"
 

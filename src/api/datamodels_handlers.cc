@@ -1,11 +1,11 @@
 // Datamodels: what a source connector produced, republished on a topic.
 // Created under their source connector and owned by its team.
-#include "api/access.h"
-#include "api/datamodels_repository.h"
 #include "api/idempotency.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "model/access.h"
+#include "model/datamodels_repository.h"
 
 namespace sluice::api {
 namespace {

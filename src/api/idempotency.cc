@@ -1,7 +1,7 @@
 #include "api/idempotency.h"
 
-#include "api/config_keys.h"
 #include "api/sql_util.h"
+#include "model/config_keys.h"
 
 namespace sluice::api {
 namespace {

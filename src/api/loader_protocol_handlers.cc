@@ -7,8 +7,8 @@
 // item with 401. The router passes these routes through (Access::kLoader):
 // the token is checked here, against the item in the path.
 #include "api/authenticate.h"
-#include "api/config_keys.h"
 #include "api/routes.h"
+#include "model/config_keys.h"
 
 #include "backfill/launch.h"
 #include "backfill/report.h"

@@ -7,16 +7,16 @@
 #include <algorithm>
 #include <map>
 
-#include "api/access.h"
 #include "api/authenticate.h"
 #include "api/consumer_lag.h"
-#include "api/json_fields.h"
-#include "api/monitoring_repository.h"
 #include "api/routes.h"
 #include "metrics/data_plane_gauges.h"
 #include "metrics/prometheus.h"
 #include "metrics/series.h"
 #include "metrics/summary.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/monitoring_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -5,12 +5,12 @@
 #include <array>
 #include <string_view>
 
-#include "api/access.h"
-#include "api/connectors_repository.h"
-#include "api/json_fields.h"
-#include "api/monitoring_repository.h"
 #include "api/routes.h"
 #include "events/event_listing.h"
+#include "model/access.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/monitoring_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -1,12 +1,12 @@
 // Pipelines: one configured flow from a source to a target connector,
 // owned by a team. Every change bumps `version`.
-#include "api/access.h"
 #include "api/idempotency.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
-#include "api/pipelines_repository.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/pipelines_repository.h"
+#include "model/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "api/access.h"
 #include "api/authenticate.h"
-#include "api/config_keys.h"
+#include "model/access.h"
+#include "model/config_keys.h"
 
 namespace sluice::api {
 

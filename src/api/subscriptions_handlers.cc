@@ -2,18 +2,18 @@
 // the team of its target connector. Switching `backfill` on resets the
 // consumer group to earliest when a broker client is installed; the outcome
 // is answered in "backfill_reset" and written to the user log.
-#include "api/access.h"
-#include "api/connectors_repository.h"
 #include "api/consumer_groups.h"
-#include "api/datamodels_repository.h"
 #include "api/idempotency.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
-#include "api/pipelines_repository.h"
 #include "api/routes.h"
-#include "api/subscriptions_repository.h"
-#include "api/topic_ownership.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/connectors_repository.h"
+#include "model/datamodels_repository.h"
+#include "model/pipelines_repository.h"
+#include "model/subscriptions_repository.h"
+#include "model/topic_ownership.h"
+#include "model/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
@@ -43,8 +43,7 @@ Json ResetForBackfill(pqxx::work& tx, const Principal& caller, const Subscriptio
       if (d->source_connector_id) {
         if (auto c = FindConnector(tx, *d->source_connector_id)) source_type = c->connector_type;
       }
-      topic = orchestrator::RepublishedTopic(source_type, d->source_topic.value_or(""),
-                                             d->target_topic);
+      topic = model::RepublishedTopic(source_type, d->source_topic.value_or(""), d->target_topic);
       if (!topic && d->source_topic && !d->source_topic->empty()) topic = d->source_topic;
     }
   }

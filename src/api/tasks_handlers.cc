@@ -1,13 +1,13 @@
 // Tasks: a script on a warehouse with a schedule. Handlers validate and
 // decide (sql_version bumps, next_run_at); the scheduler in the background
 // jobs fires them; POST .../run starts one now.
-#include "api/access.h"
-#include "api/connectors_repository.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
-#include "api/warehouses_repository.h"
+#include "model/access.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/warehouses_repository.h"
 #include "warehouse/engine.h"
 #include "warehouse/run_store.h"
 #include "warehouse/runner.h"

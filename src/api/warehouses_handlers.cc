@@ -1,15 +1,15 @@
 // Warehouses (configuration side): a credentialed connection to a compute
 // engine, owned by a team. Its token is encrypted at rest and redacted.
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
-#include "api/warehouses_repository.h"
 #include "catalog/config_validation.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/warehouses_repository.h"
 
 namespace sluice::api {
 namespace {

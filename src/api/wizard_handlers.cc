@@ -1,17 +1,17 @@
 // The pipeline wizard: one call creates (or reuses) the source connector,
 // a datamodel per chosen table, (or reuses) the target, one subscription per
 // table and the pipeline itself, in one transaction: all of it or nothing.
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
-#include "api/datamodels_repository.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
-#include "api/pipelines_repository.h"
 #include "api/routes.h"
-#include "api/subscriptions_repository.h"
-#include "api/topic_ownership.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/datamodels_repository.h"
+#include "model/json_fields.h"
+#include "model/pipelines_repository.h"
+#include "model/subscriptions_repository.h"
+#include "model/topic_ownership.h"
+#include "model/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

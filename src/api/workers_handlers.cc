@@ -4,12 +4,12 @@
 // write intents on the worker rows; the orchestrator does the rest.
 #include <fmt/format.h>
 
-#include "api/access.h"
-#include "api/config_keys.h"
 #include "api/license_gate.h"
 #include "api/lifecycle_events.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/config_keys.h"
+#include "model/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/placement.h"
 #include "runtime/launch_config.h"

@@ -3,14 +3,14 @@
 // is the only state, so the poll and the cancel may land on any API process.
 #include <spdlog/spdlog.h>
 
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/warehouses_repository.h"
 #include "guard/connect_policy.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/warehouses_repository.h"
 #include "warehouse/engine.h"
 #include "warehouse/run_store.h"
 #include "warehouse/runner.h"

@@ -7,7 +7,6 @@
 
 #include "api/authenticate.h"
 #include "api/bootstrap.h"
-#include "api/config_keys.h"
 #include "api/idempotency.h"
 #include "api/registry_gate.h"
 #include "api/server.h"
@@ -17,6 +16,7 @@
 #include "common/periodic_task.h"
 #include "common/subprocess.h"
 #include "guard/connect_policy.h"
+#include "model/config_keys.h"
 #include "orchestrator/background_tasks.h"
 #include "orchestrator/orchestrator.h"
 #include "registry/server.h"
@@ -64,7 +64,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   const std::string scheme = o.tls.http_scheme();
   auto keys = secrets::KeyRing::Load(o.data_dir);
   if (!keys.ok()) return keys.status();
-  api::SetConfigKeyRing(*keys);
+  model::SetConfigKeyRing(*keys);
   auto key = auth::SecretKey::Load(o.data_dir);
   if (!key.ok()) return key.status();
   if (auto st = api::BootstrapSuperuserFromEnv(db); !st.ok())
@@ -102,7 +102,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   orchestration.run_dir = (std::filesystem::path(o.data_dir) / "run").string();
   orchestration.report_database_url = o.database_url;
   orchestration.registry_url = LocalUrl(scheme, o.registry_host, p.registry->port());
-  orchestration.keys = &api::ConfigKeyRing();
+  orchestration.keys = &model::ConfigKeyRing();
   orchestration.license_grace = o.api.license_grace;
   // Several serve processes may share the database: one reconciles workers
   // at a time (orchestrator.h states the takeover bound).
@@ -120,7 +120,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   };
   if (o.kubernetes) orchestration.kubernetes = *o.kubernetes;
   orchestrator::BackgroundOptions background;
-  background.warehouse_keys = &api::ConfigKeyRing();
+  background.warehouse_keys = &model::ConfigKeyRing();
   background.license = o.license;
   // One verdict before the first tick, so a restart does not pause what runs.
   if (auto st = orchestrator::RefreshLicense(db, background.license); !st.ok()) {

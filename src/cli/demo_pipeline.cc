@@ -6,9 +6,9 @@
 #include <pqxx/pqxx>
 #include <random>
 
-#include "api/config_keys.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
+#include "model/config_keys.h"
 #include "runtime/worker_repository.h"
 #include "secrets/configuration_cipher.h"
 #include "store/provision.h"
@@ -76,8 +76,8 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluste
                         "json_configuration, way, team_id, env_id, created_at, updated_at) "
                         "VALUES ($1, $2, 'postgresql', $3, $4, $5, $6, {0}, {0})",
                         now),
-            id, name, secrets::EncryptConfiguration(config, api::ConfigKeyRing()).dump(), way, team,
-            env);
+            id, name, secrets::EncryptConfiguration(config, model::ConfigKeyRing()).dump(), way,
+            team, env);
       };
       connector(source, "demo-source", "source", "sluice_demo_source");
       connector(target, "demo-target", "target", "sluice_demo_target");

@@ -8,6 +8,7 @@
 #include "guard/jsonl_path.h"
 #include "guard/postgres_conninfo.h"
 #include "launch/worker_launch.h"
+#include "model/topic_ownership.h"
 #include "orchestrator/broker_grants.h"
 #include "runtime/shard_planner.h"
 #include "secrets/configuration_cipher.h"
@@ -36,16 +37,6 @@ common::Result<json> ConnectorConfig(const pqxx::field& f, const secrets::KeyRin
 }  // namespace
 
 std::string PostgresConninfo(const json& c) { return guard::ConninfoFromConfig(c); }
-
-std::optional<std::string> RepublishedTopic(const std::string& source_type,
-                                            const std::string& source_topic,
-                                            const std::optional<std::string>& target_topic) {
-  if (target_topic && !target_topic->empty() && *target_topic != source_topic) return target_topic;
-  // An existing topic holds plain JSON values, never the change envelope
-  // subscriptions read: it is always republished.
-  if (source_type == "kafka" && !source_topic.empty()) return source_topic + ".sluice";
-  return std::nullopt;
-}
 
 std::string DefaultSlotName(const runtime::Worker& worker) {
   std::string id = worker.connector_id.ToString();
@@ -110,7 +101,7 @@ common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& t
       std::string raw = !r[4].is_null() && !Text(r[4]).empty() ? Text(r[4])
                         : type == "kafka" ? config.value("topic", std::string())
                                           : connectors::TopicForTable(prefix, {schema, Text(r[2])});
-      auto out = RepublishedTopic(
+      auto out = model::RepublishedTopic(
           type, raw, r[5].is_null() ? std::nullopt : std::optional<std::string>(Text(r[5])));
       std::optional<launch::DatamodelLaunch> model;
       if (out) {
@@ -169,7 +160,7 @@ common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& t
         {Text(r[0]), r[7].is_null() ? std::nullopt : std::optional<int>(r[7].as<int>())});
     // A datamodel republished by its source's worker is read from its
     // target_topic, already shaped; otherwise its shaping runs here.
-    auto republished = RepublishedTopic(
+    auto republished = model::RepublishedTopic(
         Text(r[13]), Text(r[1]), r[12].is_null() ? std::nullopt : std::optional(Text(r[12])));
     launch::SubscriptionLaunch sub;
     sub.id = Text(r[0]);

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "api/authenticate.h"
-#include "api/config_keys.h"
 #include "api/server.h"
 #include "auth/secret_key.h"
 #include "backfill_harness.h"
 #include "common/subprocess.h"
+#include "model/config_keys.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::backfill::testing {
@@ -163,7 +163,7 @@ class KubeStandIn {
 class ProtocolFixture : public ::testing::Test, public BackfillHarness {
  protected:
   void SetUp() override {
-    api::SetConfigKeyRing(*secrets::KeyRing::Load((dir() / "data").string()));
+    model::SetConfigKeyRing(*secrets::KeyRing::Load((dir() / "data").string()));
     server_ = std::make_unique<api::ApiServer>(db(), auth::SecretKey::Random(), api::ApiOptions{});
     ASSERT_TRUE(server_->Start("127.0.0.1", 0).ok());
   }

@@ -1,7 +1,7 @@
 #include "config_api/api_harness.h"
 
 #include "api/bootstrap.h"
-#include "api/config_keys.h"
+#include "model/config_keys.h"
 
 namespace sluice::testing {
 
@@ -9,7 +9,7 @@ void ApiHarness::SetUp() {
   tdb_ = std::make_unique<TestDatabase>();
   db_ = std::make_unique<store::Database>(tdb_->url());
   // A fixed test key, so raw rows can be decrypted by the test itself.
-  api::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'a')}));
+  model::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'a')}));
   server_ = std::make_unique<api::ApiServer>(*db_, auth::SecretKey::Random());
   ASSERT_TRUE(server_->Start("127.0.0.1", 0).ok());
   ASSERT_TRUE(api::CreateSuperuser(*db_, "root@example.com", "root-password-1").ok());
