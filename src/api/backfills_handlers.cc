@@ -186,7 +186,7 @@ Response Trigger(ApiContext& ctx, Request& req) {
       RequireConnectorTeam(tx, caller, c, Action::kTeamResourceWrite);
     // The loader connects to both ends on the team's behalf.
     for (const auto& c : connectors)
-      if (auto row = FindConnector(tx, c))
+      if (auto row = FindConnector(tx, ctx.keys, c))
         RequireConnectorAllowed(row->connector_type, row->configuration);
     auto created = backfill::CreateRuns(tx, q, *pairs);
     if (!created.ok()) {

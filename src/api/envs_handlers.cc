@@ -186,7 +186,7 @@ Response BrokerAcls(ApiContext& ctx, Request& req) {
              "SELECT id FROM connector WHERE env_id = $1 ORDER BY name, id", id.ToString())) {
       auto connector = sql::GetUuid(r[0]);
       for (const auto& w : runtime::WorkerRepository::ForConnector(tx, connector)) {
-        auto launch = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+        auto launch = orchestrator::BuildLaunchConfig(tx, w, &ctx.keys);
         Json entry = {{"worker_id", w.id.ToString()},
                       {"connector_id", connector.ToString()},
                       {"shard_index", w.shard_index},

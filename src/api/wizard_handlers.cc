@@ -48,17 +48,17 @@ ConnectorSpec ReadConnector(FieldReader& f, const std::string& role, catalog::Wa
   return spec;
 }
 
-ConnectorRow Materialise(pqxx::work& tx, const common::Uuid& team,
+ConnectorRow Materialise(pqxx::work& tx, const ApiContext& ctx, const common::Uuid& team,
                          const std::optional<common::Uuid>& env, ConnectorSpec& spec,
                          const std::string& role, const char* way) {
   if (spec.existing)
-    return RequireTeamConnector(tx, team, *spec.existing, role + "_connector_id", way);
+    return RequireTeamConnector(tx, ctx.keys, team, *spec.existing, role + "_connector_id", way);
   spec.fresh.team_id = team;
   spec.fresh.env_id = env;
   RequireConnectorAllowed(spec.fresh.connector_type, spec.fresh.configuration);
-  CheckConnectorTopics(tx, spec.fresh, nullptr);
-  InsertConnector(tx, spec.fresh);
-  return *FindConnector(tx, spec.fresh.id);
+  CheckConnectorTopics(tx, ctx.keys, spec.fresh, nullptr);
+  InsertConnector(tx, ctx.keys, spec.fresh);
+  return *FindConnector(tx, ctx.keys, spec.fresh.id);
 }
 
 struct TableSpec {
@@ -91,8 +91,8 @@ Response Run(ApiContext& ctx, Request& req) {
       ctx, req, "pipelines:wizard", body,
       [&](pqxx::work& tx) {
         TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-        ConnectorRow src = Materialise(tx, team_id, team.env_id, source, "source", "source");
-        ConnectorRow dst = Materialise(tx, team_id, team.env_id, target, "target", "target");
+        ConnectorRow src = Materialise(tx, ctx, team_id, team.env_id, source, "source", "source");
+        ConnectorRow dst = Materialise(tx, ctx, team_id, team.env_id, target, "target", "target");
         // The same audit rows as the single creates: one per resource made here.
         if (!source.existing) LogAction(tx, req.caller(), "connector.create");
         if (!target.existing) LogAction(tx, req.caller(), "connector.create");
@@ -122,7 +122,7 @@ Response Run(ApiContext& ctx, Request& req) {
           if (!t.table) d.source_topic = src.configuration.value("topic", std::string());
           d.name = t.table ? *t.table : d.source_topic.value_or("topic");
           if (d.name.size() > 100) d.name.resize(100);
-          CompleteDatamodel(tx, src, d);
+          CompleteDatamodel(tx, ctx.keys, src, d);
           InsertDatamodel(tx, d);
           datamodels.push_back(DatamodelJson(*FindDatamodel(tx, d.id)));
           if (!p.datamodel_id) p.datamodel_id = d.id;

@@ -45,7 +45,7 @@ Response Launch(ApiContext& ctx, Request& req) {
     if (!w) throw ApiError(404, "not_found", "worker not found");
     if (w->launch_generation != pod.generation)
       throw ApiError(409, "replaced", "this pod's generation was replaced; exit");
-    launch = ValueOrThrow(orchestrator::BuildLaunch(tx, *w, {}, &ConfigKeyRing()));
+    launch = ValueOrThrow(orchestrator::BuildLaunch(tx, *w, {}, &ctx.keys));
   });
   return Response::Ok(launch);
 }

@@ -21,6 +21,7 @@ constexpr const char* kPipelineName = "demo-orders";
 }  // namespace
 
 common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluster& cluster,
+                                      const secrets::KeyRing& keys,
                                       const std::string& broker_bootstrap,
                                       const std::string& format) {
   try {
@@ -79,7 +80,7 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluste
         if (way == "source") c.configuration["format"] = format;
         c.team_id = common::Uuid::Parse(team);
         c.env_id = common::Uuid::Parse(env);
-        model::InsertConnector(tx, c);
+        model::InsertConnector(tx, keys, c);
       };
       connector(source, "demo-source", "source", "sluice_demo_source");
       connector(target, "demo-target", "target", "sluice_demo_target");

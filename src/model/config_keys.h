@@ -1,7 +1,7 @@
 // The key ring that encrypts connector and warehouse configurations and
-// idempotency records. The server installs it at start-up (SetConfigKeyRing);
-// until then the first use loads it from SLUICE_CONFIG_KEY or
-// $SLUICE_DATA_DIR/config.key (default ./var).
+// idempotency records is the caller's: the API holds it in its ApiContext
+// (loaded at start-up from SLUICE_CONFIG_KEY or $SLUICE_DATA_DIR/config.key),
+// and every model function that reads or writes a configuration takes it.
 #pragma once
 
 #include <pqxx/pqxx>
@@ -11,11 +11,8 @@
 
 namespace sluice::model {
 
-void SetConfigKeyRing(secrets::KeyRing ring);
-const secrets::KeyRing& ConfigKeyRing();
-
 // Decrypts a stored configuration column; 500 when it cannot (a lost key).
-nlohmann::json DecryptStored(const nlohmann::json& stored);
+nlohmann::json DecryptStored(const nlohmann::json& stored, const secrets::KeyRing& keys);
 
 struct ReencryptCounts {
   long connectors = 0;

@@ -14,13 +14,13 @@ std::string Columns() {
          sql::Iso("created_at") + " AS created_at, " + sql::Iso("updated_at") + " AS updated_at";
 }
 
-ConnectorRow FromRow(const pqxx::row& r) {
+ConnectorRow FromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
   ConnectorRow c;
   c.id = sql::GetUuid(r["id"]);
   c.name = sql::GetOptString(r["name"]);
   c.connector_type = r["connector_type"].as<std::string>();
   c.way = r["way"].as<std::string>();
-  c.configuration = DecryptStored(Json::parse(r["cfg"].as<std::string>()));
+  c.configuration = DecryptStored(Json::parse(r["cfg"].as<std::string>()), keys);
   c.team_id = sql::GetOptUuid(r["team_id"]);
   c.env_id = sql::GetOptUuid(r["env_id"]);
   c.created_at = sql::GetOptString(r["created_at"]).value_or("");
@@ -75,15 +75,16 @@ Json ConnectorRecordJson(const ConnectorRow& c) {
           {"updated_at", c.updated_at}};
 }
 
-std::optional<ConnectorRow> FindConnector(pqxx::work& tx, const common::Uuid& id) {
+std::optional<ConnectorRow> FindConnector(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const common::Uuid& id) {
   auto res = tx.exec_params("SELECT " + Columns() + " FROM connector WHERE id = $1", id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return FromRow(res[0], keys);
 }
 
-std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const common::Uuid& team,
-                                         const ConnectorFilter& filter, int fetch,
-                                         std::int64_t offset) {
+std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const secrets::KeyRing& keys,
+                                         const common::Uuid& team, const ConnectorFilter& filter,
+                                         int fetch, std::int64_t offset) {
   std::vector<ConnectorRow> out;
   auto res = tx.exec_params(
       "SELECT " + Columns() +
@@ -92,12 +93,12 @@ std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const common::Uuid& tea
           "OFFSET $5",
       team.ToString(), filter.name ? std::optional(LikePattern(*filter.name)) : std::nullopt,
       filter.way, fetch, offset);
-  for (const auto& r : res) out.push_back(FromRow(r));
+  for (const auto& r : res) out.push_back(FromRow(r, keys));
   return out;
 }
 
-void InsertConnector(pqxx::work& tx, const ConnectorRow& c) {
-  Json stored = secrets::EncryptConfiguration(c.configuration, ConfigKeyRing());
+void InsertConnector(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& c) {
+  Json stored = secrets::EncryptConfiguration(c.configuration, keys);
   OnNameClash([&] {
     tx.exec_params(
         std::string("INSERT INTO connector (id, name, connector_type, json_configuration, "
@@ -109,8 +110,8 @@ void InsertConnector(pqxx::work& tx, const ConnectorRow& c) {
   });
 }
 
-void UpdateConnector(pqxx::work& tx, const ConnectorRow& c) {
-  Json stored = secrets::EncryptConfiguration(c.configuration, ConfigKeyRing());
+void UpdateConnector(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& c) {
+  Json stored = secrets::EncryptConfiguration(c.configuration, keys);
   OnNameClash([&] {
     tx.exec_params(std::string("UPDATE connector SET name = $2, json_configuration = $3::json, "
                                "updated_at = ") +
@@ -155,17 +156,18 @@ void RequireTeamResource(pqxx::work& tx, const Principal& caller,
   }
 }
 
-ConnectorRow RequireConnector(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              auth::Action action) {
-  auto c = FindConnector(tx, id);
+ConnectorRow RequireConnector(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                              const common::Uuid& id, auth::Action action) {
+  auto c = FindConnector(tx, keys, id);
   if (!c) throw ApiError(404, "not_found", "connector not found");
   RequireTeamResource(tx, caller, c->team_id, action, "connector");
   return *c;
 }
 
-ConnectorRow RequireTeamConnector(pqxx::work& tx, const common::Uuid& team, const common::Uuid& id,
+ConnectorRow RequireTeamConnector(pqxx::work& tx, const secrets::KeyRing& keys,
+                                  const common::Uuid& team, const common::Uuid& id,
                                   const std::string& field, const char* way) {
-  auto c = FindConnector(tx, id);
+  auto c = FindConnector(tx, keys, id);
   if (!c || c->team_id != team) throw ApiError(404, "not_found", field + ": connector not found");
   if (way && c->way != way) InvalidField(field, std::string("must be a ") + way + " connector");
   return *c;

@@ -13,6 +13,7 @@
 #include "common/uuid.h"
 #include "model/error.h"
 #include "model/principal.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -39,17 +40,18 @@ Json ConnectorJson(const ConnectorRow& c);
 Json ConnectorRecordJson(const ConnectorRow& c);
 Json PresentConnector(const Json& record);
 
-std::optional<ConnectorRow> FindConnector(pqxx::work& tx, const common::Uuid& id);
+std::optional<ConnectorRow> FindConnector(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const common::Uuid& id);
 struct ConnectorFilter {
   std::optional<std::string> name;  // case-insensitive substring
   std::optional<std::string> way;
 };
-std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const common::Uuid& team,
-                                         const ConnectorFilter& filter, int fetch,
-                                         std::int64_t offset);
+std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const secrets::KeyRing& keys,
+                                         const common::Uuid& team, const ConnectorFilter& filter,
+                                         int fetch, std::int64_t offset);
 // 409 when (env_id, name) is taken.
-void InsertConnector(pqxx::work& tx, const ConnectorRow& c);
-void UpdateConnector(pqxx::work& tx, const ConnectorRow& c);
+void InsertConnector(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& c);
+void UpdateConnector(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& c);
 // 409 naming the pipeline when one still references it. Workers go with it;
 // datamodels and subscriptions keep their rows with the reference cleared;
 // evidence (metrics, events, backfill items) has no FK and stays.
@@ -64,13 +66,14 @@ void RequireTeamResource(pqxx::work& tx, const Principal& caller,
                          const std::string& what);
 
 // The connector when it exists and the caller may do `action` on it.
-ConnectorRow RequireConnector(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              auth::Action action);
+ConnectorRow RequireConnector(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                              const common::Uuid& id, auth::Action action);
 
 // A connector referenced from a body: must exist in `team` (404 naming the
 // field otherwise, the same answer whether it is missing or another team's)
 // and go the expected way (422).
-ConnectorRow RequireTeamConnector(pqxx::work& tx, const common::Uuid& team, const common::Uuid& id,
+ConnectorRow RequireTeamConnector(pqxx::work& tx, const secrets::KeyRing& keys,
+                                  const common::Uuid& team, const common::Uuid& id,
                                   const std::string& field, const char* way);
 
 // Parses and validates a create/replace of a configuration for `type_id`:

@@ -89,8 +89,8 @@ void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create) {
   if (auto b = f.OptionalBool("enabled")) d.enabled = *b;
 }
 
-void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d,
-                       const DatamodelRow* before) {
+void CompleteDatamodel(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& source,
+                       DatamodelRow& d, const DatamodelRow* before) {
   if (!d.source_topic) {
     if (source.connector_type == "kafka") {
       d.source_topic = source.configuration.value("topic", std::string());
@@ -121,7 +121,7 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
     const bool target_changed = !before || before->target_topic != d.target_topic;
     const bool group_changed = !before || before->consumer_id != d.consumer_id;
     if (d.source_topic && !d.source_topic->empty() && source_changed) {
-      RequireReadableTopic(tx, env, team, *d.source_topic, "source_topic");
+      RequireReadableTopic(tx, keys, env, team, *d.source_topic, "source_topic");
       // Only a kafka source's worker applies the team filter to it.
       if (events::ReservedForEvents(*d.source_topic) && source.connector_type != "kafka")
         throw ApiError(403, "events_topic_needs_kafka_source",
@@ -132,7 +132,7 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
     auto republished =
         RepublishedTopic(source.connector_type, d.source_topic.value_or(""), d.target_topic);
     if (republished && (source_changed || target_changed))
-      RequireWritableTopic(tx, env, team, *republished, "target_topic");
+      RequireWritableTopic(tx, keys, env, team, *republished, "target_topic");
     if (d.consumer_id && group_changed)
       RequireOwnGroup(tx, env, *d.consumer_id, d.id, "consumer_id");
   }
@@ -140,8 +140,8 @@ void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow&
     InvalidField("error_table_name", "is required when error_table_enabled");
   }
   if (d.error_table_target_id && source.team_id) {
-    RequireTeamConnector(tx, *source.team_id, *d.error_table_target_id, "error_table_target_id",
-                         "target");
+    RequireTeamConnector(tx, keys, *source.team_id, *d.error_table_target_id,
+                         "error_table_target_id", "target");
   }
 }
 
@@ -201,17 +201,18 @@ void DeleteDatamodel(pqxx::work& tx, const common::Uuid& id) {
   tx.exec_params("DELETE FROM datamodel WHERE id = $1", id.ToString());
 }
 
-std::optional<common::Uuid> DatamodelTeam(pqxx::work& tx, const DatamodelRow& d) {
+std::optional<common::Uuid> DatamodelTeam(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const DatamodelRow& d) {
   if (!d.source_connector_id) return std::nullopt;
-  auto c = FindConnector(tx, *d.source_connector_id);
+  auto c = FindConnector(tx, keys, *d.source_connector_id);
   return c ? c->team_id : std::nullopt;
 }
 
-DatamodelRow RequireDatamodel(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              auth::Action action) {
+DatamodelRow RequireDatamodel(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                              const common::Uuid& id, auth::Action action) {
   auto d = FindDatamodel(tx, id);
   if (!d) throw ApiError(404, "not_found", "datamodel not found");
-  RequireTeamResource(tx, caller, DatamodelTeam(tx, *d), action, "datamodel");
+  RequireTeamResource(tx, caller, DatamodelTeam(tx, keys, *d), action, "datamodel");
   return *d;
 }
 

@@ -12,6 +12,7 @@
 #include "model/error.h"
 #include "model/json_fields.h"
 #include "model/principal.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -39,8 +40,8 @@ void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create);
 // The topics and group it names must be the team's to use (model/topic_ownership.h);
 // on an update (`before`: the stored row) only those it changes are checked,
 // so a row from before owners existed still takes unrelated changes.
-void CompleteDatamodel(pqxx::work& tx, const ConnectorRow& source, DatamodelRow& d,
-                       const DatamodelRow* before = nullptr);
+void CompleteDatamodel(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& source,
+                       DatamodelRow& d, const DatamodelRow* before = nullptr);
 
 std::optional<DatamodelRow> FindDatamodel(pqxx::work& tx, const common::Uuid& id);
 std::vector<DatamodelRow> ListDatamodels(pqxx::work& tx, const common::Uuid& source_connector,
@@ -53,9 +54,10 @@ void UpdateDatamodel(pqxx::work& tx, const DatamodelRow& d);
 void DeleteDatamodel(pqxx::work& tx, const common::Uuid& id);
 
 // The datamodel and the team that owns it, when the caller may do `action`.
-DatamodelRow RequireDatamodel(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              auth::Action action);
+DatamodelRow RequireDatamodel(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                              const common::Uuid& id, auth::Action action);
 // The team owning a datamodel (through its source connector).
-std::optional<common::Uuid> DatamodelTeam(pqxx::work& tx, const DatamodelRow& d);
+std::optional<common::Uuid> DatamodelTeam(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const DatamodelRow& d);
 
 }  // namespace sluice::model

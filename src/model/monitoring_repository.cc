@@ -42,9 +42,9 @@ void AddUnique(std::vector<T>& v, const std::optional<T>& x) {
 
 // A topic's production counts are the producing team's; a topic nobody in
 // Sluice produces (read by a Kafka source) is shown to the teams reading it.
-bool TopicReadableForMetrics(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                             const std::string& topic) {
-  auto producers = TopicProducers(tx, env, topic);
+bool TopicReadableForMetrics(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                             const common::Uuid& team, const std::string& topic) {
+  auto producers = TopicProducers(tx, keys, env, topic);
   if (producers.empty()) return true;
   return std::any_of(producers.begin(), producers.end(),
                      [&](const TopicProducer& p) { return p.team_id == team; });
@@ -52,8 +52,8 @@ bool TopicReadableForMetrics(pqxx::work& tx, const common::Uuid& env, const comm
 
 }  // namespace
 
-MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const Principal& caller,
-                                           const common::Uuid& id) {
+MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const secrets::KeyRing& keys,
+                                           const Principal& caller, const common::Uuid& id) {
   auto p = FindPipeline(tx, id);
   if (!p) throw ApiError(404, "not_found", "pipeline not found");
   RequireTeamResource(tx, caller, p->team_id, Action::kTeamResourceRead, "pipeline");
@@ -73,40 +73,42 @@ MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const Principal& call
     auto row = FindDatamodel(tx, d);
     // Production is read only through the team producing the topic.
     if (row && row->source_topic &&
-        (!p->env_id || TopicReadableForMetrics(tx, *p->env_id, p->team_id, *row->source_topic)))
+        (!p->env_id ||
+         TopicReadableForMetrics(tx, keys, *p->env_id, p->team_id, *row->source_topic)))
       AddUnique(m.topics, row->source_topic);
   }
   return m;
 }
 
-MonitoredSubscription RequireMonitoredSubscription(pqxx::work& tx, const Principal& caller,
+MonitoredSubscription RequireMonitoredSubscription(pqxx::work& tx, const secrets::KeyRing& keys,
+                                                   const Principal& caller,
                                                    const common::Uuid& id) {
   auto s = FindSubscription(tx, id);
   if (!s) throw ApiError(404, "not_found", "subscription not found");
-  RequireTeamResource(tx, caller, SubscriptionTeam(tx, *s), Action::kTeamResourceRead,
+  RequireTeamResource(tx, caller, SubscriptionTeam(tx, keys, *s), Action::kTeamResourceRead,
                       "subscription");
   auto rows = tx.exec_params(std::string(kSubscriptionSelect) + "WHERE s.id = $1", id.ToString());
   if (rows.empty()) throw ApiError(404, "not_found", "subscription not found");
   return ReadSubscription(rows[0]);
 }
 
-MonitoredDatamodel RequireMonitoredDatamodel(pqxx::work& tx, const Principal& caller,
-                                             const common::Uuid& id) {
-  DatamodelRow d = RequireDatamodel(tx, caller, id, Action::kTeamResourceRead);
+MonitoredDatamodel RequireMonitoredDatamodel(pqxx::work& tx, const secrets::KeyRing& keys,
+                                             const Principal& caller, const common::Uuid& id) {
+  DatamodelRow d = RequireDatamodel(tx, keys, caller, id, Action::kTeamResourceRead);
   std::optional<std::string> topic = d.source_topic;
   if (topic && d.source_connector_id) {
-    auto source = FindConnector(tx, *d.source_connector_id);
+    auto source = FindConnector(tx, keys, *d.source_connector_id);
     if (source && source->env_id && source->team_id &&
-        !TopicReadableForMetrics(tx, *source->env_id, *source->team_id, *topic))
+        !TopicReadableForMetrics(tx, keys, *source->env_id, *source->team_id, *topic))
       topic.reset();  // a shared topic: its production is the owner's to read
   }
   return {d.id, d.name, d.source_connector_id, topic};
 }
 
-void RequireTeamTopic(pqxx::work& tx, const Principal& caller, const common::Uuid& team,
-                      const std::string& topic) {
+void RequireTeamTopic(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                      const common::Uuid& team, const std::string& topic) {
   TeamRow t = RequireTeam(tx, caller, team, Action::kTeamResourceRead);
-  if (t.env_id && !TopicReadableForMetrics(tx, *t.env_id, team, topic))
+  if (t.env_id && !TopicReadableForMetrics(tx, keys, *t.env_id, team, topic))
     throw ApiError(404, "not_found", "topic not found");
   auto rows = tx.exec_params(
       "SELECT 1 FROM datamodel d JOIN connector c ON c.id = d.source_connector_id"

@@ -12,6 +12,7 @@
 #include "common/uuid.h"
 #include "model/error.h"
 #include "model/principal.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -40,15 +41,15 @@ struct MonitoredDatamodel {
   std::optional<std::string> topic;
 };
 
-MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const Principal& caller,
-                                           const common::Uuid& id);
-MonitoredSubscription RequireMonitoredSubscription(pqxx::work& tx, const Principal& caller,
-                                                   const common::Uuid& id);
-MonitoredDatamodel RequireMonitoredDatamodel(pqxx::work& tx, const Principal& caller,
-                                             const common::Uuid& id);
+MonitoredPipeline RequireMonitoredPipeline(pqxx::work& tx, const secrets::KeyRing& keys,
+                                           const Principal& caller, const common::Uuid& id);
+MonitoredSubscription RequireMonitoredSubscription(pqxx::work& tx, const secrets::KeyRing& keys,
+                                                   const Principal& caller, const common::Uuid& id);
+MonitoredDatamodel RequireMonitoredDatamodel(pqxx::work& tx, const secrets::KeyRing& keys,
+                                             const Principal& caller, const common::Uuid& id);
 // 404 unless a datamodel of one of the team's connectors publishes on `topic`.
-void RequireTeamTopic(pqxx::work& tx, const Principal& caller, const common::Uuid& team,
-                      const std::string& topic);
+void RequireTeamTopic(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                      const common::Uuid& team, const std::string& topic);
 
 // Every subscription with a topic, for the /metrics live lag gauges.
 std::vector<MonitoredSubscription> AllMonitoredSubscriptions(pqxx::work& tx);

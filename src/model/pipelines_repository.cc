@@ -96,16 +96,18 @@ void ReadPipelineFields(FieldReader& f, PipelineRow& p, bool create) {
   OptRef(f, "datamodel_id", p.datamodel_id);
 }
 
-void CheckPipelineReferences(pqxx::work& tx, const PipelineRow& p) {
+void CheckPipelineReferences(pqxx::work& tx, const secrets::KeyRing& keys, const PipelineRow& p) {
   if (p.source_connector_id) {
-    RequireTeamConnector(tx, p.team_id, *p.source_connector_id, "source_connector_id", "source");
+    RequireTeamConnector(tx, keys, p.team_id, *p.source_connector_id, "source_connector_id",
+                         "source");
   }
   if (p.target_connector_id) {
-    RequireTeamConnector(tx, p.team_id, *p.target_connector_id, "target_connector_id", "target");
+    RequireTeamConnector(tx, keys, p.team_id, *p.target_connector_id, "target_connector_id",
+                         "target");
   }
   if (p.datamodel_id) {
     auto d = FindDatamodel(tx, *p.datamodel_id);
-    if (!d || DatamodelTeam(tx, *d) != p.team_id) {
+    if (!d || DatamodelTeam(tx, keys, *d) != p.team_id) {
       throw ApiError(404, "not_found", "datamodel_id: datamodel not found");
     }
     if (p.source_connector_id && d->source_connector_id != p.source_connector_id) {

@@ -11,6 +11,7 @@
 #include "common/uuid.h"
 #include "model/error.h"
 #include "model/json_fields.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -36,7 +37,7 @@ Json PipelineJson(const PipelineRow& p);
 // Reads the writable fields into `p` (name required on create).
 void ReadPipelineFields(FieldReader& f, PipelineRow& p, bool create);
 // References must be the team's connectors/datamodel: 404 naming the field.
-void CheckPipelineReferences(pqxx::work& tx, const PipelineRow& p);
+void CheckPipelineReferences(pqxx::work& tx, const secrets::KeyRing& keys, const PipelineRow& p);
 
 std::optional<PipelineRow> FindPipeline(pqxx::work& tx, const common::Uuid& id);
 std::vector<PipelineRow> ListPipelines(pqxx::work& tx, const common::Uuid& team,

@@ -230,12 +230,13 @@ void DeleteSubscription(pqxx::work& tx, const common::Uuid& id) {
   tx.exec_params("DELETE FROM subscription WHERE id = $1", id.ToString());
 }
 
-std::optional<common::Uuid> SubscriptionTeam(pqxx::work& tx, const SubscriptionRow& s) {
+std::optional<common::Uuid> SubscriptionTeam(pqxx::work& tx, const secrets::KeyRing& keys,
+                                             const SubscriptionRow& s) {
   if (s.target_connector_id) {
-    if (auto c = FindConnector(tx, *s.target_connector_id)) return c->team_id;
+    if (auto c = FindConnector(tx, keys, *s.target_connector_id)) return c->team_id;
   }
   if (s.datamodel_id) {
-    if (auto d = FindDatamodel(tx, *s.datamodel_id)) return DatamodelTeam(tx, *d);
+    if (auto d = FindDatamodel(tx, *s.datamodel_id)) return DatamodelTeam(tx, keys, *d);
   }
   if (s.pipeline_id) {
     if (auto p = FindPipeline(tx, *s.pipeline_id)) return p->team_id;
@@ -243,11 +244,11 @@ std::optional<common::Uuid> SubscriptionTeam(pqxx::work& tx, const SubscriptionR
   return std::nullopt;
 }
 
-void CheckSubscriptionReferences(pqxx::work& tx, const common::Uuid& team,
-                                 const SubscriptionRow& s) {
+void CheckSubscriptionReferences(pqxx::work& tx, const secrets::KeyRing& keys,
+                                 const common::Uuid& team, const SubscriptionRow& s) {
   if (s.target_connector_id) {
-    auto target =
-        RequireTeamConnector(tx, team, *s.target_connector_id, "target_connector_id", "target");
+    auto target = RequireTeamConnector(tx, keys, team, *s.target_connector_id,
+                                       "target_connector_id", "target");
     // A JSONL target's table is one file name under its directory.
     if (target.connector_type == "jsonl") {
       RequireJsonlTableName("target_table_name", s.target_table_name.value_or(""));
@@ -255,11 +256,12 @@ void CheckSubscriptionReferences(pqxx::work& tx, const common::Uuid& team,
     }
   }
   if (s.error_table_target_id) {
-    RequireTeamConnector(tx, team, *s.error_table_target_id, "error_table_target_id", "target");
+    RequireTeamConnector(tx, keys, team, *s.error_table_target_id, "error_table_target_id",
+                         "target");
   }
   if (s.datamodel_id) {
     auto d = FindDatamodel(tx, *s.datamodel_id);
-    if (!d || DatamodelTeam(tx, *d) != team) {
+    if (!d || DatamodelTeam(tx, keys, *d) != team) {
       throw ApiError(404, "not_found", "datamodel_id: datamodel not found");
     }
   }

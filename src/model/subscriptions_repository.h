@@ -11,6 +11,7 @@
 #include "common/uuid.h"
 #include "model/error.h"
 #include "model/json_fields.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -51,9 +52,10 @@ void DeleteSubscription(pqxx::work& tx, const common::Uuid& id);
 
 // The team owning a subscription: its target connector's, else its
 // datamodel's, else its pipeline's.
-std::optional<common::Uuid> SubscriptionTeam(pqxx::work& tx, const SubscriptionRow& s);
+std::optional<common::Uuid> SubscriptionTeam(pqxx::work& tx, const secrets::KeyRing& keys,
+                                             const SubscriptionRow& s);
 // The team's datamodel, target and pipeline, or 404 naming the field.
-void CheckSubscriptionReferences(pqxx::work& tx, const common::Uuid& team,
-                                 const SubscriptionRow& s);
+void CheckSubscriptionReferences(pqxx::work& tx, const secrets::KeyRing& keys,
+                                 const common::Uuid& team, const SubscriptionRow& s);
 
 }  // namespace sluice::model

@@ -57,12 +57,13 @@ std::vector<std::string> SharedWith(const ConnectorRow& c) {
   return out;
 }
 
-std::vector<ConnectorRow> EnvSources(pqxx::work& tx, const common::Uuid& env) {
+std::vector<ConnectorRow> EnvSources(pqxx::work& tx, const secrets::KeyRing& keys,
+                                     const common::Uuid& env) {
   std::vector<ConnectorRow> out;
   for (const auto& r :
        tx.exec_params("SELECT id FROM connector WHERE env_id = $1 AND way = 'source' ORDER BY id",
                       env.ToString())) {
-    if (auto c = FindConnector(tx, sql::GetUuid(r[0]))) out.push_back(std::move(*c));
+    if (auto c = FindConnector(tx, keys, sql::GetUuid(r[0]))) out.push_back(std::move(*c));
   }
   return out;
 }
@@ -98,17 +99,18 @@ std::string DefaultTopicPrefix(const common::Uuid& connector_id) {
   return std::string(kLegacyPrefix) + "." + hex.substr(0, 12);
 }
 
-std::vector<TopicProducer> TopicProducers(pqxx::work& tx, const common::Uuid& env,
-                                          const std::string& topic) {
+std::vector<TopicProducer> TopicProducers(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const common::Uuid& env, const std::string& topic) {
   std::vector<TopicProducer> out;
-  for (const auto& c : EnvSources(tx, env)) {
+  for (const auto& c : EnvSources(tx, keys, env)) {
     if (Produces(tx, c, topic)) out.push_back({c.id, c.team_id, SharedWith(c)});
   }
   return out;
 }
 
-void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                          const std::string& topic, const std::string& field) {
+void RequireReadableTopic(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                          const common::Uuid& team, const std::string& topic,
+                          const std::string& field) {
   if (auto events_env = events::EventsTopicEnv(topic)) {
     if (*events_env == env) return;  // every team's, each seeing only its own events
     Refuse("topic_of_another_env",
@@ -116,7 +118,7 @@ void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common:
                " carries another environment's resource events (each env's connector_events "
                "topic is read from that env only)");
   }
-  auto producers = TopicProducers(tx, env, topic);
+  auto producers = TopicProducers(tx, keys, env, topic);
   if (producers.empty()) return;  // nobody in Sluice produces it: readable by name
   for (const auto& p : producers) {
     if (p.team_id == team) return;
@@ -130,15 +132,16 @@ void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common:
              "with in its configuration's share_topics_with)");
 }
 
-void RequireWritableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                          const std::string& topic, const std::string& field) {
+void RequireWritableTopic(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                          const common::Uuid& team, const std::string& topic,
+                          const std::string& field) {
   if (events::ReservedForEvents(topic)) {
     Refuse("topic_reserved_for_events",
            field + ": topic " + topic +
                " is spelled like an environment's connector_events topic, which only the "
                "events outbox writes");
   }
-  for (const auto& p : TopicProducers(tx, env, topic)) {
+  for (const auto& p : TopicProducers(tx, keys, env, topic)) {
     if (p.team_id != team) {
       Refuse("topic_owned_by_another_team",
              field + ": topic " + topic +
@@ -148,9 +151,9 @@ void RequireWritableTopic(pqxx::work& tx, const common::Uuid& env, const common:
   }
 }
 
-bool TeamProducesTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                       const std::string& topic) {
-  for (const auto& p : TopicProducers(tx, env, topic))
+bool TeamProducesTopic(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                       const common::Uuid& team, const std::string& topic) {
+  for (const auto& p : TopicProducers(tx, keys, env, topic))
     if (p.team_id == team) return true;
   return false;
 }
@@ -190,7 +193,8 @@ std::optional<common::Uuid> TeamEnv(pqxx::work& tx, const common::Uuid& team) {
   return sql::GetOptUuid(r[0][0]);
 }
 
-void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* before) {
+void CheckConnectorTopics(pqxx::work& tx, const secrets::KeyRing& keys, ConnectorRow& c,
+                          const ConnectorRow* before) {
   if (c.way != "source") return;
   auto& config = c.configuration;
   if (auto it = config.find("share_topics_with"); it != config.end() && it->is_string()) {
@@ -213,7 +217,7 @@ void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* b
     std::string spelled = TopicSpelling(PrefixOf(c));
     bool changed = !before || TopicSpelling(PrefixOf(*before)) != spelled;
     if (!changed || !c.env_id) return;
-    for (const auto& other : EnvSources(tx, *c.env_id)) {
+    for (const auto& other : EnvSources(tx, keys, *c.env_id)) {
       if (other.id == c.id ||
           (other.connector_type != "postgresql" && other.connector_type != "mysql") ||
           other.team_id == c.team_id)
@@ -230,7 +234,8 @@ void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* b
   if (c.connector_type == "kafka" && c.env_id && c.team_id) {
     std::string topic = config.value("topic", std::string());
     bool changed = !before || before->configuration.value("topic", std::string()) != topic;
-    if (changed) RequireReadableTopic(tx, *c.env_id, *c.team_id, topic, "configuration.topic");
+    if (changed)
+      RequireReadableTopic(tx, keys, *c.env_id, *c.team_id, topic, "configuration.topic");
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/uuid.h"
 #include "model/connectors_repository.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -34,8 +35,8 @@ struct TopicProducer {
   std::vector<std::string> shared_with;  // team ids, as configured
 };
 
-std::vector<TopicProducer> TopicProducers(pqxx::work& tx, const common::Uuid& env,
-                                          const std::string& topic);
+std::vector<TopicProducer> TopicProducers(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const common::Uuid& env, const std::string& topic);
 
 // The prefix a new PostgreSQL source gets when it names none: the owner-
 // unique part is the connector's id.
@@ -47,23 +48,26 @@ std::string DefaultTopicPrefix(const common::Uuid& connector_id);
 // source already publishes under is a 403; a kafka-source's topic must be
 // readable by the team (RequireReadableTopic); share_topics_with must list
 // team ids (422).
-void CheckConnectorTopics(pqxx::work& tx, ConnectorRow& c, const ConnectorRow* before);
+void CheckConnectorTopics(pqxx::work& tx, const secrets::KeyRing& keys, ConnectorRow& c,
+                          const ConnectorRow* before);
 
 // 403 "topic_not_shared" when `topic` is produced by another team's
 // connector of the env and none of its producers shares it with `team`;
 // 403 "topic_of_another_env" for another env's connector_events topic.
-void RequireReadableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                          const std::string& topic, const std::string& field);
+void RequireReadableTopic(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                          const common::Uuid& team, const std::string& topic,
+                          const std::string& field);
 
 // 403 "topic_owned_by_another_team" when any producer of `topic` is another
 // team's: sharing lets a team read, never write; 403
 // "topic_reserved_for_events" for a connector_events topic.
-void RequireWritableTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                          const std::string& topic, const std::string& field);
+void RequireWritableTopic(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                          const common::Uuid& team, const std::string& topic,
+                          const std::string& field);
 
 // Whether `team` produces `topic` (production metrics are read only there).
-bool TeamProducesTopic(pqxx::work& tx, const common::Uuid& env, const common::Uuid& team,
-                       const std::string& topic);
+bool TeamProducesTopic(pqxx::work& tx, const secrets::KeyRing& keys, const common::Uuid& env,
+                       const common::Uuid& team, const std::string& topic);
 
 // The consumer groups in use in the env, other than the one of the
 // subscription or datamodel `self` (either may be nullopt).

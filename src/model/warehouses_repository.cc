@@ -14,12 +14,12 @@ std::string Columns() {
          sql::Iso("created_at") + " AS created_at, " + sql::Iso("updated_at") + " AS updated_at";
 }
 
-WarehouseRow FromRow(const pqxx::row& r) {
+WarehouseRow FromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
   WarehouseRow w;
   w.id = sql::GetUuid(r["id"]);
   w.name = r["name"].as<std::string>();
   w.warehouse_type = r["warehouse_type"].as<std::string>();
-  w.configuration = DecryptStored(Json::parse(r["cfg"].as<std::string>()));
+  w.configuration = DecryptStored(Json::parse(r["cfg"].as<std::string>()), keys);
   w.team_id = sql::GetUuid(r["team_id"]);
   w.env_id = sql::GetUuid(r["env_id"]);
   w.last_test_at = sql::GetOptString(r["last_test_at"]);
@@ -72,13 +72,15 @@ Json WarehouseRecordJson(const WarehouseRow& w) {
           {"updated_at", w.updated_at}};
 }
 
-std::optional<WarehouseRow> FindWarehouse(pqxx::work& tx, const common::Uuid& id) {
+std::optional<WarehouseRow> FindWarehouse(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const common::Uuid& id) {
   auto res = tx.exec_params("SELECT " + Columns() + " FROM warehouse WHERE id = $1", id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return FromRow(res[0], keys);
 }
 
-std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const common::Uuid& team,
+std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const secrets::KeyRing& keys,
+                                         const common::Uuid& team,
                                          const std::optional<std::string>& name, int fetch,
                                          std::int64_t offset) {
   std::vector<WarehouseRow> out;
@@ -88,13 +90,13 @@ std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const common::Uuid& tea
                "lower($2)) ORDER BY lower(name), id LIMIT $3 OFFSET $4",
            team.ToString(), name ? std::optional(LikePattern(*name)) : std::nullopt, fetch,
            offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(FromRow(r, keys));
   }
   return out;
 }
 
-void InsertWarehouse(pqxx::work& tx, const WarehouseRow& w) {
-  Json stored = secrets::EncryptConfiguration(w.configuration, ConfigKeyRing());
+void InsertWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const WarehouseRow& w) {
+  Json stored = secrets::EncryptConfiguration(w.configuration, keys);
   OnNameClash([&] {
     tx.exec_params(std::string("INSERT INTO warehouse (id, name, warehouse_type, "
                                "json_configuration, team_id, env_id, created_at, updated_at) "
@@ -105,8 +107,8 @@ void InsertWarehouse(pqxx::work& tx, const WarehouseRow& w) {
   });
 }
 
-void UpdateWarehouse(pqxx::work& tx, const WarehouseRow& w) {
-  Json stored = secrets::EncryptConfiguration(w.configuration, ConfigKeyRing());
+void UpdateWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const WarehouseRow& w) {
+  Json stored = secrets::EncryptConfiguration(w.configuration, keys);
   OnNameClash([&] {
     // New settings have not been tested: the verdict goes back to draft.
     tx.exec_params(std::string("UPDATE warehouse SET name = $2, json_configuration = $3::json, "
@@ -116,7 +118,7 @@ void UpdateWarehouse(pqxx::work& tx, const WarehouseRow& w) {
                                "NULL ELSE last_test_message END, updated_at = ") +
                        sql::kNowUtc + " WHERE id = $1",
                    w.id.ToString(), w.name, stored.dump(),
-                   w.configuration != FindWarehouse(tx, w.id)->configuration);
+                   w.configuration != FindWarehouse(tx, keys, w.id)->configuration);
   });
 }
 
@@ -145,9 +147,9 @@ void RecordWarehouseTest(pqxx::work& tx, const common::Uuid& id, bool succeeded,
                  id.ToString(), succeeded, message);
 }
 
-WarehouseRow RequireWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              auth::Action action) {
-  auto w = FindWarehouse(tx, id);
+WarehouseRow RequireWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                              const common::Uuid& id, auth::Action action) {
+  auto w = FindWarehouse(tx, keys, id);
   if (!w) throw ApiError(404, "not_found", "warehouse not found");
   RequireTeamResource(tx, caller, w->team_id, action, "warehouse");
   return *w;

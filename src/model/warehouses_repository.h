@@ -12,6 +12,7 @@
 #include "common/uuid.h"
 #include "model/error.h"
 #include "model/principal.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::model {
 
@@ -34,12 +35,14 @@ Json WarehouseJson(const WarehouseRow& w);
 Json WarehouseRecordJson(const WarehouseRow& w);
 Json PresentWarehouse(const Json& record);
 
-std::optional<WarehouseRow> FindWarehouse(pqxx::work& tx, const common::Uuid& id);
-std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const common::Uuid& team,
+std::optional<WarehouseRow> FindWarehouse(pqxx::work& tx, const secrets::KeyRing& keys,
+                                          const common::Uuid& id);
+std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const secrets::KeyRing& keys,
+                                         const common::Uuid& team,
                                          const std::optional<std::string>& name, int fetch,
                                          std::int64_t offset);
-void InsertWarehouse(pqxx::work& tx, const WarehouseRow& w);
-void UpdateWarehouse(pqxx::work& tx, const WarehouseRow& w);
+void InsertWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const WarehouseRow& w);
+void UpdateWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const WarehouseRow& w);
 // 409 naming a task still scheduled on it; its script runs go with it.
 void DeleteWarehouse(pqxx::work& tx, const common::Uuid& id);
 // Stores a connection test's verdict: NULL draft, true live, false error.
@@ -48,7 +51,7 @@ void RecordWarehouseTest(pqxx::work& tx, const common::Uuid& id, bool succeeded,
 
 // The warehouse when it exists and the caller may do `action` on its team
 // (404 "warehouse not found" when hidden).
-WarehouseRow RequireWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                              auth::Action action);
+WarehouseRow RequireWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const Principal& caller,
+                              const common::Uuid& id, auth::Action action);
 
 }  // namespace sluice::model

@@ -12,7 +12,8 @@ namespace sluice::testing {
 
 ApiHarness::ApiHarness(api::ApiOptions options) {
   db_ = std::make_unique<store::Database>(pg_.url(), 8);
-  server_ = std::make_unique<api::ApiServer>(*db_, auth::SecretKey::Random(), options);
+  server_ = std::make_unique<api::ApiServer>(
+      *db_, auth::SecretKey::Random(), *secrets::KeyRing::FromHex({std::string(64, 'd')}), options);
   auto st = server_->Start("127.0.0.1", 0);
   if (!st.ok()) throw std::runtime_error(st.ToString());
   root_ = CreateUser("root@example.com", true);

@@ -12,7 +12,6 @@
 #include "connectors/targets/postgres_target.h"
 #include "guard/connect_policy.h"
 #include "guard/postgres_conninfo.h"
-#include "model/config_keys.h"
 #include "model/connectors_repository.h"
 #include "model/warehouses_repository.h"
 #include "secrets/key_ring.h"
@@ -23,7 +22,6 @@ namespace {
 class ConnectPolicyApi : public ::testing::Test {
  protected:
   ConnectPolicyApi() {
-    model::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'd')}));
     env_ = h_.CreateEnv("prod");
     team_ = h_.CreateTeam(env_, "core", h_.root());
     member_ = h_.CreateUser("member@example.com");
@@ -107,12 +105,12 @@ TEST_F(ConnectPolicyApi, AMemberCannotReachTheControlDatabase) {
   // Rows saved before the rule (written here behind the API's back) are
   // refused when used: the warehouse test and run, and a backfill.
   h_.db().Transact([&](pqxx::work& tx) {
-    auto w = *model::FindWarehouse(tx, *common::Uuid::Parse(warehouse));
+    auto w = *model::FindWarehouse(tx, h_.keys(), *common::Uuid::Parse(warehouse));
     w.configuration["database"] = control;
-    model::UpdateWarehouse(tx, w);
-    auto c = *model::FindConnector(tx, *common::Uuid::Parse(target_id));
+    model::UpdateWarehouse(tx, h_.keys(), w);
+    auto c = *model::FindConnector(tx, h_.keys(), *common::Uuid::Parse(target_id));
     c.configuration["database"] = control;
-    model::UpdateConnector(tx, c);
+    model::UpdateConnector(tx, h_.keys(), c);
   });
   ExpectRefused(AsMember("POST", "/api/v1/warehouses/" + warehouse + "/test", Json::object()),
                 "control-database", "warehouse test");

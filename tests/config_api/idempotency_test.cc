@@ -76,7 +76,7 @@ class UnredactedRecord : public IdempotencyApi {
     auto row = tx.exec_params1(
         "SELECT response_body::text FROM idempotency_record WHERE endpoint = $1", endpoint);
     Stored s{row[0].as<std::string>(), nullptr};
-    s.plain = model::DecryptStored(Json::parse(s.raw));
+    s.plain = model::DecryptStored(Json::parse(s.raw), keys());
     return s;
   }
 };
