@@ -40,10 +40,14 @@ LAYERS = [
      "launchers, transformations"),
     ("data plane", ["dataflow"],
      "the stages inside a worker process"),
+    ("model", ["model"],
+     "the control-plane model: rows, repositories and domain rules of the "
+     "control-plane tables (access, pipelines, metrics, transformations, "
+     "operations)"),
     ("control plane", ["orchestrator", "backfill"],
      "the loops of the back end: launching workers, backfill runs and loaders"),
     ("http", ["api"],
-     "the HTTP API: framework, handlers, repositories"),
+     "the HTTP API: framework, handlers"),
     ("processes", ["cli"],
      "the `sluice` binary: one file per subcommand, wiring the layers below"),
 ]

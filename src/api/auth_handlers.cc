@@ -4,13 +4,13 @@
 #include <chrono>
 #include <ctime>
 
-#include "api/access.h"
-#include "api/json_fields.h"
 #include "api/routes.h"
-#include "api/sessions_repository.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
 #include "auth/password.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/sessions_repository.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

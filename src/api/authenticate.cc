@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 
-#include "api/service_accounts_repository.h"
-#include "api/sessions_repository.h"
-#include "api/users_repository.h"
+#include "model/service_accounts_repository.h"
+#include "model/sessions_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 

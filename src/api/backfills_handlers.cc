@@ -6,13 +6,13 @@
 
 #include <set>
 
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/json_fields.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
 
 #include "backfill/progress.h"
 #include "backfill/report.h"
@@ -186,7 +186,7 @@ Response Trigger(ApiContext& ctx, Request& req) {
       RequireConnectorTeam(tx, caller, c, Action::kTeamResourceWrite);
     // The loader connects to both ends on the team's behalf.
     for (const auto& c : connectors)
-      if (auto row = FindConnector(tx, c))
+      if (auto row = FindConnector(tx, ctx.keys, c))
         RequireConnectorAllowed(row->connector_type, row->configuration);
     auto created = backfill::CreateRuns(tx, q, *pairs);
     if (!created.ok()) {

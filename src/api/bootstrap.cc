@@ -4,10 +4,11 @@
 
 #include <cstdlib>
 
-#include "api/json_fields.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
+#include "api/http.h"
 #include "auth/password.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 

@@ -1,17 +1,10 @@
 // Connectors and the connector-type catalog. A connector belongs to a team
 // and mirrors its env; its way comes from the type; its configuration is
 // validated against the type, encrypted at rest and redacted on every read.
-#include "api/access.h"
-#include "api/config_keys.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/topic_ownership.h"
-#include "api/user_log_repository.h"
 #include "connectors/mysql/mysql_source.h"
 #include "connectors/postgres/slot_health.h"
 #include "connectors/source_tables.h"
@@ -20,6 +13,13 @@
 #include "guard/connect_policy.h"
 #include "guard/postgres_conninfo.h"
 #include "launch/source_launch.h"
+#include "model/access.h"
+#include "model/config_keys.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/topic_ownership.h"
+#include "model/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/worker_repository.h"
 
@@ -59,7 +59,7 @@ Response List(ApiContext& ctx, Request& req) {
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceRead);
     Json items = Json::array();
-    for (const auto& c : ListConnectors(tx, team_id, filter, page.fetch(), page.offset)) {
+    for (const auto& c : ListConnectors(tx, ctx.keys, team_id, filter, page.fetch(), page.offset)) {
       items.push_back(ConnectorJson(c));
     }
     return PageBody(std::move(items), page);
@@ -88,10 +88,10 @@ Response Create(ApiContext& ctx, Request& req) {
         c.team_id = team_id;
         c.env_id = team.env_id;
         RequireConnectorAllowed(c.connector_type, c.configuration);
-        CheckConnectorTopics(tx, c, nullptr);
-        InsertConnector(tx, c);
+        CheckConnectorTopics(tx, ctx.keys, c, nullptr);
+        InsertConnector(tx, ctx.keys, c);
         LogAction(tx, req.caller(), "connector.create");
-        return Response::Created(ConnectorRecordJson(*FindConnector(tx, c.id)));
+        return Response::Created(ConnectorRecordJson(*FindConnector(tx, ctx.keys, c.id)));
       },
       PresentConnector);
 }
@@ -99,7 +99,8 @@ Response Create(ApiContext& ctx, Request& req) {
 Response Get(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    return ConnectorJson(RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead));
+    return ConnectorJson(
+        RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead));
   }));
 }
 
@@ -114,7 +115,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   f.Finish();
   if (name && name->empty()) InvalidField("name", "must not be empty");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    ConnectorRow c = RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    ConnectorRow c = RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     const ConnectorRow before = c;
     const connectors::types::ConnectorType* type = c.type();
     if (type_id && (!type || *type_id != type->id)) {
@@ -127,15 +128,15 @@ Response Patch(ApiContext& ctx, Request& req) {
       c.configuration = ValidatedConfiguration(
           *type, connectors::types::KeepUnchangedSecrets(*type, *config, c.configuration));
       RequireConnectorAllowed(c.connector_type, c.configuration);
-      CheckConnectorTopics(tx, c, &before);
+      CheckConnectorTopics(tx, ctx.keys, c, &before);
     }
-    UpdateConnector(tx, c);
+    UpdateConnector(tx, ctx.keys, c);
     LogAction(tx, req.caller(), "connector.update");
     if (config) {
       RecordLifecycle(tx, req.caller(), {id}, "connector.config_changed",
                       "Connector configuration changed");
     }
-    return ConnectorJson(*FindConnector(tx, id));
+    return ConnectorJson(*FindConnector(tx, ctx.keys, id));
   }));
 }
 
@@ -149,11 +150,12 @@ struct SourceObjects {
 // The slots and publications of `id`'s shards that no other connector
 // names: a configured slot_name or publication_name another connector
 // shares is left alone.
-std::vector<SourceObjects> OwnSourceObjects(pqxx::work& tx, const common::Uuid& id) {
+std::vector<SourceObjects> OwnSourceObjects(pqxx::work& tx, const ApiContext& ctx,
+                                            const common::Uuid& id) {
   auto launches = [&](const common::Uuid& connector) {
     std::vector<SourceObjects> out;
     for (const auto& w : runtime::WorkerRepository::ForConnector(tx, connector)) {
-      auto launch = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+      auto launch = orchestrator::BuildLaunchConfig(tx, w, &ctx.keys);
       if (!launch.ok() || !launch->contains("source")) continue;
       const auto& s = (*launch)["source"];
       if (s.value("type", std::string()) != "postgresql") continue;
@@ -187,9 +189,9 @@ Response Delete(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   std::vector<SourceObjects> objects;
   ctx.db.Transact([&](pqxx::work& tx) {
-    RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     RequireConnectorUnused(tx, id);
-    objects = OwnSourceObjects(tx, id);
+    objects = OwnSourceObjects(tx, ctx, id);
   });
   // Best effort, outside any transaction: a source that cannot be reached
   // (or a slot still streamed from) does not keep the connector; an event
@@ -200,7 +202,7 @@ Response Delete(ApiContext& ctx, Request& req) {
     if (!st.ok()) left.emplace_back(o, st.message());
   }
   ctx.db.Transact([&](pqxx::work& tx) {
-    RequireConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     for (const auto& [o, why] : left) {
       events::RecordAboutOrLog(
           tx, {id},

@@ -1,4 +1,5 @@
-// What every handler may use: the database, the token signer and policy.
+// What every handler may use: the database, the token signer and policy, and
+// the key ring that encrypts configurations and idempotency records.
 #pragma once
 
 #include <chrono>
@@ -6,6 +7,7 @@
 
 #include "auth/login_limiter.h"
 #include "auth/token.h"
+#include "secrets/key_ring.h"
 #include "store/database.h"
 
 namespace sluice::api {
@@ -33,6 +35,7 @@ struct ApiContext {
   const auth::TokenSigner& signer;
   auth::LoginLimiter& login_limiter;
   const ApiOptions& options;
+  const secrets::KeyRing& keys;
 };
 
 }  // namespace sluice::api

@@ -1,11 +1,11 @@
 // Datamodels: what a source connector produced, republished on a topic.
 // Created under their source connector and owned by its team.
-#include "api/access.h"
-#include "api/datamodels_repository.h"
 #include "api/idempotency.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "model/access.h"
+#include "model/datamodels_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -16,7 +16,7 @@ Response List(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+    RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead);
     Json items = Json::array();
     for (const auto& d : ListDatamodels(tx, id, req.Query("name"), page.fetch(), page.offset)) {
       items.push_back(DatamodelJson(d));
@@ -35,12 +35,12 @@ Response Create(ApiContext& ctx, Request& req) {
   f.Finish();
   return IdempotentCreate(ctx, req, "datamodels:create", body, [&](pqxx::work& tx) {
     ConnectorRow source =
-        RequireConnector(tx, req.caller(), connector_id, Action::kTeamResourceWrite);
+        RequireConnector(tx, ctx.keys, req.caller(), connector_id, Action::kTeamResourceWrite);
     if (source.way != "source") {
       throw ApiError(422, "invalid_field", "datamodels belong to a source connector");
     }
     d.source_connector_id = connector_id;
-    CompleteDatamodel(tx, source, d);
+    CompleteDatamodel(tx, ctx.keys, source, d);
     InsertDatamodel(tx, d);
     return Response::Created(DatamodelJson(*FindDatamodel(tx, d.id)));
   });
@@ -49,7 +49,8 @@ Response Create(ApiContext& ctx, Request& req) {
 Response Get(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("datamodel_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    return DatamodelJson(RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceRead));
+    return DatamodelJson(
+        RequireDatamodel(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead));
   }));
 }
 
@@ -57,14 +58,14 @@ Response Patch(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("datamodel_id");
   Json body = req.Body();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    DatamodelRow d = RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceWrite);
+    DatamodelRow d = RequireDatamodel(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     const DatamodelRow before = d;
     FieldReader f(body);
     ReadDatamodelFields(f, d, false);
     f.Finish();
     if (d.source_connector_id) {
-      if (auto source = FindConnector(tx, *d.source_connector_id))
-        CompleteDatamodel(tx, *source, d, &before);
+      if (auto source = FindConnector(tx, ctx.keys, *d.source_connector_id))
+        CompleteDatamodel(tx, ctx.keys, *source, d, &before);
     }
     UpdateDatamodel(tx, d);
     if (d.source_connector_id) {
@@ -78,7 +79,7 @@ Response Patch(ApiContext& ctx, Request& req) {
 Response Delete(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("datamodel_id");
   ctx.db.Transact([&](pqxx::work& tx) {
-    RequireDatamodel(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireDatamodel(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     DeleteDatamodel(tx, id);
   });
   return Response::NoContent();

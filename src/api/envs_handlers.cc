@@ -1,14 +1,14 @@
 // Environments and their members.
-#include "api/access.h"
-#include "api/config_keys.h"
-#include "api/connect_checks.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
 #include "api/sql_util.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
 #include "common/hex.h"
+#include "model/access.h"
+#include "model/config_keys.h"
+#include "model/connect_checks.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 #include "orchestrator/broker_grants.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/worker_repository.h"
@@ -186,7 +186,7 @@ Response BrokerAcls(ApiContext& ctx, Request& req) {
              "SELECT id FROM connector WHERE env_id = $1 ORDER BY name, id", id.ToString())) {
       auto connector = sql::GetUuid(r[0]);
       for (const auto& w : runtime::WorkerRepository::ForConnector(tx, connector)) {
-        auto launch = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+        auto launch = orchestrator::BuildLaunchConfig(tx, w, &ctx.keys);
         Json entry = {{"worker_id", w.id.ToString()},
                       {"connector_id", connector.ToString()},
                       {"shard_index", w.shard_index},

@@ -1,6 +1,6 @@
-// The request/response types every API handler sees, and the one error type
-// they throw. Throwing inside Database::Transact rolls the write back, so a
-// rejected request changes nothing.
+// The request/response types every API handler sees. The error they throw
+// is model::ApiError (model/error.h): throwing inside Database::Transact
+// rolls the write back, so a rejected request changes nothing.
 #pragma once
 
 #include <httplib.h>
@@ -14,48 +14,14 @@
 
 #include "common/status.h"
 #include "common/uuid.h"
+#include "model/error.h"
+#include "model/principal.h"
 
 namespace sluice::api {
 
-using Json = nlohmann::json;
-
-// Rendered as {"error":{"code":..., "message":...}} with http_status.
-class ApiError : public std::runtime_error {
- public:
-  ApiError(int http_status, std::string code, const std::string& message)
-      : std::runtime_error(message), http_status_(http_status), code_(std::move(code)) {}
-  explicit ApiError(const common::Status& status);
-
-  int http_status() const { return http_status_; }
-  const std::string& code() const { return code_; }
-
- private:
-  int http_status_;
-  std::string code_;
-};
-
-int HttpStatusFor(common::Code code);
-inline void ThrowIfError(const common::Status& s) {
-  if (!s.ok()) throw ApiError(s);
-}
-template <typename T>
-T ValueOrThrow(common::Result<T> r) {
-  if (!r.ok()) throw ApiError(r.status());
-  return std::move(r).value();
-}
-
-// The authenticated caller, read from the user row on this very request.
-struct Principal {
-  common::Uuid user_id;
-  std::string email;
-  bool is_superuser = false;
-  std::optional<common::Uuid> service_account_id;
-  // The login session of a person's access token (none for a service account).
-  std::optional<common::Uuid> session_id;
-
-  // user_log.user_type of whatever this caller does.
-  const char* user_type() const { return service_account_id ? "service" : "user"; }
-};
+// Handlers parse, authorize, call the control-plane model (src/model: its
+// rows, repositories, access rules and ApiError) by its names, and render.
+using namespace ::sluice::model;
 
 // A worker pod, from its scoped token: one worker row of one connector, one
 // launch generation. It may use the worker endpoints and nothing else.

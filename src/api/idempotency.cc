@@ -1,7 +1,7 @@
 #include "api/idempotency.h"
 
-#include "api/config_keys.h"
 #include "api/sql_util.h"
+#include "model/config_keys.h"
 
 namespace sluice::api {
 namespace {
@@ -12,8 +12,8 @@ std::string Canonical(const Request& req, const Json& body) {
          body.dump();
 }
 
-std::string Hash(const std::string& kid, const std::string& payload) {
-  auto h = secrets::KeyedHash(ConfigKeyRing(), kid, payload);
+std::string Hash(const secrets::KeyRing& keys, const std::string& kid, const std::string& payload) {
+  auto h = secrets::KeyedHash(keys, kid, payload);
   if (!h.ok()) throw ApiError(500, "internal", h.status().message());
   return *h;
 }
@@ -44,23 +44,25 @@ Response IdempotentCreate(ApiContext& ctx, Request& req, const std::string& endp
     if (!rows.empty()) {
       if (rows[0][4].as<bool>()) {
         Json stored = Json::parse(rows[0][3].as<std::string>());
-        if (Hash(secrets::EnvelopeKeyId(stored), payload) != rows[0][1].as<std::string>()) {
+        if (Hash(ctx.keys, secrets::EnvelopeKeyId(stored), payload) !=
+            rows[0][1].as<std::string>()) {
           throw ApiError(422, "idempotency_key_reused",
                          "Idempotency-Key was already used with a different request");
         }
-        return shown(Response{rows[0][2].as<int>(), DecryptStored(stored)});
+        return shown(Response{rows[0][2].as<int>(), DecryptStored(stored, ctx.keys)});
       }
       tx.exec_params("DELETE FROM idempotency_record WHERE id = $1", rows[0][0].as<std::string>());
     }
     Response out = create(tx);
-    Json envelope = secrets::EncryptConfiguration(out.body, ConfigKeyRing());
+    Json envelope = secrets::EncryptConfiguration(out.body, ctx.keys);
     tx.exec_params(std::string("INSERT INTO idempotency_record (id, endpoint, key, request_hash, "
                                "response_status, response_body, expires_at, created_at, "
                                "updated_at) VALUES ($1, $2, $3, $4, $5, $6::json, ") +
                        sql::kNowUtc + " + interval '" + std::to_string(kIdempotencyTtlHours) +
                        " hours', " + sql::kNowUtc + ", " + sql::kNowUtc + ")",
                    common::Uuid::V4().ToString(), endpoint, key,
-                   Hash(secrets::EnvelopeKeyId(envelope), payload), out.status, envelope.dump());
+                   Hash(ctx.keys, secrets::EnvelopeKeyId(envelope), payload), out.status,
+                   envelope.dump());
     return out;
   }));
 }

@@ -2,11 +2,11 @@
 // grace window closes); only a superuser — the control-plane's own service
 // account — may push a new one. Pushing refreshes last_seen_at, which is what
 // the grace window counts from.
-#include "api/access.h"
 #include "api/license_gate.h"
 #include "api/routes.h"
 #include "license/license_refresher.h"
 #include "license/license_repository.h"
+#include "model/access.h"
 
 namespace sluice::api {
 

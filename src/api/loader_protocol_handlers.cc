@@ -7,8 +7,8 @@
 // item with 401. The router passes these routes through (Access::kLoader):
 // the token is checked here, against the item in the path.
 #include "api/authenticate.h"
-#include "api/config_keys.h"
 #include "api/routes.h"
+#include "model/config_keys.h"
 
 #include "backfill/launch.h"
 #include "backfill/report.h"
@@ -36,7 +36,7 @@ Response Launch(ApiContext& ctx, Request& req) {
       throw ApiError(409, "replaced", "this loader's attempt is no longer the item's; exit");
     auto run = backfill::Repository::FindRun(tx, item->run_id);
     if (!run) throw ApiError(404, "not_found", "backfill run not found");
-    auto built = backfill::BuildLoaderConfig(tx, *item, *run, &ConfigKeyRing(), std::nullopt);
+    auto built = backfill::BuildLoaderConfig(tx, *item, *run, &ctx.keys, std::nullopt);
     if (!built.ok()) throw ApiError(409, "cannot_launch", built.status().message());
     config = built->ToJson();
   });

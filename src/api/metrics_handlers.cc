@@ -7,16 +7,16 @@
 #include <algorithm>
 #include <map>
 
-#include "api/access.h"
 #include "api/authenticate.h"
 #include "api/consumer_lag.h"
-#include "api/json_fields.h"
-#include "api/monitoring_repository.h"
 #include "api/routes.h"
 #include "metrics/data_plane_gauges.h"
 #include "metrics/prometheus.h"
 #include "metrics/series.h"
 #include "metrics/summary.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/monitoring_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -88,7 +88,7 @@ Response PipelineSummary(ApiContext& ctx, Request& req) {
   auto range = ParseRange(req, now);
   std::vector<PendingLag> lags;
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
-    auto p = RequireMonitoredPipeline(tx, req.caller(), id);
+    auto p = RequireMonitoredPipeline(tx, ctx.keys, req.caller(), id);
     Json body = RangeJson(range);
     auto topics = ValueOrThrow(metrics::ProductionBreakdown(tx, p.topics, range, now));
     metrics::ProductionTotals all;
@@ -132,7 +132,7 @@ Response SubscriptionSummary(ApiContext& ctx, Request& req) {
   auto range = ParseRange(req, now);
   std::optional<PendingLag> lag;
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
-    auto s = RequireMonitoredSubscription(tx, req.caller(), id);
+    auto s = RequireMonitoredSubscription(tx, ctx.keys, req.caller(), id);
     Json body = RangeJson(range);
     body["id"] = s.id.ToString();
     body["name"] = s.name;
@@ -160,7 +160,7 @@ Response DatamodelSummary(ApiContext& ctx, Request& req) {
   auto now = common::Clock::now();
   auto range = ParseRange(req, now);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    auto d = RequireMonitoredDatamodel(tx, req.caller(), id);
+    auto d = RequireMonitoredDatamodel(tx, ctx.keys, req.caller(), id);
     Json body = RangeJson(range);
     body["id"] = d.id.ToString();
     body["name"] = d.name;
@@ -176,7 +176,7 @@ Response TeamTopicSummary(ApiContext& ctx, Request& req) {
   auto now = common::Clock::now();
   auto range = ParseRange(req, now);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    RequireTeamTopic(tx, req.caller(), team, topic);
+    RequireTeamTopic(tx, ctx.keys, req.caller(), team, topic);
     Json body = RangeJson(range);
     body["topic"] = topic;
     body["production"] = TopicSummary(tx, topic, range, now);
@@ -238,11 +238,12 @@ Response Series(ApiContext& ctx, Request& req, bool pipeline) {
     std::vector<std::string> topics;
     std::vector<common::Uuid> subs;
     if (pipeline) {
-      auto p = RequireMonitoredPipeline(tx, req.caller(), req.PathUuid("pipeline_id"));
+      auto p = RequireMonitoredPipeline(tx, ctx.keys, req.caller(), req.PathUuid("pipeline_id"));
       topics = p.topics;
       for (const auto& s : p.subscriptions) subs.push_back(s.id);
     } else {
-      auto s = RequireMonitoredSubscription(tx, req.caller(), req.PathUuid("subscription_id"));
+      auto s =
+          RequireMonitoredSubscription(tx, ctx.keys, req.caller(), req.PathUuid("subscription_id"));
       if (s.topic) topics.push_back(*s.topic);
       subs.push_back(s.id);
     }

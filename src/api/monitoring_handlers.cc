@@ -5,12 +5,12 @@
 #include <array>
 #include <string_view>
 
-#include "api/access.h"
-#include "api/connectors_repository.h"
-#include "api/json_fields.h"
-#include "api/monitoring_repository.h"
 #include "api/routes.h"
 #include "events/event_listing.h"
+#include "model/access.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/monitoring_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -89,27 +89,28 @@ Json PageJson(const events::EventQuery& q, const events::EventPage& page) {
 
 // The resource's scope as the caller may read it now; nullopt when the
 // resource is gone or belongs (now) to a team the caller cannot read.
-std::optional<events::EventScope> ScopeReadableNow(pqxx::work& tx, const Request& req,
-                                                   const std::string& kind) {
+std::optional<events::EventScope> ScopeReadableNow(pqxx::work& tx, const ApiContext& ctx,
+                                                   const Request& req, const std::string& kind) {
   try {
     if (kind == "connector") {
       auto id = req.PathUuid("connector_id");
-      RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+      RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead);
       return events::EventScope::Connector(id);
     }
     if (kind == "datamodel") {
-      auto d = RequireMonitoredDatamodel(tx, req.caller(), req.PathUuid("datamodel_id"));
+      auto d = RequireMonitoredDatamodel(tx, ctx.keys, req.caller(), req.PathUuid("datamodel_id"));
       // Without a source, only datamodel-specific rows can exist; they still
       // carry the old connector.
       if (!d.source_connector_id) return events::EventScope::Pipeline({}, {d.id}, {});
       return events::EventScope::Datamodel(*d.source_connector_id, d.id);
     }
     if (kind == "subscription") {
-      auto s = RequireMonitoredSubscription(tx, req.caller(), req.PathUuid("subscription_id"));
+      auto s =
+          RequireMonitoredSubscription(tx, ctx.keys, req.caller(), req.PathUuid("subscription_id"));
       if (!s.target_connector_id) return events::EventScope::Pipeline({}, {}, {s.id});
       return events::EventScope::Subscription(*s.target_connector_id, s.id);
     }
-    auto p = RequireMonitoredPipeline(tx, req.caller(), req.PathUuid("pipeline_id"));
+    auto p = RequireMonitoredPipeline(tx, ctx.keys, req.caller(), req.PathUuid("pipeline_id"));
     std::vector<common::Uuid> subs;
     for (const auto& s : p.subscriptions) subs.push_back(s.id);
     return events::EventScope::Pipeline(p.connectors, p.datamodels, subs);
@@ -136,7 +137,7 @@ std::optional<events::EventScope> ScopeById(const Request& req, const std::strin
 // history to its new team.
 Response List(ApiContext& ctx, Request& req, const std::string& kind) {
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    auto scope = ScopeReadableNow(tx, req, kind);
+    auto scope = ScopeReadableNow(tx, ctx, req, kind);
     const bool readable_now = scope.has_value();
     if (!scope) scope = ScopeById(req, kind);
     std::vector<common::Uuid> teams;

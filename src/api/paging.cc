@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "api/json_fields.h"
+#include "model/json_fields.h"
 
 namespace sluice::api {
 namespace {

@@ -1,12 +1,12 @@
 // Pipelines: one configured flow from a source to a target connector,
 // owned by a team. Every change bumps `version`.
-#include "api/access.h"
 #include "api/idempotency.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
-#include "api/pipelines_repository.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/pipelines_repository.h"
+#include "model/user_log_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -51,7 +51,7 @@ Response Create(ApiContext& ctx, Request& req) {
     TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
     p.team_id = team_id;
     p.env_id = team.env_id;
-    CheckPipelineReferences(tx, p);
+    CheckPipelineReferences(tx, ctx.keys, p);
     InsertPipeline(tx, p);
     LogAction(tx, req.caller(), "pipeline.create");
     return Response::Created(PipelineJson(*FindPipeline(tx, p.id)));
@@ -73,7 +73,7 @@ Response Patch(ApiContext& ctx, Request& req) {
     FieldReader f(body);
     ReadPipelineFields(f, p, false);
     f.Finish();
-    CheckPipelineReferences(tx, p);
+    CheckPipelineReferences(tx, ctx.keys, p);
     UpdatePipeline(tx, p);
     LogAction(tx, req.caller(), "pipeline.update");
     for (const auto& c : {p.source_connector_id, p.target_connector_id}) {

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "api/access.h"
 #include "api/authenticate.h"
-#include "api/config_keys.h"
+#include "model/access.h"
+#include "model/config_keys.h"
 
 namespace sluice::api {
 
@@ -113,7 +113,7 @@ common::Status ApiRegistryGate::MayWrite(const std::string& authorization,
                  "connector WHERE way = 'source' AND connector_type IN ('postgresql', 'kafka')")) {
       Json config;
       try {
-        config = DecryptStored(Json::parse(r[3].as<std::string>()));
+        config = DecryptStored(Json::parse(r[3].as<std::string>()), ctx_.keys);
       } catch (const std::exception&) {
         continue;  // a key this process lacks: not this caller's to prove
       }

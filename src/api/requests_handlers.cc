@@ -2,14 +2,14 @@
 // from == to is the user asking to join; otherwise an admin invites. The
 // lifecycle rules are auth::Transition's; acceptance grants the membership
 // in the same transaction.
-#include "api/access.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
-#include "api/requests_repository.h"
 #include "api/routes.h"
 #include "api/sql_util.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/requests_repository.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -17,13 +17,15 @@
 
 namespace sluice::api {
 
-ApiServer::ApiServer(store::Database& db, auth::SecretKey key, ApiOptions options)
+ApiServer::ApiServer(store::Database& db, auth::SecretKey key, secrets::KeyRing keys,
+                     ApiOptions options)
     : db_(db),
       options_(options),
       signer_(std::move(key)),
       limiter_({options_.login_max_failures, options_.login_failure_window,
                 options_.login_max_tracked, options_.login_max_concurrent_verifications}),
-      ctx_{db_, signer_, limiter_, options_} {
+      keys_(std::move(keys)),
+      ctx_{db_, signer_, limiter_, options_, keys_} {
   RegisterBuiltinRoutes(router_, ctx_);
 }
 

@@ -2,7 +2,7 @@
 // goes through one dispatch: route lookup, bearer authentication (re-reading
 // the user), the handler, and error rendering as {"error":{code,message}}.
 //
-//   ApiServer server(db, key);
+//   ApiServer server(db, key, keys);
 //   server.Start("127.0.0.1", 0);   // port 0: any free port, see port()
 //
 // A new API area is one Register<Area>Routes(RouteGroup, ApiContext&) listed
@@ -29,7 +29,8 @@ namespace sluice::api {
 
 class ApiServer {
  public:
-  ApiServer(store::Database& db, auth::SecretKey key, ApiOptions options = {});
+  ApiServer(store::Database& db, auth::SecretKey key, secrets::KeyRing keys,
+            ApiOptions options = {});
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -57,6 +58,7 @@ class ApiServer {
   ApiOptions options_;
   auth::TokenSigner signer_;
   auth::LoginLimiter limiter_;
+  secrets::KeyRing keys_;
   ApiContext ctx_;
   Router router_;
   std::unique_ptr<httplib::Server> http_;

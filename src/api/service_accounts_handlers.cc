@@ -8,15 +8,15 @@
 #include <ctime>
 #include <map>
 
-#include "api/access.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/service_accounts_repository.h"
-#include "api/teams_repository.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/service_accounts_repository.h"
+#include "model/teams_repository.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -2,18 +2,18 @@
 // the team of its target connector. Switching `backfill` on resets the
 // consumer group to earliest when a broker client is installed; the outcome
 // is answered in "backfill_reset" and written to the user log.
-#include "api/access.h"
-#include "api/connectors_repository.h"
 #include "api/consumer_groups.h"
-#include "api/datamodels_repository.h"
 #include "api/idempotency.h"
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
-#include "api/pipelines_repository.h"
 #include "api/routes.h"
-#include "api/subscriptions_repository.h"
-#include "api/topic_ownership.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/connectors_repository.h"
+#include "model/datamodels_repository.h"
+#include "model/pipelines_repository.h"
+#include "model/subscriptions_repository.h"
+#include "model/topic_ownership.h"
+#include "model/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 
 namespace sluice::api {
@@ -21,11 +21,11 @@ namespace {
 
 using auth::Action;
 
-SubscriptionRow RequireSubscription(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                                    Action action) {
+SubscriptionRow RequireSubscription(pqxx::work& tx, const ApiContext& ctx, const Principal& caller,
+                                    const common::Uuid& id, Action action) {
   auto s = FindSubscription(tx, id);
   if (!s) throw ApiError(404, "not_found", "subscription not found");
-  RequireTeamResource(tx, caller, SubscriptionTeam(tx, *s), action, "subscription");
+  RequireTeamResource(tx, caller, SubscriptionTeam(tx, ctx.keys, *s), action, "subscription");
   return *s;
 }
 
@@ -34,17 +34,18 @@ SubscriptionRow RequireSubscription(pqxx::work& tx, const Principal& caller, con
 // RepublishedTopic), else its source topic. A group another subscription or
 // datamodel of the env also consumes with (rows from before groups had
 // owners) is not reset: that would rewind someone else's delivery.
-Json ResetForBackfill(pqxx::work& tx, const Principal& caller, const SubscriptionRow& s) {
+Json ResetForBackfill(pqxx::work& tx, const ApiContext& ctx, const Principal& caller,
+                      const SubscriptionRow& s) {
   std::string group = s.consumer_id.value_or(s.id.ToString());
   std::optional<std::string> topic;
   if (s.datamodel_id) {
     if (auto d = FindDatamodel(tx, *s.datamodel_id)) {
       std::string source_type;
       if (d->source_connector_id) {
-        if (auto c = FindConnector(tx, *d->source_connector_id)) source_type = c->connector_type;
+        if (auto c = FindConnector(tx, ctx.keys, *d->source_connector_id))
+          source_type = c->connector_type;
       }
-      topic = orchestrator::RepublishedTopic(source_type, d->source_topic.value_or(""),
-                                             d->target_topic);
+      topic = model::RepublishedTopic(source_type, d->source_topic.value_or(""), d->target_topic);
       if (!topic && d->source_topic && !d->source_topic->empty()) topic = d->source_topic;
     }
   }
@@ -120,7 +121,7 @@ Response Create(ApiContext& ctx, Request& req) {
   f.Finish();
   return IdempotentCreate(ctx, req, "subscriptions:create", body, [&](pqxx::work& tx) {
     TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-    CheckSubscriptionReferences(tx, team_id, s);
+    CheckSubscriptionReferences(tx, ctx.keys, team_id, s);
     if (team.env_id)
       RequireOwnGroup(tx, *team.env_id, s.consumer_id.value_or(s.id.ToString()), s.id,
                       "consumer_id");
@@ -128,7 +129,7 @@ Response Create(ApiContext& ctx, Request& req) {
     Json out = SubscriptionJson(*FindSubscription(tx, s.id));
     // Created with backfill on: its group starts from the beginning of the
     // topic its worker reads, even if a group of that name has offsets.
-    if (s.backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);
+    if (s.backfill) out["backfill_reset"] = ResetForBackfill(tx, ctx, req.caller(), s);
     return Response::Created(std::move(out));
   });
 }
@@ -136,7 +137,8 @@ Response Create(ApiContext& ctx, Request& req) {
 Response Get(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("subscription_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    return SubscriptionJson(RequireSubscription(tx, req.caller(), id, Action::kTeamResourceRead));
+    return SubscriptionJson(
+        RequireSubscription(tx, ctx, req.caller(), id, Action::kTeamResourceRead));
   }));
 }
 
@@ -144,14 +146,14 @@ Response Patch(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("subscription_id");
   Json body = req.Body();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    SubscriptionRow s = RequireSubscription(tx, req.caller(), id, Action::kTeamResourceWrite);
+    SubscriptionRow s = RequireSubscription(tx, ctx, req.caller(), id, Action::kTeamResourceWrite);
     bool was_backfill = s.backfill;
     const auto group_before = s.consumer_id;
-    auto team = SubscriptionTeam(tx, s);
+    auto team = SubscriptionTeam(tx, ctx.keys, s);
     FieldReader f(body);
     ReadSubscriptionFields(f, s, false);
     f.Finish();
-    if (team) CheckSubscriptionReferences(tx, *team, s);
+    if (team) CheckSubscriptionReferences(tx, ctx.keys, *team, s);
     // A group shared from before groups had owners still takes other changes.
     if (team && s.consumer_id != group_before) {
       if (auto env = TeamEnv(tx, *team))
@@ -159,7 +161,8 @@ Response Patch(ApiContext& ctx, Request& req) {
     }
     UpdateSubscription(tx, s);
     Json out = SubscriptionJson(*FindSubscription(tx, id));
-    if (s.backfill && !was_backfill) out["backfill_reset"] = ResetForBackfill(tx, req.caller(), s);
+    if (s.backfill && !was_backfill)
+      out["backfill_reset"] = ResetForBackfill(tx, ctx, req.caller(), s);
     if (s.target_connector_id) {
       RecordLifecycle(tx, req.caller(), {*s.target_connector_id, std::nullopt, id},
                       "subscription.config_changed", "Subscription changed");
@@ -171,7 +174,7 @@ Response Patch(ApiContext& ctx, Request& req) {
 Response Delete(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("subscription_id");
   ctx.db.Transact([&](pqxx::work& tx) {
-    RequireSubscription(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireSubscription(tx, ctx, req.caller(), id, Action::kTeamResourceWrite);
     DeleteSubscription(tx, id);
   });
   return Response::NoContent();

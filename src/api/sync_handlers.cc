@@ -5,13 +5,13 @@
 #include <climits>
 #include <set>
 
-#include "api/access.h"
-#include "api/json_fields.h"
 #include "api/routes.h"
-#include "api/sessions_repository.h"
 #include "api/sql_util.h"
-#include "api/users_repository.h"
 #include "common/hex.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/sessions_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -1,13 +1,13 @@
 // Tasks: a script on a warehouse with a schedule. Handlers validate and
 // decide (sql_version bumps, next_run_at); the scheduler in the background
 // jobs fires them; POST .../run starts one now.
-#include "api/access.h"
-#include "api/connectors_repository.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
-#include "api/warehouses_repository.h"
+#include "model/access.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/warehouses_repository.h"
 #include "warehouse/engine.h"
 #include "warehouse/run_store.h"
 #include "warehouse/runner.h"
@@ -64,9 +64,10 @@ TaskRow RequireTask(pqxx::work& tx, const Principal& caller, const common::Uuid&
 
 // A warehouse named in a body: it must exist where the caller may write
 // (the same 422 whether it is missing or hidden).
-WarehouseRow RequireBodyWarehouse(pqxx::work& tx, const Principal& caller, const common::Uuid& id) {
+WarehouseRow RequireBodyWarehouse(pqxx::work& tx, const ApiContext& ctx, const Principal& caller,
+                                  const common::Uuid& id) {
   try {
-    return RequireWarehouse(tx, caller, id, Action::kTeamResourceWrite);
+    return RequireWarehouse(tx, ctx.keys, caller, id, Action::kTeamResourceWrite);
   } catch (const ApiError& e) {
     if (e.http_status() == 404) InvalidField("warehouse_id", "no such warehouse");
     throw;
@@ -106,7 +107,7 @@ Response Create(ApiContext& ctx, Request& req) {
   t.created_by = req.caller().user_id;
   return Response::Created(ctx.db.Transact([&](pqxx::work& tx) {
     RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-    WarehouseRow w = RequireBodyWarehouse(tx, req.caller(), t.warehouse_id);
+    WarehouseRow w = RequireBodyWarehouse(tx, ctx, req.caller(), t.warehouse_id);
     if (w.team_id != team_id) InvalidField("warehouse_id", "the warehouse belongs to another team");
     RequireStatements(t.sql, w.warehouse_type);
     t.team_id = w.team_id;
@@ -140,10 +141,10 @@ Response Patch(ApiContext& ctx, Request& req) {
     TaskRow t = RequireTask(tx, req.caller(), id, Action::kTeamResourceWrite);
     bool replaced = false;  // the script or its warehouse: a new sql_version
     if (name) t.name = *name;
-    WarehouseRow w = *FindWarehouse(tx, t.warehouse_id);
+    WarehouseRow w = *FindWarehouse(tx, ctx.keys, t.warehouse_id);
     if (warehouse_id && *warehouse_id != t.warehouse_id) {
       // Moving to another warehouse moves the task to that warehouse's team.
-      w = RequireBodyWarehouse(tx, req.caller(), *warehouse_id);
+      w = RequireBodyWarehouse(tx, ctx, req.caller(), *warehouse_id);
       t.warehouse_id = w.id;
       t.team_id = w.team_id;
       t.env_id = w.env_id;
@@ -196,7 +197,7 @@ Response RunNow(ApiContext& ctx, Request& req, warehouse::RunExecutor& executor)
   WarehouseRow w;
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
     TaskRow t = RequireTask(tx, req.caller(), id, Action::kTeamResourceWrite);
-    w = *FindWarehouse(tx, t.warehouse_id);
+    w = *FindWarehouse(tx, ctx.keys, t.warehouse_id);
     run = warehouse::TaskRun(t, "manual", req.caller().user_id,
                              warehouse::UsesBackslashEscapes(w.warehouse_type));
     if (run.statements.empty()) InvalidField("sql", "contains no statement");

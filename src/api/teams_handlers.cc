@@ -1,11 +1,11 @@
 // Teams and their members. Team entities are visible to every env member
 // (so one can ask to join); team admins and env admins manage them.
-#include "api/access.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <cctype>
 
-#include "api/access.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

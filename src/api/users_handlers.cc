@@ -1,13 +1,13 @@
 // Users: deployment-wide administration, superuser only (a user may read
 // themself through /me or /users/{own id}).
-#include "api/access.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/sessions_repository.h"
-#include "api/user_log_repository.h"
-#include "api/users_repository.h"
 #include "auth/password.h"
+#include "model/access.h"
+#include "model/json_fields.h"
+#include "model/sessions_repository.h"
+#include "model/user_log_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

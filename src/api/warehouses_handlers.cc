@@ -1,15 +1,15 @@
 // Warehouses (configuration side): a credentialed connection to a compute
 // engine, owned by a team. Its token is encrypted at rest and redacted.
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
-#include "api/warehouses_repository.h"
 #include "connectors/types/config_validation.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/user_log_repository.h"
+#include "model/warehouses_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -29,7 +29,7 @@ Response List(ApiContext& ctx, Request& req) {
     RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceRead);
     Json items = Json::array();
     for (const auto& w :
-         ListWarehouses(tx, team_id, req.Query("name"), page.fetch(), page.offset)) {
+         ListWarehouses(tx, ctx.keys, team_id, req.Query("name"), page.fetch(), page.offset)) {
       items.push_back(WarehouseJson(w));
     }
     return PageBody(std::move(items), page);
@@ -56,9 +56,9 @@ Response Create(ApiContext& ctx, Request& req) {
         RequireWarehouseAllowed(w.warehouse_type, w.configuration);
         w.team_id = team_id;
         w.env_id = *team.env_id;
-        InsertWarehouse(tx, w);
+        InsertWarehouse(tx, ctx.keys, w);
         LogAction(tx, req.caller(), "warehouse.create");
-        return Response::Created(WarehouseRecordJson(*FindWarehouse(tx, w.id)));
+        return Response::Created(WarehouseRecordJson(*FindWarehouse(tx, ctx.keys, w.id)));
       },
       PresentWarehouse);
 }
@@ -66,7 +66,8 @@ Response Create(ApiContext& ctx, Request& req) {
 Response Get(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    return WarehouseJson(RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceRead));
+    return WarehouseJson(
+        RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead));
   }));
 }
 
@@ -79,7 +80,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   f.Finish();
   if (name && name->empty()) InvalidField("name", "must not be empty");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    WarehouseRow w = RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    WarehouseRow w = RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     if (name) w.name = *name;
     if (config) {
       const auto& type = RequireWarehouseType(w.warehouse_type);
@@ -87,16 +88,16 @@ Response Patch(ApiContext& ctx, Request& req) {
           type, connectors::types::KeepUnchangedSecrets(type, *config, w.configuration));
       RequireWarehouseAllowed(w.warehouse_type, w.configuration);
     }
-    UpdateWarehouse(tx, w);
+    UpdateWarehouse(tx, ctx.keys, w);
     LogAction(tx, req.caller(), "warehouse.update");
-    return WarehouseJson(*FindWarehouse(tx, id));
+    return WarehouseJson(*FindWarehouse(tx, ctx.keys, id));
   }));
 }
 
 Response Delete(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   ctx.db.Transact([&](pqxx::work& tx) {
-    RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     DeleteWarehouse(tx, id);
     LogAction(tx, req.caller(), "warehouse.delete");
   });

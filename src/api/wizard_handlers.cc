@@ -1,17 +1,17 @@
 // The pipeline wizard: one call creates (or reuses) the source connector,
 // a datamodel per chosen table, (or reuses) the target, one subscription per
 // table and the pipeline itself, in one transaction: all of it or nothing.
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
-#include "api/datamodels_repository.h"
 #include "api/idempotency.h"
-#include "api/json_fields.h"
-#include "api/pipelines_repository.h"
 #include "api/routes.h"
-#include "api/subscriptions_repository.h"
-#include "api/topic_ownership.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/datamodels_repository.h"
+#include "model/json_fields.h"
+#include "model/pipelines_repository.h"
+#include "model/subscriptions_repository.h"
+#include "model/topic_ownership.h"
+#include "model/user_log_repository.h"
 
 namespace sluice::api {
 namespace {
@@ -49,17 +49,17 @@ ConnectorSpec ReadConnector(FieldReader& f, const std::string& role, connectors:
   return spec;
 }
 
-ConnectorRow Materialise(pqxx::work& tx, const common::Uuid& team,
+ConnectorRow Materialise(pqxx::work& tx, const ApiContext& ctx, const common::Uuid& team,
                          const std::optional<common::Uuid>& env, ConnectorSpec& spec,
                          const std::string& role, const char* way) {
   if (spec.existing)
-    return RequireTeamConnector(tx, team, *spec.existing, role + "_connector_id", way);
+    return RequireTeamConnector(tx, ctx.keys, team, *spec.existing, role + "_connector_id", way);
   spec.fresh.team_id = team;
   spec.fresh.env_id = env;
   RequireConnectorAllowed(spec.fresh.connector_type, spec.fresh.configuration);
-  CheckConnectorTopics(tx, spec.fresh, nullptr);
-  InsertConnector(tx, spec.fresh);
-  return *FindConnector(tx, spec.fresh.id);
+  CheckConnectorTopics(tx, ctx.keys, spec.fresh, nullptr);
+  InsertConnector(tx, ctx.keys, spec.fresh);
+  return *FindConnector(tx, ctx.keys, spec.fresh.id);
 }
 
 struct TableSpec {
@@ -92,8 +92,8 @@ Response Run(ApiContext& ctx, Request& req) {
       ctx, req, "pipelines:wizard", body,
       [&](pqxx::work& tx) {
         TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
-        ConnectorRow src = Materialise(tx, team_id, team.env_id, source, "source", "source");
-        ConnectorRow dst = Materialise(tx, team_id, team.env_id, target, "target", "target");
+        ConnectorRow src = Materialise(tx, ctx, team_id, team.env_id, source, "source", "source");
+        ConnectorRow dst = Materialise(tx, ctx, team_id, team.env_id, target, "target", "target");
         // The same audit rows as the single creates: one per resource made here.
         if (!source.existing) LogAction(tx, req.caller(), "connector.create");
         if (!target.existing) LogAction(tx, req.caller(), "connector.create");
@@ -123,7 +123,7 @@ Response Run(ApiContext& ctx, Request& req) {
           if (!t.table) d.source_topic = src.configuration.value("topic", std::string());
           d.name = t.table ? *t.table : d.source_topic.value_or("topic");
           if (d.name.size() > 100) d.name.resize(100);
-          CompleteDatamodel(tx, src, d);
+          CompleteDatamodel(tx, ctx.keys, src, d);
           InsertDatamodel(tx, d);
           datamodels.push_back(DatamodelJson(*FindDatamodel(tx, d.id)));
           if (!p.datamodel_id) p.datamodel_id = d.id;

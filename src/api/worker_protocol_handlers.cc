@@ -5,9 +5,9 @@
 // same code a local worker uses against the database, so a refused report
 // (replaced generation, contradicting an intent) is a 409 here and the
 // pod exits.
-#include "api/config_keys.h"
 #include "api/routes.h"
 #include "dataflow/pod_reports.h"
+#include "model/config_keys.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/heartbeat_batcher.h"
 #include "runtime/worker_repository.h"
@@ -45,7 +45,7 @@ Response Launch(ApiContext& ctx, Request& req) {
     if (!w) throw ApiError(404, "not_found", "worker not found");
     if (w->launch_generation != pod.generation)
       throw ApiError(409, "replaced", "this pod's generation was replaced; exit");
-    launch = ValueOrThrow(orchestrator::BuildLaunch(tx, *w, {}, &ConfigKeyRing()));
+    launch = ValueOrThrow(orchestrator::BuildLaunch(tx, *w, {}, &ctx.keys));
   });
   return Response::Ok(launch);
 }

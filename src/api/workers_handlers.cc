@@ -4,12 +4,12 @@
 // write intents on the worker rows; the orchestrator does the rest.
 #include <fmt/format.h>
 
-#include "api/access.h"
-#include "api/config_keys.h"
 #include "api/license_gate.h"
 #include "api/lifecycle_events.h"
 #include "api/routes.h"
-#include "api/user_log_repository.h"
+#include "model/access.h"
+#include "model/config_keys.h"
+#include "model/user_log_repository.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/placement.h"
 #include "runtime/launch_config.h"
@@ -56,7 +56,7 @@ Owned LoadPipeline(pqxx::work& tx, const Principal& caller, const common::Uuid& 
   return owned;
 }
 
-Json WorkerJson(pqxx::work& tx, const Worker& w) {
+Json WorkerJson(pqxx::work& tx, const ApiContext& ctx, const Worker& w) {
   auto now = common::Clock::now();
   Json j = {
       {"id", w.id.ToString()},
@@ -76,7 +76,7 @@ Json WorkerJson(pqxx::work& tx, const Worker& w) {
            : Json(nullptr)}};
   // Drift: null when unmeasured (no stamp), never "no drift".
   Json drift = nullptr;
-  auto today = orchestrator::BuildLaunchConfig(tx, w, &ConfigKeyRing());
+  auto today = orchestrator::BuildLaunchConfig(tx, w, &ctx.keys);
   if (today.ok()) {
     auto outdated = w.RunsOutdatedConfig(runtime::LaunchConfigHash(*today));
     if (outdated) drift = *outdated;
@@ -159,7 +159,7 @@ void ApplyVerb(pqxx::work& tx, const ApiContext& ctx, const common::Uuid& connec
   // A start re-plans: as many shards as the configuration and the work ask
   // for, then the unplaced tables / subscriptions are placed on them.
   if (verb == Verb::kStart || verb == Verb::kResume || verb == Verb::kRestart) {
-    int shards = ValueOrThrow(orchestrator::PlannedShardCount(tx, connector, &ConfigKeyRing()));
+    int shards = ValueOrThrow(orchestrator::PlannedShardCount(tx, connector, &ctx.keys));
     workers = WorkerRepository::EnsureShards(tx, connector, shards);
     std::vector<Worker> kept;
     for (const auto& w : workers) {
@@ -214,7 +214,7 @@ Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
     for (const auto& c : owned.connectors) {
       ApplyVerb(tx, ctx, c, verb);
       for (const auto& w : WorkerRepository::ForConnector(tx, c))
-        workers.push_back(WorkerJson(tx, w));
+        workers.push_back(WorkerJson(tx, ctx, w));
       Json details = Json::object();
       if (pipeline) details["pipeline_id"] = id.ToString();
       RecordLifecycle(
@@ -239,7 +239,7 @@ Response Status(ApiContext& ctx, Request& req, bool pipeline) {
     bool any = false;
     for (const auto& c : owned.connectors) {
       for (const auto& w : WorkerRepository::ForConnector(tx, c)) {
-        workers.push_back(WorkerJson(tx, w));
+        workers.push_back(WorkerJson(tx, ctx, w));
         // The displayed state is the worker's; the loudest shard wins.
         static const std::vector<std::string> kRank = {"ERROR", "STOPPING", "STARTING",
                                                        "LIVE",  "STOPPED",  "PAUSED"};

@@ -3,14 +3,14 @@
 // is the only state, so the poll and the cancel may land on any API process.
 #include <spdlog/spdlog.h>
 
-#include "api/access.h"
-#include "api/connect_checks.h"
-#include "api/connectors_repository.h"
-#include "api/json_fields.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "api/warehouses_repository.h"
 #include "guard/connect_policy.h"
+#include "model/access.h"
+#include "model/connect_checks.h"
+#include "model/connectors_repository.h"
+#include "model/json_fields.h"
+#include "model/warehouses_repository.h"
 #include "warehouse/engine.h"
 #include "warehouse/run_store.h"
 #include "warehouse/runner.h"
@@ -33,7 +33,7 @@ warehouse::EngineFactory EngineFor(const WarehouseRow& w) {
 Response TestConnection(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   WarehouseRow w = ctx.db.Transact([&](pqxx::work& tx) {
-    return RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    return RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
   });
   // A warehouse saved before the connect policy refused it is refused here.
   RequireWarehouseAllowed(w.warehouse_type, w.configuration);
@@ -52,7 +52,7 @@ Response TestConnection(ApiContext& ctx, Request& req) {
   }
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     RecordWarehouseTest(tx, id, ok, message);
-    return WarehouseJson(*FindWarehouse(tx, id));
+    return WarehouseJson(*FindWarehouse(tx, ctx.keys, id));
   }));
 }
 
@@ -66,7 +66,7 @@ Response StartRun(ApiContext& ctx, Request& req, warehouse::RunExecutor& executo
   warehouse::NewRun run;
   WarehouseRow w;
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
-    w = RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceWrite);
+    w = RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
     RequireWarehouseAllowed(w.warehouse_type, w.configuration);
     auto statements =
         warehouse::SplitStatements(*sql, {warehouse::UsesBackslashEscapes(w.warehouse_type)});
@@ -86,7 +86,7 @@ Response ListRuns(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    RequireWarehouse(tx, req.caller(), id, Action::kTeamResourceRead);
+    RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead);
     Json items = Json::array();
     for (const auto& r : warehouse::ListRuns(tx, {id, std::nullopt}, page.fetch(), page.offset))
       items.push_back(r.ToJson());
@@ -94,11 +94,11 @@ Response ListRuns(ApiContext& ctx, Request& req) {
   }));
 }
 
-warehouse::RunRow RequireRun(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                             Action action) {
+warehouse::RunRow RequireRun(pqxx::work& tx, const ApiContext& ctx, const Principal& caller,
+                             const common::Uuid& id, Action action) {
   auto run = warehouse::FindRun(tx, id);
   if (!run) throw ApiError(404, "not_found", "script run not found");
-  auto w = FindWarehouse(tx, run->warehouse_id);
+  auto w = FindWarehouse(tx, ctx.keys, run->warehouse_id);
   RequireTeamResource(tx, caller, w ? std::optional(w->team_id) : std::nullopt, action,
                       "script run");
   return *run;
@@ -107,14 +107,14 @@ warehouse::RunRow RequireRun(pqxx::work& tx, const Principal& caller, const comm
 Response GetRun(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("run_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
-    return RequireRun(tx, req.caller(), id, Action::kTeamResourceRead).ToJson();
+    return RequireRun(tx, ctx, req.caller(), id, Action::kTeamResourceRead).ToJson();
   }));
 }
 
 Response CancelRun(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("run_id");
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
-    auto run = RequireRun(tx, req.caller(), id, Action::kTeamResourceWrite);
+    auto run = RequireRun(tx, ctx, req.caller(), id, Action::kTeamResourceWrite);
     if (run.status() != warehouse::RunStatus::kRunning ||
         warehouse::RequestCancel(tx, id) != warehouse::CancelOutcome::kRequested) {
       throw ApiError(

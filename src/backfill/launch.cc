@@ -6,6 +6,7 @@
 #include "guard/connect_policy.h"
 #include "guard/jsonl_path.h"
 #include "launch/target_launch.h"
+#include "model/connector_work.h"
 #include "orchestrator/launch_builder.h"
 #include "secrets/configuration_cipher.h"
 
@@ -15,17 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-common::Result<json> Config(const pqxx::field& f, const secrets::KeyRing* keys) {
-  json stored = f.is_null() ? json::object() : json::parse(f.c_str(), nullptr, false);
-  if (stored.is_discarded()) stored = json::object();
+common::Result<json> Config(const json& stored, const secrets::KeyRing* keys) {
   if (!keys) return stored;
   return secrets::DecryptConfiguration(stored, *keys);
-}
-
-json ParseJson(const pqxx::field& f) {
-  if (f.is_null()) return json::object();
-  auto j = json::parse(f.c_str(), nullptr, false);
-  return j.is_discarded() ? json::object() : j;
 }
 
 }  // namespace
@@ -33,20 +26,16 @@ json ParseJson(const pqxx::field& f) {
 common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const BackfillItem& item,
                                                const BackfillRun& run, const secrets::KeyRing* keys,
                                                std::optional<std::string> report_database_url) {
-  auto src =
-      tx.exec_params("SELECT connector_type, json_configuration FROM connector WHERE id = $1",
-                     run.source_connector_id.ToString());
-  if (src.empty()) return common::NotFound("the source connector no longer exists");
-  const std::string source_type = src[0][0].c_str();
+  auto src = model::FindStoredConnector(tx, run.source_connector_id);
+  if (!src) return common::NotFound("the source connector no longer exists");
+  const std::string source_type = src->connector_type;
   if (source_type != "postgresql" && source_type != "mysql")
     return common::FailedPrecondition(fmt::format("no loader for a {} source", source_type));
-  auto source_config = Config(src[0][1], keys);
+  auto source_config = Config(src->stored_configuration, keys);
   if (!source_config.ok()) return source_config.status();
-  auto dst = tx.exec_params(
-      "SELECT connector_type, json_configuration, team_id FROM connector WHERE id = $1",
-      item.target_connector_id.ToString());
-  if (dst.empty()) return common::NotFound("the destination connector no longer exists");
-  auto target_config = Config(dst[0][1], keys);
+  auto dst = model::FindStoredConnector(tx, item.target_connector_id);
+  if (!dst) return common::NotFound("the destination connector no longer exists");
+  auto target_config = Config(dst->stored_configuration, keys);
   if (!target_config.ok()) return target_config.status();
 
   LoaderConfig c;
@@ -73,11 +62,11 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
   } else {
     c.source_url = orchestrator::PostgresConninfo(*source_config);
   }
-  c.target_type = dst[0][0].c_str();
+  c.target_type = dst->connector_type;
   // The same target the connector's worker writes to (under its team's part
   // of the JSONL root), built by the one function both launchers use.
   auto target = launch::TargetFromConnector(
-      c.target_type, *target_config, dst[0][2].is_null() ? std::string() : dst[0][2].c_str());
+      c.target_type, *target_config, dst->team_id ? dst->team_id->ToString() : std::string());
   if (!target.ok()) return target.status();
   if (auto* jsonl = std::get_if<launch::JsonlTargetLaunch>(&*target))
     jsonl->root = guard::ProcessJsonlRoot();
@@ -92,13 +81,9 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
   c.sequential_read = item.sequential_read;
   // The same shaping the live stream applies: the datamodel's, then the
   // subscription's. A deleted subscription leaves the rows unshaped.
-  auto sub = tx.exec_params(
-      "SELECT s.transform_config, d.config FROM subscription s LEFT JOIN datamodel d ON d.id = "
-      "s.datamodel_id WHERE s.id = $1",
-      item.subscription_id.ToString());
-  if (!sub.empty()) {
-    c.transforms.push_back(ParseJson(sub[0][1]).value("transform", json::object()));
-    c.transforms.push_back(ParseJson(sub[0][0]));
+  if (auto shaping = model::FindSubscriptionShaping(tx, item.subscription_id)) {
+    c.transforms.push_back(shaping->datamodel_config.value("transform", json::object()));
+    c.transforms.push_back(shaping->transform_config);
   }
   c.report_database_url = std::move(report_database_url);
   return c;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "backfill/repository.h"
+#include "model/connector_work.h"
 
 namespace sluice::backfill {
 
@@ -12,32 +13,26 @@ using common::Uuid;
 
 namespace {
 
-constexpr const char* kPairSelect =
-    "SELECT s.id, d.source_connector_id, s.target_connector_id, s.pipeline_id, "
-    "coalesce(d.source_schema, 'public'), d.source_table, s.target_table_name, s.name "
-    "FROM subscription s LEFT JOIN datamodel d ON d.id = s.datamodel_id ";
-
-common::Result<Pair> PairFrom(const pqxx::row& r) {
-  std::string name = r[7].c_str();
-  if (r[1].is_null() || r[5].is_null())
+common::Result<Pair> PairFrom(const model::SubscriptionSource& s) {
+  if (!s.source_connector_id || !s.source_table)
     return common::InvalidArgument(
-        fmt::format("subscription {} has no source table to read", name));
-  if (r[2].is_null())
-    return common::InvalidArgument(fmt::format("subscription {} has no destination", name));
-  if (r[6].is_null() || std::string(r[6].c_str()).empty())
+        fmt::format("subscription {} has no source table to read", s.name));
+  if (!s.target_connector_id)
+    return common::InvalidArgument(fmt::format("subscription {} has no destination", s.name));
+  if (!s.target_table_name || s.target_table_name->empty())
     return common::InvalidArgument(
-        fmt::format("subscription {} has no destination table name", name));
+        fmt::format("subscription {} has no destination table name", s.name));
   Pair p;
-  p.subscription_id = *Uuid::Parse(r[0].c_str());
-  p.source_connector_id = *Uuid::Parse(r[1].c_str());
-  p.target_connector_id = *Uuid::Parse(r[2].c_str());
-  if (!r[3].is_null()) p.pipeline_id = *Uuid::Parse(r[3].c_str());
-  p.source_table_name = std::string(r[4].c_str()) + "." + r[5].c_str();
-  p.target_table_name = r[6].c_str();
+  p.subscription_id = s.id;
+  p.source_connector_id = *s.source_connector_id;
+  p.target_connector_id = *s.target_connector_id;
+  p.pipeline_id = s.pipeline_id;
+  p.source_table_name = s.source_schema + "." + *s.source_table;
+  p.target_table_name = *s.target_table_name;
   return p;
 }
 
-common::Result<std::vector<Pair>> Collect(const pqxx::result& rows) {
+common::Result<std::vector<Pair>> Collect(const std::vector<model::SubscriptionSource>& rows) {
   std::vector<Pair> out;
   for (const auto& r : rows) {
     auto p = PairFrom(r);
@@ -52,16 +47,12 @@ common::Result<std::vector<Pair>> Collect(const pqxx::result& rows) {
 common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
                                                const TriggerRequest& q) {
   std::vector<Pair> pairs;
-  const std::string order = " ORDER BY d.source_schema, d.source_table, s.id";
   switch (q.origin) {
     case Origin::kPipeline: {
       if (!q.pipeline_id) return common::InvalidArgument("pipeline_id is required");
       if (tx.exec_params("SELECT 1 FROM pipeline WHERE id = $1", q.pipeline_id->ToString()).empty())
         return common::NotFound("pipeline not found");
-      auto r = Collect(tx.exec_params(std::string(kPairSelect) +
-                                          "WHERE s.pipeline_id = $1 AND coalesce(s.enabled, true)" +
-                                          order,
-                                      q.pipeline_id->ToString()));
+      auto r = Collect(model::EnabledSubscriptionSourcesOfPipeline(tx, *q.pipeline_id));
       if (!r.ok()) return r.status();
       pairs = std::move(r).value();
       if (!q.subscription_ids.empty()) {
@@ -74,15 +65,10 @@ common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
     }
     case Origin::kConnector: {
       if (!q.connector_id) return common::InvalidArgument("connector_id is required");
-      auto way =
-          tx.exec_params("SELECT way FROM connector WHERE id = $1", q.connector_id->ToString());
-      if (way.empty()) return common::NotFound("connector not found");
-      std::string where = std::string(way[0][0].c_str()) == "source"
-                              ? "WHERE d.source_connector_id = $1"
-                              : "WHERE s.target_connector_id = $1";
-      auto r = Collect(tx.exec_params(
-          std::string(kPairSelect) + where + " AND coalesce(s.enabled, true)" + order,
-          q.connector_id->ToString()));
+      auto way = model::ConnectorWay(tx, *q.connector_id);
+      if (!way) return common::NotFound("connector not found");
+      auto r = Collect(
+          model::EnabledSubscriptionSourcesOfConnector(tx, *q.connector_id, *way == "source"));
       if (!r.ok()) return r.status();
       pairs = std::move(r).value();
       break;
@@ -96,10 +82,9 @@ common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
       std::set<Uuid> seen;
       for (const auto& id : ids) {
         if (!seen.insert(id).second) continue;
-        auto r = tx.exec_params(std::string(kPairSelect) + "WHERE s.id = $1", id.ToString());
-        if (r.empty())
-          return common::NotFound(fmt::format("subscription {} not found", id.ToString()));
-        auto p = PairFrom(r[0]);
+        auto r = model::FindSubscriptionSource(tx, id);
+        if (!r) return common::NotFound(fmt::format("subscription {} not found", id.ToString()));
+        auto p = PairFrom(*r);
         if (!p.ok()) return p.status();
         pairs.push_back(std::move(p).value());
       }

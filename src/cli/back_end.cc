@@ -7,7 +7,6 @@
 
 #include "api/authenticate.h"
 #include "api/bootstrap.h"
-#include "api/config_keys.h"
 #include "api/idempotency.h"
 #include "api/registry_gate.h"
 #include "api/server.h"
@@ -50,6 +49,8 @@ BackEnd::BackEnd(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 
 BackEnd::~BackEnd() { Stop(); }
 
+const secrets::KeyRing& BackEnd::keys() const { return parts_->api->context().keys; }
+
 void BackEnd::Stop() {
   if (!parts_ || parts_->stopped) return;
   parts_->stopped = true;
@@ -64,7 +65,6 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   const std::string scheme = o.tls.http_scheme();
   auto keys = secrets::KeyRing::Load(o.data_dir);
   if (!keys.ok()) return keys.status();
-  api::SetConfigKeyRing(*keys);
   auto key = auth::SecretKey::Load(o.data_dir);
   if (!key.ok()) return key.status();
   if (auto st = api::BootstrapSuperuserFromEnv(db); !st.ok())
@@ -76,7 +76,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   auto& p = *parts;
   back_end->parts_ = std::move(parts);
 
-  p.api = std::make_unique<api::ApiServer>(db, std::move(*key), o.api);
+  p.api = std::make_unique<api::ApiServer>(db, std::move(*key), std::move(*keys), o.api);
   auto ui_dir = api::FindUiDir(o.ui_dir);
   if (ui_dir)
     spdlog::info("web UI from {}", *ui_dir);
@@ -102,7 +102,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   orchestration.run_dir = (std::filesystem::path(o.data_dir) / "run").string();
   orchestration.report_database_url = o.database_url;
   orchestration.registry_url = LocalUrl(scheme, o.registry_host, p.registry->port());
-  orchestration.keys = &api::ConfigKeyRing();
+  orchestration.keys = &p.api->context().keys;
   orchestration.license_grace = o.api.license_grace;
   // Several serve processes may share the database: one reconciles workers
   // at a time (orchestrator.h states the takeover bound).
@@ -120,7 +120,7 @@ common::Result<std::unique_ptr<BackEnd>> BackEnd::Start(store::Database& db,
   };
   if (o.kubernetes) orchestration.kubernetes = *o.kubernetes;
   orchestrator::BackgroundOptions background;
-  background.warehouse_keys = &api::ConfigKeyRing();
+  background.warehouse_keys = &p.api->context().keys;
   background.license = o.license;
   // One verdict before the first tick, so a restart does not pause what runs.
   if (auto st = license::RefreshLicense(db, background.license); !st.ok()) {

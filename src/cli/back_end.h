@@ -58,6 +58,9 @@ class BackEnd {
   // The backfill launcher, the orchestrator, the registry, then the API.
   void Stop();
 
+  // The key ring loaded from data_dir, which encrypts the configurations.
+  const secrets::KeyRing& keys() const;
+
  private:
   struct Parts;
   explicit BackEnd(std::unique_ptr<Parts> parts);

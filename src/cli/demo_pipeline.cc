@@ -6,11 +6,12 @@
 #include <pqxx/pqxx>
 #include <random>
 
-#include "api/config_keys.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
+#include "model/connectors_repository.h"
+#include "model/datamodels_repository.h"
+#include "model/subscriptions_repository.h"
 #include "runtime/worker_repository.h"
-#include "secrets/configuration_cipher.h"
 #include "store/provision.h"
 
 namespace sluice::cli {
@@ -20,6 +21,7 @@ constexpr const char* kPipelineName = "demo-orders";
 }  // namespace
 
 common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluster& cluster,
+                                      const secrets::KeyRing& keys,
                                       const std::string& broker_bootstrap,
                                       const std::string& format) {
   try {
@@ -65,31 +67,32 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluste
                      team, env);
       auto connector = [&](const std::string& id, const std::string& name, const std::string& way,
                            const std::string& database) {
-        nlohmann::json config = {{"host", "127.0.0.1"},
-                                 {"port", port},
-                                 {"database", database},
-                                 {"user", kDemoRole},
-                                 {"password", *demo_password}};
-        if (way == "source") config["format"] = format;
-        tx.exec_params(
-            fmt::format("INSERT INTO connector (id, name, connector_type, "
-                        "json_configuration, way, team_id, env_id, created_at, updated_at) "
-                        "VALUES ($1, $2, 'postgresql', $3, $4, $5, $6, {0}, {0})",
-                        now),
-            id, name, secrets::EncryptConfiguration(config, api::ConfigKeyRing()).dump(), way, team,
-            env);
+        model::ConnectorRow c;
+        c.id = *common::Uuid::Parse(id);
+        c.name = name;
+        c.connector_type = "postgresql";
+        c.way = way;
+        c.configuration = {{"host", "127.0.0.1"},
+                           {"port", port},
+                           {"database", database},
+                           {"user", kDemoRole},
+                           {"password", *demo_password}};
+        if (way == "source") c.configuration["format"] = format;
+        c.team_id = common::Uuid::Parse(team);
+        c.env_id = common::Uuid::Parse(env);
+        model::InsertConnector(tx, keys, c);
       };
       connector(source, "demo-source", "source", "sluice_demo_source");
       connector(target, "demo-target", "target", "sluice_demo_target");
       auto topic = connectors::TopicForTable("sluice", {"public", "orders"});
-      tx.exec_params(
-          fmt::format("INSERT INTO datamodel (id, name, config, source_connector_id, "
-                      "source_topic, target_topic, source_schema, source_table, enabled, "
-                      "error_table_enabled, created_at, updated_at) VALUES ($1, "
-                      "'orders', '{{}}', $2, $3, $3, 'public', 'orders', true, false, "
-                      "{0}, {0})",
-                      now),
-          datamodel, source, topic);
+      model::DatamodelRow d;
+      d.id = *common::Uuid::Parse(datamodel);
+      d.name = "orders";
+      d.source_connector_id = common::Uuid::Parse(source);
+      d.source_topic = d.target_topic = topic;
+      d.source_schema = "public";
+      d.source_table = "orders";
+      model::InsertDatamodel(tx, d);
       tx.exec_params(
           fmt::format("INSERT INTO pipeline (id, name, json_configuration, version, "
                       "is_completed, team_id, env_id, source_connector_id, "
@@ -97,16 +100,16 @@ common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluste
                       "($1, $2, '{{}}', 1, true, $3, $4, $5, $6, $7, {0}, {0})",
                       now),
           demo.pipeline_id, kPipelineName, team, env, source, target, datamodel);
-      tx.exec_params(
-          fmt::format("INSERT INTO subscription (id, name, config, transform_config, "
-                      "pipeline_id, datamodel_id, target_connector_id, "
-                      "error_table_enabled, error_table_name, target_table_name, "
-                      "consumer_id, backfill, enabled, requires_unique_destination, "
-                      "created_at, updated_at) VALUES ($1, 'orders-copy', '{{}}', '{{}}', "
-                      "$2, $3, $4, true, 'orders_errors', 'orders', $5, false, true, true, "
-                      "{0}, {0})",
-                      now),
-          sub, demo.pipeline_id, datamodel, target, sub);
+      model::SubscriptionRow subscription;
+      subscription.id = *common::Uuid::Parse(sub);
+      subscription.name = "orders-copy";
+      subscription.pipeline_id = common::Uuid::Parse(demo.pipeline_id);
+      subscription.datamodel_id = d.id;
+      subscription.target_connector_id = common::Uuid::Parse(target);
+      subscription.error_table_enabled = true;
+      subscription.error_table_name = "orders_errors";
+      subscription.target_table_name = "orders";
+      model::InsertSubscription(tx, subscription);  // consumer_id: the id
       for (const auto& c : {source, target}) {
         for (auto& w : runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(c), 1)) {
           w.Start(common::Clock::now(), std::nullopt);

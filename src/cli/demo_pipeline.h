@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "secrets/key_ring.h"
 #include "store/database.h"
 #include "store/embedded_cluster.h"
 
@@ -25,7 +26,9 @@ inline constexpr const char* kDemoRole = "sluice_demo";
 
 // Creates (or finds, on a second run) the demo databases, rows and workers.
 // `format`: the source's change events, json or avro (through the registry).
+// `keys` encrypts the connectors' configurations.
 common::Result<DemoPipeline> SeedDemo(store::Database& db, store::EmbeddedCluster& cluster,
+                                      const secrets::KeyRing& keys,
                                       const std::string& broker_bootstrap,
                                       const std::string& format = "json");
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "api/config_keys.h"
 #include "cli/command_registry.h"
+#include "model/config_keys.h"
 #include "secrets/key_ring.h"
 #include "store/database.h"
 #include "store/provision.h"
@@ -48,10 +48,11 @@ int Rotate(const RotateFlags& f) {
     return 1;
   }
   sluice::store::Database db((*provisioned)->url(), 1);
-  sluice::api::ReencryptCounts counts;
+  sluice::model::ReencryptCounts counts;
   try {
-    counts = db.Transact(
-        [&](pqxx::work& tx) { return sluice::api::ReencryptConfigurations(tx, *ring, f.retire); });
+    counts = db.Transact([&](pqxx::work& tx) {
+      return sluice::model::ReencryptConfigurations(tx, *ring, f.retire);
+    });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice admin rotate-key: nothing changed: %s\n", e.what());
     return 1;

@@ -176,7 +176,8 @@ int Up(const UpFlags& f) {
     auto* cluster = (*provisioned)->cluster();
     if (!cluster) return Fail("--demo needs the embedded PostgreSQL (unset SLUICE_DATABASE_URL)");
     EnsureDemoLogin(db, f.data_dir);
-    auto demo = sluice::cli::SeedDemo(db, *cluster, f.broker_listen, f.demo_format);
+    auto demo =
+        sluice::cli::SeedDemo(db, *cluster, (*back_end)->keys(), f.broker_listen, f.demo_format);
     if (!demo.ok()) return Fail(demo.status().message());
     writer = sluice::cli::StartDemoWriter(demo->source_url, stop);
     std::printf("demo pipeline %s: %s -> %s (table orders)\n", demo->pipeline_id.c_str(),

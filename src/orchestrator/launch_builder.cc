@@ -8,6 +8,8 @@
 #include "guard/jsonl_path.h"
 #include "guard/postgres_conninfo.h"
 #include "launch/worker_launch.h"
+#include "model/connector_work.h"
+#include "model/topic_ownership.h"
 #include "orchestrator/broker_grants.h"
 #include "runtime/shard_planner.h"
 #include "secrets/configuration_cipher.h"
@@ -18,17 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string Text(const pqxx::field& f) { return f.is_null() ? std::string() : f.c_str(); }
-
-json ParseJson(const pqxx::field& f) {
-  if (f.is_null()) return json::object();
-  auto j = json::parse(f.c_str(), nullptr, false);
-  return j.is_discarded() ? json::object() : j;
-}
-
 // The one place the runtime reads a connector configuration: decrypted.
-common::Result<json> ConnectorConfig(const pqxx::field& f, const secrets::KeyRing* keys) {
-  json stored = ParseJson(f);
+common::Result<json> ConnectorConfig(const json& stored, const secrets::KeyRing* keys) {
   if (!keys) return stored;
   return secrets::DecryptConfiguration(stored, *keys);
 }
@@ -36,16 +29,6 @@ common::Result<json> ConnectorConfig(const pqxx::field& f, const secrets::KeyRin
 }  // namespace
 
 std::string PostgresConninfo(const json& c) { return guard::ConninfoFromConfig(c); }
-
-std::optional<std::string> RepublishedTopic(const std::string& source_type,
-                                            const std::string& source_topic,
-                                            const std::optional<std::string>& target_topic) {
-  if (target_topic && !target_topic->empty() && *target_topic != source_topic) return target_topic;
-  // An existing topic holds plain JSON values, never the change envelope
-  // subscriptions read: it is always republished.
-  if (source_type == "kafka" && !source_topic.empty()) return source_topic + ".sluice";
-  return std::nullopt;
-}
 
 std::string DefaultSlotName(const runtime::Worker& worker) {
   std::string id = worker.connector_id.ToString();
@@ -67,21 +50,18 @@ std::uint32_t DefaultServerId(const runtime::Worker& worker) {
 common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& tx,
                                                        const runtime::Worker& worker,
                                                        const secrets::KeyRing* keys) {
-  auto rows = tx.exec_params(
-      "SELECT c.connector_type, c.way, c.json_configuration, e.retention_configuration, c.name, "
-      "c.team_id "
-      "FROM connector c LEFT JOIN env e ON e.id = c.env_id WHERE c.id = $1",
-      worker.connector_id.ToString());
-  if (rows.empty()) return common::NotFound("connector no longer exists");
-  std::string type = Text(rows[0][0]), way = Text(rows[0][1]);
-  auto decrypted = ConnectorConfig(rows[0][2], keys);
+  auto connector = model::FindStoredConnector(tx, worker.connector_id);
+  if (!connector) return common::NotFound("connector no longer exists");
+  const std::string &type = connector->connector_type, &way = connector->way;
+  std::string team_id = connector->team_id ? connector->team_id->ToString() : std::string();
+  auto decrypted = ConnectorConfig(connector->stored_configuration, keys);
   if (!decrypted.ok()) return decrypted.status();
   json config = *decrypted;
   launch::WorkerLaunch wl;
   wl.connector_id = worker.connector_id.ToString();
   wl.shard = worker.shard_index;
   wl.kind = way;
-  wl.broker = ParseJson(rows[0][3]);
+  wl.broker = connector->env_retention_configuration;
   if (way == "source") {
     if (type != "postgresql" && type != "kafka" && type != "mysql")
       return common::FailedPrecondition(fmt::format("no runtime for source type {}", type));
@@ -92,47 +72,40 @@ common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& t
     std::string format = config.value("format", std::string("json"));
     if (type == "kafka" && format != "json")
       return common::FailedPrecondition("kafka source: only JSON values are read");
-    for (const auto& r : tx.exec_params(
-             "SELECT id, source_schema, source_table, shard_index, source_topic, target_topic, "
-             "coalesce(consumer_id, 'datamodel-' || id::text), config FROM datamodel WHERE "
-             "source_connector_id = $1 AND coalesce(enabled, true) AND ($2 OR source_table IS "
-             "NOT NULL) ORDER BY source_schema, source_table, id",
-             worker.connector_id.ToString(), type == "kafka")) {
-      placed.push_back(
-          {Text(r[0]), r[3].is_null() ? std::nullopt : std::optional<int>(r[3].as<int>())});
+    for (const auto& d : model::EnabledDatamodelsOf(tx, worker.connector_id, type == "kafka")) {
+      placed.push_back({d.id, d.shard_index});
       // MySQL has no schemas (source_schema is NULL): its tables are in
       // the connector's database, their namespace.
-      std::string schema = type == "mysql"  ? config.value("database", std::string())
-                           : r[1].is_null() ? "public"
-                                            : Text(r[1]);
-      tables.push_back({schema, Text(r[2])});
+      std::string schema = type == "mysql" ? config.value("database", std::string())
+                                           : d.source_schema.value_or("public");
+      tables.push_back({schema, d.source_table});
       // The raw topic: the table's (PostgreSQL), or the existing one (Kafka).
-      std::string raw = !r[4].is_null() && !Text(r[4]).empty() ? Text(r[4])
-                        : type == "kafka" ? config.value("topic", std::string())
-                                          : connectors::TopicForTable(prefix, {schema, Text(r[2])});
-      auto out = RepublishedTopic(
-          type, raw, r[5].is_null() ? std::nullopt : std::optional<std::string>(Text(r[5])));
-      std::optional<launch::DatamodelLaunch> model;
+      std::string raw = !d.source_topic.empty() ? d.source_topic
+                        : type == "kafka"
+                            ? config.value("topic", std::string())
+                            : connectors::TopicForTable(prefix, {schema, d.source_table});
+      auto out = model::RepublishedTopic(type, raw, d.target_topic);
+      std::optional<launch::DatamodelLaunch> stage;
       if (out) {
-        json dm_config = ParseJson(r[7]);
-        model.emplace();
-        model->id = Text(r[0]);
-        model->source_topic = raw;
-        model->target_topic = *out;
-        model->consumer_group = Text(r[6]);
-        model->transform = dm_config.value("transform", json::object());
-        model->input = type == "kafka" ? "json" : "envelope";
-        model->format = type == "kafka" ? "json" : format;
+        const json& dm_config = d.config;
+        stage.emplace();
+        stage->id = d.id;
+        stage->source_topic = raw;
+        stage->target_topic = *out;
+        stage->consumer_group = d.consumer_group;
+        stage->transform = dm_config.value("transform", json::object());
+        stage->input = type == "kafka" ? "json" : "envelope";
+        stage->format = type == "kafka" ? "json" : format;
         if (dm_config.contains("key") && dm_config["key"].is_array()) {
-          model->key.emplace();
+          stage->key.emplace();
           for (const auto& k : dm_config["key"])
-            if (k.is_string()) model->key->push_back(k.get<std::string>());
+            if (k.is_string()) stage->key->push_back(k.get<std::string>());
         }
         // An env's connector_events topic is environment-wide: the reader
         // keeps only its own team's events, whatever the configuration says.
-        if (events::ReservedForEvents(raw)) model->only_team = Text(rows[0][5]);
+        if (events::ReservedForEvents(raw)) stage->only_team = team_id;
       }
-      datamodels.push_back(std::move(model));
+      datamodels.push_back(std::move(stage));
     }
     std::vector<launch::TableRef> captured;
     for (std::size_t i = 0; i < placed.size(); ++i) {
@@ -150,51 +123,41 @@ common::Result<launch::WorkerLaunch> BuildWorkerLaunch(pqxx::transaction_base& t
           config, worker.shard_index, DefaultSlotName(worker), prefix, format, std::move(captured));
     return wl;
   }
-  auto target = launch::TargetFromConnector(type, config, Text(rows[0][5]));
+  auto target = launch::TargetFromConnector(type, config, team_id);
   if (!target.ok()) return target.status();
   wl.target = *target;
   std::vector<runtime::Placeable> placed;
   std::vector<launch::SubscriptionLaunch> subs;
-  for (const auto& r : tx.exec_params(
-           "SELECT s.id, d.source_topic, coalesce(s.consumer_id, s.id::text), "
-           "s.target_table_name, s.transform_config, s.error_table_enabled, s.error_table_name, "
-           "s.shard_index, s.name, d.config, et.json_configuration, et.connector_type, "
-           "d.target_topic, sc.connector_type, s.config FROM subscription s "
-           "JOIN datamodel d ON d.id = s.datamodel_id "
-           "LEFT JOIN connector sc ON sc.id = d.source_connector_id "
-           "LEFT JOIN connector et ON et.id = s.error_table_target_id "
-           "WHERE s.target_connector_id = $1 AND coalesce(s.enabled, true) ORDER BY s.id",
-           worker.connector_id.ToString())) {
-    placed.push_back(
-        {Text(r[0]), r[7].is_null() ? std::nullopt : std::optional<int>(r[7].as<int>())});
+  for (const auto& t : model::EnabledSubscriptionsOf(tx, worker.connector_id)) {
+    placed.push_back({t.id, t.shard_index});
     // A datamodel republished by its source's worker is read from its
     // target_topic, already shaped; otherwise its shaping runs here.
-    auto republished = RepublishedTopic(
-        Text(r[13]), Text(r[1]), r[12].is_null() ? std::nullopt : std::optional(Text(r[12])));
+    auto republished =
+        model::RepublishedTopic(t.source_connector_type, t.source_topic, t.target_topic);
     launch::SubscriptionLaunch sub;
-    sub.id = Text(r[0]);
-    sub.name = Text(r[8]);
-    sub.topic = republished ? *republished : Text(r[1]);
-    sub.consumer_group = Text(r[2]);
-    sub.target_table = Text(r[3]);
+    sub.id = t.id;
+    sub.name = t.name;
+    sub.topic = republished ? *republished : t.source_topic;
+    sub.consumer_group = t.consumer_group;
+    sub.target_table = t.target_table_name;
     sub.target_schema = config.value("schema", std::string("public"));
-    sub.transform_config = ParseJson(r[4]);
+    sub.transform_config = t.transform_config;
     // datamodel.config carries its shaping under "transform"; read from the
     // raw CDC topic, it runs here before the subscription's.
     sub.datamodel_config =
-        republished ? json::object() : ParseJson(r[9]).value("transform", json::object());
+        republished ? json::object() : t.datamodel_config.value("transform", json::object());
     // What a record the target refuses does without an error table
     // (subscription.config.on_refusal; the API only stores stop or skip).
-    auto sub_config = ParseJson(r[14]);
+    const json& sub_config = t.config;
     if (sub_config.is_object() && (sub_config.value("on_refusal", json()) == "stop" ||
                                    sub_config.value("on_refusal", json()) == "skip"))
       sub.on_refusal = sub_config["on_refusal"].get<std::string>();
-    if (!r[5].is_null() && r[5].as<bool>()) {
-      sub.error_table = r[6].is_null() ? Text(r[3]) + "_errors" : Text(r[6]);
+    if (t.error_table_enabled) {
+      sub.error_table = t.error_table_name.value_or(t.target_table_name + "_errors");
       // Rejected rows go to the error-table target connector when one is
       // named (a PostgreSQL one), else beside the rows when that is PostgreSQL.
-      if (!r[10].is_null() && Text(r[11]) == "postgresql") {
-        auto error_config = ConnectorConfig(r[10], keys);
+      if (t.error_target_stored_configuration && t.error_target_type == "postgresql") {
+        auto error_config = ConnectorConfig(*t.error_target_stored_configuration, keys);
         if (!error_config.ok()) return error_config.status();
         sub.error_target_url = PostgresConninfo(*error_config);
       }

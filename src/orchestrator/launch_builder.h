@@ -49,12 +49,6 @@ common::Result<nlohmann::json> BuildLaunch(pqxx::transaction_base& tx,
 // (guard/postgres_conninfo.h), never pasted into a URL.
 std::string PostgresConninfo(const nlohmann::json& config);
 
-// The topic a datamodel's stage republishes onto, or nullopt when the
-// datamodel is read raw (no distinct target_topic): subscriptions read this.
-std::optional<std::string> RepublishedTopic(const std::string& source_type,
-                                            const std::string& source_topic,
-                                            const std::optional<std::string>& target_topic);
-
 // Names of the replication slot and publication of a source shard.
 std::string DefaultSlotName(const runtime::Worker& worker);
 // The replica server id of a mysql-source shard without a configured

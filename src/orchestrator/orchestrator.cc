@@ -8,6 +8,7 @@
 #include "events/connector_events.h"
 #include "license/license.h"
 #include "license/license_repository.h"
+#include "model/connector_work.h"
 #include "runtime/launch_config.h"
 #include "runtime/worker_repository.h"
 
@@ -94,12 +95,12 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
     if (!built.ok()) return built.status();
     launch = *built;
   }
-  auto name = tx.exec_params("SELECT name FROM connector WHERE id = $1", w.connector_id.ToString());
+  auto connector = model::FindStoredConnector(tx, w.connector_id);
   runtime::PodLaunch pod;
   pod.key = PodKey(w);
   pod.pod.worker_id = w.id.ToString();
   pod.pod.connector_id = w.connector_id.ToString();
-  pod.pod.connector_name = name.empty() || name[0][0].is_null() ? "" : name[0][0].c_str();
+  pod.pod.connector_name = connector ? connector->name : "";
   pod.pod.shard_index = w.shard_index;
   pod.pod.launch_generation = w.launch_generation.ToString();
   pod.pod.config_hash = w.launched_config_hash.value_or("");

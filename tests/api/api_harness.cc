@@ -4,15 +4,16 @@
 
 #include <ctime>
 
-#include "api/sessions_repository.h"
-#include "api/users_repository.h"
 #include "auth/password.h"
+#include "model/sessions_repository.h"
+#include "model/users_repository.h"
 
 namespace sluice::testing {
 
 ApiHarness::ApiHarness(api::ApiOptions options) {
   db_ = std::make_unique<store::Database>(pg_.url(), 8);
-  server_ = std::make_unique<api::ApiServer>(*db_, auth::SecretKey::Random(), options);
+  server_ = std::make_unique<api::ApiServer>(
+      *db_, auth::SecretKey::Random(), *secrets::KeyRing::FromHex({std::string(64, 'd')}), options);
   auto st = server_->Start("127.0.0.1", 0);
   if (!st.ok()) throw std::runtime_error(st.ToString());
   root_ = CreateUser("root@example.com", true);
@@ -54,13 +55,13 @@ HttpResult ApiHarness::Call(const std::string& method, const std::string& path, 
 TestUser ApiHarness::CreateUser(const std::string& email, bool superuser) {
   // One Argon2 hash per process: tests create many users.
   static const std::string hash = *auth::HashPassword(kTestPassword);
-  api::UserRow u;
+  model::UserRow u;
   u.id = common::Uuid::V4();
   u.email = email;
   u.hashed_password = hash;
   u.is_superuser = superuser;
   u.is_verified = true;
-  db_->Transact([&](pqxx::work& tx) { api::InsertUser(tx, u); });
+  db_->Transact([&](pqxx::work& tx) { model::InsertUser(tx, u); });
   return {u.id, email, TokenFor(u.id)};
 }
 
@@ -74,8 +75,8 @@ std::string ApiHarness::TokenFor(const common::Uuid& user) {
   c.session_id = common::Uuid::V4();
   // A session of its own, as a login opens (its refresh token is never handed out).
   db_->Transact([&](pqxx::work& tx) {
-    api::InsertSession(tx, *c.session_id, user, auth::TokenDigest(c.session_id->ToString()),
-                       c.expires_at);
+    model::InsertSession(tx, *c.session_id, user, auth::TokenDigest(c.session_id->ToString()),
+                         c.expires_at);
   });
   return server_->context().signer.Sign(c);
 }

@@ -40,6 +40,8 @@ class ApiHarness {
   int port() const { return server_->port(); }
   store::Database& db() { return *db_; }
   api::ApiServer& server() { return *server_; }
+  // The server's key ring: a fixed test key.
+  const secrets::KeyRing& keys() { return server_->context().keys; }
   const std::string& url() const { return pg_.url(); }
 
   HttpResult Call(const std::string& method, const std::string& path, const Json& body = nullptr,

@@ -9,12 +9,11 @@
 #include <libpq-fe.h>
 
 #include "api/api_harness.h"
-#include "api/config_keys.h"
-#include "api/connectors_repository.h"
-#include "api/warehouses_repository.h"
 #include "connectors/targets/postgres_target.h"
 #include "guard/connect_policy.h"
 #include "guard/postgres_conninfo.h"
+#include "model/connectors_repository.h"
+#include "model/warehouses_repository.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::testing {
@@ -23,7 +22,6 @@ namespace {
 class ConnectPolicyApi : public ::testing::Test {
  protected:
   ConnectPolicyApi() {
-    api::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'd')}));
     env_ = h_.CreateEnv("prod");
     team_ = h_.CreateTeam(env_, "core", h_.root());
     member_ = h_.CreateUser("member@example.com");
@@ -41,8 +39,12 @@ class ConnectPolicyApi : public ::testing::Test {
   std::string ControlName() const { return h_.url().substr(h_.url().rfind('/') + 1); }
   // The test cluster as a team would name it: `database` on it.
   Json Pg(const std::string& database, const std::string& host = "127.0.0.1") const {
-    return {{"host", host},       {"port", Port()},       {"database", database},
-            {"user", "postgres"}, {"password", ClusterPassword()}, {"sslmode", "disable"}};
+    return {{"host", host},
+            {"port", Port()},
+            {"database", database},
+            {"user", "postgres"},
+            {"password", ClusterPassword()},
+            {"sslmode", "disable"}};
   }
   HttpResult AsMember(const std::string& method, const std::string& path, const Json& body) {
     return h_.Call(method, path, body, member_.token);
@@ -103,12 +105,12 @@ TEST_F(ConnectPolicyApi, AMemberCannotReachTheControlDatabase) {
   // Rows saved before the rule (written here behind the API's back) are
   // refused when used: the warehouse test and run, and a backfill.
   h_.db().Transact([&](pqxx::work& tx) {
-    auto w = *api::FindWarehouse(tx, *common::Uuid::Parse(warehouse));
+    auto w = *model::FindWarehouse(tx, h_.keys(), *common::Uuid::Parse(warehouse));
     w.configuration["database"] = control;
-    api::UpdateWarehouse(tx, w);
-    auto c = *api::FindConnector(tx, *common::Uuid::Parse(target_id));
+    model::UpdateWarehouse(tx, h_.keys(), w);
+    auto c = *model::FindConnector(tx, h_.keys(), *common::Uuid::Parse(target_id));
     c.configuration["database"] = control;
-    api::UpdateConnector(tx, c);
+    model::UpdateConnector(tx, h_.keys(), c);
   });
   ExpectRefused(AsMember("POST", "/api/v1/warehouses/" + warehouse + "/test", Json::object()),
                 "control-database", "warehouse test");

@@ -151,7 +151,8 @@ TEST(HttpHygiene, UiPagesCarryAContentSecurityPolicyThatForbidsFraming) {
   fs::create_directories(dir / "assets");
   std::ofstream(dir / "index.html") << "<div id=\"root\"></div>";
   std::ofstream(dir / "assets" / "app-1.js") << "console.log(1)";
-  api::ApiServer server(db, auth::SecretKey::Random());
+  api::ApiServer server(db, auth::SecretKey::Random(),
+                        *secrets::KeyRing::FromHex({std::string(64, 'a')}));
   server.ServeUi(dir.string());
   ASSERT_TRUE(server.Start("127.0.0.1", 0).ok());
   for (const char* path : {"/", "/pipelines/42", "/assets/app-1.js", "/assets/missing.js"}) {

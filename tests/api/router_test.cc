@@ -1,9 +1,9 @@
 // Route matching, strict JSON field reading and paging, without a network.
 #include <gtest/gtest.h>
 
-#include "api/json_fields.h"
 #include "api/openapi.h"
 #include "api/router.h"
+#include "model/json_fields.h"
 
 namespace sluice::api {
 namespace {

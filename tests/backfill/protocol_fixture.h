@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "api/authenticate.h"
-#include "api/config_keys.h"
 #include "api/server.h"
 #include "auth/secret_key.h"
 #include "backfill_harness.h"
@@ -163,8 +162,9 @@ class KubeStandIn {
 class ProtocolFixture : public ::testing::Test, public BackfillHarness {
  protected:
   void SetUp() override {
-    api::SetConfigKeyRing(*secrets::KeyRing::Load((dir() / "data").string()));
-    server_ = std::make_unique<api::ApiServer>(db(), auth::SecretKey::Random(), api::ApiOptions{});
+    server_ = std::make_unique<api::ApiServer>(db(), auth::SecretKey::Random(),
+                                               *secrets::KeyRing::Load((dir() / "data").string()),
+                                               api::ApiOptions{});
     ASSERT_TRUE(server_->Start("127.0.0.1", 0).ok());
   }
   void TearDown() override { server_->Stop(); }

@@ -1,7 +1,6 @@
 #include "config_api/api_harness.h"
 
 #include "api/bootstrap.h"
-#include "api/config_keys.h"
 
 namespace sluice::testing {
 
@@ -9,8 +8,8 @@ void ApiHarness::SetUp() {
   tdb_ = std::make_unique<TestDatabase>();
   db_ = std::make_unique<store::Database>(tdb_->url());
   // A fixed test key, so raw rows can be decrypted by the test itself.
-  api::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'a')}));
-  server_ = std::make_unique<api::ApiServer>(*db_, auth::SecretKey::Random());
+  server_ = std::make_unique<api::ApiServer>(*db_, token_key_,
+                                             *secrets::KeyRing::FromHex({std::string(64, 'a')}));
   ASSERT_TRUE(server_->Start("127.0.0.1", 0).ok());
   ASSERT_TRUE(api::CreateSuperuser(*db_, "root@example.com", "root-password-1").ok());
   root_token_ = Token("root@example.com", "root-password-1");
@@ -20,6 +19,12 @@ void ApiHarness::SetUp() {
   ASSERT_EQ(env.status, 201) << env.body.dump();
   env_id_ = env.body["id"];
   team_id_ = NewTeam("data");
+}
+
+void ApiHarness::RestartWithKeys(secrets::KeyRing keys) {
+  server_->Stop();
+  server_ = std::make_unique<api::ApiServer>(*db_, token_key_, std::move(keys));
+  ASSERT_TRUE(server_->Start("127.0.0.1", 0).ok());
 }
 
 void ApiHarness::TearDown() {

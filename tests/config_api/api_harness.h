@@ -39,6 +39,11 @@ class ApiHarness : public ::testing::Test {
   Reply Patch(const std::string& path, const Json& body) { return Call("PATCH", path, body); }
   Reply Delete(const std::string& path) { return Call("DELETE", path); }
 
+  // The server's key ring (a fixed test key, so raw rows can be decrypted).
+  const secrets::KeyRing& keys() { return server_->context().keys; }
+  // Starts the server again on another port with `keys`; tokens stay valid.
+  void RestartWithKeys(secrets::KeyRing keys);
+
   std::string NewTeam(const std::string& name);
   // A non-superuser env member in `team`; returns its access token.
   std::string NewMember(const std::string& email, const std::string& team);
@@ -51,6 +56,7 @@ class ApiHarness : public ::testing::Test {
 
   std::unique_ptr<TestDatabase> tdb_;
   std::unique_ptr<store::Database> db_;
+  auth::SecretKey token_key_ = auth::SecretKey::Random();
   std::unique_ptr<api::ApiServer> server_;
   std::string root_token_;
   std::string env_id_;

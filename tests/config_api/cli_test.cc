@@ -7,9 +7,9 @@
 #include <pqxx/pqxx>
 #include <sstream>
 
-#include "api/config_keys.h"
 #include "common/subprocess.h"
 #include "config_api/api_harness.h"
+#include "model/config_keys.h"
 
 namespace sluice::testing {
 namespace {

@@ -4,8 +4,8 @@
 #include <pqxx/pqxx>
 #include <set>
 
-#include "api/config_keys.h"
 #include "config_api/api_harness.h"
+#include "model/config_keys.h"
 #include "runtime/worker_repository.h"
 #include "secrets/configuration_cipher.h"
 
@@ -35,7 +35,7 @@ TEST_F(ConnectorsApi, ConfigurationIsEncryptedAtRestAndRedactedOnRead) {
   EXPECT_EQ(raw["enc"], "v1");
   EXPECT_EQ(raw.dump().find("s3cret-pw"), std::string::npos);
   EXPECT_EQ(raw.dump().find("db.internal"), std::string::npos);
-  Json plain = *secrets::DecryptConfiguration(raw, api::ConfigKeyRing());
+  Json plain = *secrets::DecryptConfiguration(raw, keys());
   EXPECT_EQ(plain["password"], "s3cret-pw");
   EXPECT_EQ(plain["port"], 5432);  // defaults are stored for the runtime
   // The topics' owner-unique part: the connector's id (12 hex digits).
@@ -119,7 +119,7 @@ TEST_F(ConnectorsApi, PatchEchoingTheRedactedSecretKeepsIt) {
   view["host"] = "db2.internal";
   auto r = Patch("/api/v1/connectors/" + id, {{"configuration", view}});
   ASSERT_EQ(r.status, 200) << r.body.dump();
-  Json plain = *secrets::DecryptConfiguration(RawConfiguration(id), api::ConfigKeyRing());
+  Json plain = *secrets::DecryptConfiguration(RawConfiguration(id), keys());
   EXPECT_EQ(plain["password"], "s3cret-pw");
   EXPECT_EQ(plain["host"], "db2.internal");
 }
@@ -175,7 +175,7 @@ TEST_F(ConnectorsApi, RotationReencryptsEveryConfigurationUnderTheNewKey) {
   auto old_kid = RawConfiguration(id)["kid"];
   auto rotated = *secrets::KeyRing::FromHex({std::string(64, 'b'), std::string(64, 'a')});
   auto counts = db_->Transact(
-      [&](pqxx::work& tx) { return api::ReencryptConfigurations(tx, rotated, true); });
+      [&](pqxx::work& tx) { return model::ReencryptConfigurations(tx, rotated, true); });
   EXPECT_EQ(counts.connectors, 1);
   Json raw = RawConfiguration(id);
   EXPECT_NE(raw["kid"], old_kid);
@@ -183,7 +183,7 @@ TEST_F(ConnectorsApi, RotationReencryptsEveryConfigurationUnderTheNewKey) {
   // The new key alone now opens it.
   auto only_new = *secrets::KeyRing::FromHex({std::string(64, 'b')});
   EXPECT_EQ((*secrets::DecryptConfiguration(raw, only_new))["password"], "s3cret-pw");
-  api::SetConfigKeyRing(only_new);
+  RestartWithKeys(only_new);
   EXPECT_EQ(Get("/api/v1/connectors/" + id).status, 200);
 }
 

@@ -3,9 +3,9 @@
 #include <pqxx/pqxx>
 #include <thread>
 
-#include "api/config_keys.h"
 #include "api/idempotency.h"
 #include "config_api/api_harness.h"
+#include "model/config_keys.h"
 
 namespace sluice::testing {
 namespace {
@@ -76,7 +76,7 @@ class UnredactedRecord : public IdempotencyApi {
     auto row = tx.exec_params1(
         "SELECT response_body::text FROM idempotency_record WHERE endpoint = $1", endpoint);
     Stored s{row[0].as<std::string>(), nullptr};
-    s.plain = api::DecryptStored(Json::parse(s.raw));
+    s.plain = model::DecryptStored(Json::parse(s.raw), keys());
     return s;
   }
 };

@@ -132,7 +132,7 @@ TEST_F(LagApi, PrometheusPageParsesAndCarriesLagRatesAndHeartbeats) {
   // A server configured with a scrape token accepts it, and nothing else.
   api::ApiOptions opts;
   opts.metrics_token = "scrape-secret-1";
-  api::ApiServer scraped(*db_, auth::SecretKey::Random(), opts);
+  api::ApiServer scraped(*db_, auth::SecretKey::Random(), keys(), opts);
   ASSERT_TRUE(scraped.Start("127.0.0.1", 0).ok());
   httplib::Client cli2("127.0.0.1", scraped.port());
   auto ok = cli2.Get("/metrics", {{"Authorization", "Bearer scrape-secret-1"}});

@@ -18,7 +18,6 @@
 
 #include "api/api_harness.h"
 #include "api/authenticate.h"
-#include "api/config_keys.h"
 #include "events/events_topic.h"
 #include "orchestrator/launch_builder.h"
 #include "reliability/record.h"
@@ -115,11 +114,6 @@ Json TaskBody(const World& w, int serial) {
 
 class AccessMatrixAll : public ::testing::Test {
  protected:
-  AccessMatrixAll() {
-    // A fixed key, so connector configurations can be stored.
-    api::SetConfigKeyRing(*secrets::KeyRing::FromHex({std::string(64, 'c')}));
-  }
-
   std::string Root() { return h_.root().token; }
 
   Json Must(const std::string& method, const std::string& path, const Json& body, int status) {
@@ -829,7 +823,7 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
     for (const auto& r : tx.exec_params("SELECT id FROM connector WHERE team_id = $1", b)) {
       auto id = *common::Uuid::Parse(r[0].c_str());
       for (const auto& worker : runtime::WorkerRepository::EnsureShards(tx, id, 1)) {
-        auto launch = orchestrator::BuildLaunchConfig(tx, worker, &api::ConfigKeyRing());
+        auto launch = orchestrator::BuildLaunchConfig(tx, worker, &h_.keys());
         ASSERT_TRUE(launch.ok()) << launch.status().ToString();
         std::string text = launch->dump();
         // B's files land under B's part of the JSONL root.
@@ -911,7 +905,7 @@ TEST_F(AccessMatrixAll, CrossTeamNamesAreRefused) {
   h_.db().Transact([&](pqxx::work& tx) {
     auto id = *common::Uuid::Parse(b_events);
     for (const auto& worker : runtime::WorkerRepository::EnsureShards(tx, id, 1)) {
-      auto launch = orchestrator::BuildLaunchConfig(tx, worker, &api::ConfigKeyRing());
+      auto launch = orchestrator::BuildLaunchConfig(tx, worker, &h_.keys());
       ASSERT_TRUE(launch.ok()) << launch.status().ToString();
       ASSERT_EQ(launch->value("datamodels", Json::array()).size(), 1u) << launch->dump();
       EXPECT_EQ((*launch)["datamodels"][0].value("only_team", ""), b) << launch->dump();

@@ -7,7 +7,6 @@
 #include <pqxx/pqxx>
 #include <thread>
 
-#include "api/config_keys.h"
 #include "warehouse/warehouse_fixture.h"
 
 namespace sluice::testing {
@@ -44,7 +43,7 @@ TEST_F(Scheduler, MissedSlotsCollapseIntoOneRun) {
   // Nothing ran for three hours: eighteen slots missed.
   Exec("UPDATE task SET next_run_at = (now() at time zone 'utc') - interval '3 hours'");
   warehouse::RunExecutor executor(*db_);
-  warehouse::TaskScheduler scheduler(*db_, executor, {&api::ConfigKeyRing()});
+  warehouse::TaskScheduler scheduler(*db_, executor, {&keys()});
   auto now = common::Clock::now();
   auto fired = scheduler.FireDue(now);
   ASSERT_TRUE(fired.ok()) << fired.status().message();
@@ -75,7 +74,7 @@ TEST_F(Scheduler, PausedAndFutureTasksDoNotFire) {
   Exec("UPDATE task SET next_run_at = (now() at time zone 'utc') - interval '1 hour' WHERE id = '" +
        paused + "'");
   warehouse::RunExecutor executor(*db_);
-  warehouse::TaskScheduler scheduler(*db_, executor, {&api::ConfigKeyRing()});
+  warehouse::TaskScheduler scheduler(*db_, executor, {&keys()});
   EXPECT_EQ(scheduler.FireDue(common::Clock::now())->size(), 0u);
   EXPECT_EQ(Count("SELECT count(*) FROM warehouse_script_run"), 0);
 }
@@ -87,8 +86,8 @@ TEST_F(Scheduler, TwoSchedulersNeverFireTheSameSlotTwice) {
   // Two back ends: each its own pool, executor and scheduler.
   store::Database db_a(tdb_->url()), db_b(tdb_->url());
   warehouse::RunExecutor exec_a(db_a), exec_b(db_b);
-  warehouse::TaskScheduler a(db_a, exec_a, {&api::ConfigKeyRing(), 5});
-  warehouse::TaskScheduler b(db_b, exec_b, {&api::ConfigKeyRing(), 5});
+  warehouse::TaskScheduler a(db_a, exec_a, {&keys(), 5});
+  warehouse::TaskScheduler b(db_b, exec_b, {&keys(), 5});
   int total = 0;
   for (int round = 0; round < kRounds; ++round) {
     // Wait for the previous round's runs, so no slot is skipped as overlapping.
@@ -128,7 +127,7 @@ TEST_F(Scheduler, ASlotIsSkippedWhileThePreviousRunGoes) {
   std::string id = NewTask("slow", "select pg_sleep(120)");
   Exec("UPDATE task SET next_run_at = (now() at time zone 'utc') - interval '1 minute'");
   warehouse::RunExecutor executor(*db_);
-  warehouse::TaskScheduler scheduler(*db_, executor, {&api::ConfigKeyRing()});
+  warehouse::TaskScheduler scheduler(*db_, executor, {&keys()});
   auto first = scheduler.FireDue(common::Clock::now());
   ASSERT_EQ(first->size(), 1u);
   WaitStatement(first->front().run_id.ToString(), 0, "running");

@@ -120,7 +120,7 @@ TEST_F(WorkspaceApi, CancelFromAnotherApiProcessStopsTheRun) {
   // A second API server with its own pool and executors: it knows nothing of
   // the run but the row, like another API process behind the load balancer.
   store::Database other_db(tdb_->url());
-  api::ApiServer other(other_db, auth::SecretKey::Random());
+  api::ApiServer other(other_db, auth::SecretKey::Random(), keys());
   ASSERT_TRUE(other.Start("127.0.0.1", 0).ok());
   std::string other_token;
   {

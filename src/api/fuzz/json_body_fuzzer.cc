@@ -11,15 +11,15 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "api/connectors_repository.h"
-#include "api/datamodels_repository.h"
 #include "api/http.h"
-#include "api/json_fields.h"
-#include "api/pipelines_repository.h"
-#include "api/subscriptions_repository.h"
 #include "connectors/types/connector_types.h"
 #include "dataflow/worker_launch.h"
 #include "metrics/snapshot.h"
+#include "model/connectors_repository.h"
+#include "model/datamodels_repository.h"
+#include "model/json_fields.h"
+#include "model/pipelines_repository.h"
+#include "model/subscriptions_repository.h"
 
 namespace {
 
@@ -35,7 +35,7 @@ template <typename Fn>
 void Refusable(const char* where, Fn&& fn) {
   try {
     fn();
-  } catch (const api::ApiError& e) {
+  } catch (const model::ApiError& e) {
     if (e.http_status() < 400 || e.http_status() > 499) Bug(where, e.what());
   } catch (const std::exception& e) {
     Bug(where, e.what());
@@ -52,42 +52,42 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   api::Json body;
   try {
     body = req.Body();
-  } catch (const api::ApiError& e) {
+  } catch (const model::ApiError& e) {
     if (e.http_status() != 400) Bug("Body", e.what());
     return 0;
   }
   for (bool create : {true, false}) {
     Refusable("ReadPipelineFields", [&] {
-      api::FieldReader f(body);
-      api::PipelineRow p;
-      api::ReadPipelineFields(f, p, create);
+      model::FieldReader f(body);
+      model::PipelineRow p;
+      model::ReadPipelineFields(f, p, create);
       f.Finish();
     });
     Refusable("ReadSubscriptionFields", [&] {
-      api::FieldReader f(body);
-      api::SubscriptionRow s;
-      api::ReadSubscriptionFields(f, s, create);
+      model::FieldReader f(body);
+      model::SubscriptionRow s;
+      model::ReadSubscriptionFields(f, s, create);
       f.Finish();
     });
     Refusable("ReadDatamodelFields", [&] {
-      api::FieldReader f(body);
-      api::DatamodelRow d;
-      api::ReadDatamodelFields(f, d, create);
+      model::FieldReader f(body);
+      model::DatamodelRow d;
+      model::ReadDatamodelFields(f, d, create);
       f.Finish();
     });
   }
   // POST /connectors: {"name", "type", "configuration"}; the configuration
   // is validated against the catalog type it names (or, for any body, each).
   Refusable("connector", [&] {
-    api::FieldReader f(body);
+    model::FieldReader f(body);
     (void)f.OptionalString("name", 100);
     auto type = f.OptionalString("type", 50);
     auto config = f.OptionalObject("configuration");
     if (type && config)
-      (void)api::ValidatedConfiguration(api::RequireConnectorType(*type), *config);
+      (void)model::ValidatedConfiguration(model::RequireConnectorType(*type), *config);
   });
   for (const auto& type : connectors::types::AllConnectorTypes())
-    Refusable("ValidatedConfiguration", [&] { (void)api::ValidatedConfiguration(type, body); });
+    Refusable("ValidatedConfiguration", [&] { (void)model::ValidatedConfiguration(type, body); });
   // Worker protocol bodies: errors are Status values, never exceptions.
   Refusable("worker bodies", [&] {
     if (auto p = metrics::ProductionSnapshot::FromJson(body); p.ok()) (void)p->Validate(0);
