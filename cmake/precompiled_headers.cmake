@@ -57,7 +57,9 @@ endfunction()
 # sluice_use_precompiled_header(<target> <pch>): <target> compiles against
 # the header <pch> owns (and gets the flags it needs to be accepted).
 function(sluice_use_precompiled_header target pch)
-  target_link_libraries(${target} PRIVATE sluice_third_party)
+  # Linking the owner (an empty archive) brings the flags the header was built
+  # with: the third-party ones, and gtest's defines for the test header.
+  target_link_libraries(${target} PRIVATE ${pch})
   if(SLUICE_PCH)
     target_precompile_headers(${target} REUSE_FROM ${pch})
     target_compile_options(${target} PRIVATE -Winvalid-pch ${SLUICE_PCH_GCC_FALSE_POSITIVES})
