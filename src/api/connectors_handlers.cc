@@ -241,7 +241,7 @@ std::string WithoutSecrets(std::string message, const ConnectorRow& c) {
 Response ListTables(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   ConnectorRow c = ctx.db.Transact([&](pqxx::work& tx) {
-    return RequireConnector(tx, req.caller(), id, Action::kTeamResourceRead);
+    return RequireConnector(tx, ctx.keys, req.caller(), id, Action::kTeamResourceRead);
   });
   if (c.way != "source")
     throw ApiError(422, "not_a_table_source", "a target connector has no tables to choose from");
