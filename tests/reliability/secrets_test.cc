@@ -39,7 +39,6 @@
 #include "common/uuid.h"
 #include "reliability/record.h"
 #include "support/test_database.h"
-#include "support/test_database.h"
 
 namespace sluice::testing {
 namespace {
@@ -385,7 +384,11 @@ TEST_F(SecretsTest, NoSecretInTheDatabaseAnyResponseLogOrFileButTheWorkersOwn) {
     for (const auto& path : paths) {
       auto r = Send("GET", path, nullptr);
       ASSERT_TRUE(r) << path;
-      EXPECT_LT(r->status, 500) << path << ": " << r->body;
+      // A source's table list is read from the source itself: one this test
+      // has stopped answers 502 source_unavailable, its own words, no secret.
+      bool source_away =
+          r->status == 502 && r->body.find("source_unavailable") != std::string::npos;
+      if (!source_away) EXPECT_LT(r->status, 500) << path << ": " << r->body;
       Check("GET " + path, r->body);
       ++responses_;
     }
