@@ -415,6 +415,7 @@ std::vector<Row> Rows() {
       {"DELETE", "/api/v1/connectors/{connector_id}", R::kTeamResourceWrite, nullptr},
       {"GET", "/api/v1/connectors/{connector_id}/workers", R::kTeamResourceRead, nullptr},
       {"GET", "/api/v1/connectors/{connector_id}/events", R::kTeamResourceRead, nullptr},
+      {"GET", "/api/v1/connectors/{connector_id}/tables", R::kTeamResourceRead, nullptr},
       // datamodels
       {"GET", "/api/v1/connectors/{connector_id}/datamodels", R::kTeamResourceRead, nullptr},
       {"POST", "/api/v1/connectors/{connector_id}/datamodels", R::kTeamResourceWrite,
