@@ -590,6 +590,9 @@ TEST_F(AccessMatrixAll, EveryRoleAgainstEveryRoute) {
       Json body = row.body ? row.body(w, ++serial) : Json(nullptr);
       auto r = h_.Call(row.method, Path(row.pattern, w), body, w.tokens[role]);
       char got = Observed(r.status);
+      // Past the access check to a source the fixture's connector names but
+      // nothing serves (db.internal): the table listing says so, 502.
+      if (r.status == 502 && r.raw.find("source_unavailable") != std::string::npos) got = 'A';
       ++decisions;
       if (got != expected[role]) {
         ++wrong;
