@@ -17,7 +17,7 @@ RateInputs Rate(const pqxx::row& r, int first) {
                     r[first + 2].as<std::int64_t>(), r[first + 3].as<std::int64_t>()};
 }
 
-constexpr const char* kRateCols =
+constexpr const char* kGaugeRateColumns =
     "SUM(GREATEST(to_ts - from_ts, 0))::bigint, MIN(from_ts), MAX(to_ts), COUNT(*)";
 
 }  // namespace
@@ -36,7 +36,7 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
            fmt::format("SELECT topic, SUM(COALESCE((events->>'total')::bigint, 0))::bigint, {}"
                        " FROM production_metric WHERE created_at >= " SLUICE_SQL_TS(
                            "$1") " GROUP BY topic ORDER BY topic",
-                       kRateCols),
+                       kGaugeRateColumns),
            since)) {
     produced.samples.push_back(
         {{{"topic", r[0].as<std::string>()}}, PerSecond(r[1].as<std::int64_t>(), Rate(r, 2))});
@@ -56,7 +56,7 @@ std::vector<MetricFamily> CollectDataPlaneGauges(pqxx::transaction_base& tx, com
                                   " SUM(error_count)::bigint, {} FROM consumption_metric"
                                   " WHERE created_at >= " SLUICE_SQL_TS(
                                       "$1") " GROUP BY subscription_id ORDER BY subscription_id",
-                                  kRateCols),
+                                  kGaugeRateColumns),
                       since)) {
     std::vector<std::pair<std::string, std::string>> l{{"subscription_id", r[0].as<std::string>()}};
     delivered.samples.push_back({l, PerSecond(r[1].as<std::int64_t>(), Rate(r, 3))});

@@ -22,7 +22,7 @@ RateInputs ReadRate(const pqxx::row& row, int first) {
 
 // Bucket index of a raw row: whole steps of created_at after the range start.
 constexpr const char* kBucket = "((" SLUICE_SQL_MICROS("created_at") " - $2::bigint) / $4::bigint)";
-constexpr const char* kRateCols =
+constexpr const char* kSeriesRateColumns =
     "SUM(GREATEST(to_ts - from_ts, 0))::bigint, MIN(from_ts)::bigint, MAX(to_ts)::bigint,"
     " COUNT(*)::bigint";
 
@@ -89,7 +89,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
                          " FROM production_metric WHERE topic = ANY($1::text[])"
                          " AND created_at >= " SLUICE_SQL_TS(
                              "$2") " AND created_at < " SLUICE_SQL_TS("$3") " GROUP BY b",
-                         kBucket, kRateCols),
+                         kBucket, kSeriesRateColumns),
              TextArrayLiteral(topics), start, end, step_us)) {
       auto* pt = at(r[0].as<std::int64_t>());
       if (!pt) continue;
@@ -109,7 +109,7 @@ common::Result<std::vector<SeriesPoint>> MetricSeries(
                  " FROM consumption_metric WHERE subscription_id = ANY($1::uuid[])"
                  " AND created_at >= " SLUICE_SQL_TS("$2") " AND created_at < " SLUICE_SQL_TS(
                      "$3") " GROUP BY b",
-                 kBucket, kRateCols),
+                 kBucket, kSeriesRateColumns),
              TextArrayLiteral(sub_ids), start, end, step_us)) {
       auto* pt = at(r[0].as<std::int64_t>());
       if (!pt) continue;

@@ -4,17 +4,18 @@
 #include "model/access.h"
 #include "model/config_keys.h"
 #include "model/json_fields.h"
+#include "model/repository_fields.h"
 #include "model/sql_util.h"
 
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string ConnectorColumns() {
   return "id, name, connector_type, way, json_configuration::text AS cfg, team_id, env_id, " +
          sql::Iso("created_at") + " AS created_at, " + sql::Iso("updated_at") + " AS updated_at";
 }
 
-ConnectorRow FromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
+ConnectorRow ConnectorFromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
   ConnectorRow c;
   c.id = sql::GetUuid(r["id"]);
   c.name = sql::GetOptString(r["name"]);
@@ -26,18 +27,6 @@ ConnectorRow FromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
   c.created_at = sql::GetOptString(r["created_at"]).value_or("");
   c.updated_at = sql::GetOptString(r["updated_at"]).value_or("");
   return c;
-}
-
-Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-Json Opt(const std::optional<common::Uuid>& s) { return s ? Json(s->ToString()) : Json(nullptr); }
-
-template <typename Fn>
-void OnNameClash(Fn&& fn) {
-  try {
-    fn();
-  } catch (const pqxx::unique_violation&) {
-    throw ApiError(409, "already_exists", "a connector with this name already exists in the env");
-  }
 }
 
 }  // namespace
@@ -65,22 +54,23 @@ Json PresentConnector(const Json& record) {
 Json ConnectorRecordJson(const ConnectorRow& c) {
   const connectors::types::ConnectorType* type = c.type();
   return {{"id", c.id.ToString()},
-          {"name", Opt(c.name)},
+          {"name", NullableJson(c.name)},
           {"type", type ? Json(type->id) : Json(c.connector_type + "-" + c.way)},
           {"connector_type", c.connector_type},
           {"way", c.way},
           {"configuration", c.configuration},
-          {"team_id", Opt(c.team_id)},
-          {"env_id", Opt(c.env_id)},
+          {"team_id", NullableJson(c.team_id)},
+          {"env_id", NullableJson(c.env_id)},
           {"created_at", c.created_at},
           {"updated_at", c.updated_at}};
 }
 
 std::optional<ConnectorRow> FindConnector(pqxx::work& tx, const secrets::KeyRing& keys,
                                           const common::Uuid& id) {
-  auto res = tx.exec_params("SELECT " + Columns() + " FROM connector WHERE id = $1", id.ToString());
+  auto res = tx.exec_params("SELECT " + ConnectorColumns() + " FROM connector WHERE id = $1",
+                            id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0], keys);
+  return ConnectorFromRow(res[0], keys);
 }
 
 std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const secrets::KeyRing& keys,
@@ -88,19 +78,19 @@ std::vector<ConnectorRow> ListConnectors(pqxx::work& tx, const secrets::KeyRing&
                                          int fetch, std::int64_t offset) {
   std::vector<ConnectorRow> out;
   auto res = tx.exec_params(
-      "SELECT " + Columns() +
+      "SELECT " + ConnectorColumns() +
           " FROM connector WHERE team_id = $1 AND ($2::text IS NULL OR lower(name) LIKE "
           "lower($2)) AND ($3::text IS NULL OR way = $3) ORDER BY lower(name), id LIMIT $4 "
           "OFFSET $5",
       team.ToString(), filter.name ? std::optional(LikePattern(*filter.name)) : std::nullopt,
       filter.way, fetch, offset);
-  for (const auto& r : res) out.push_back(FromRow(r, keys));
+  for (const auto& r : res) out.push_back(ConnectorFromRow(r, keys));
   return out;
 }
 
 void InsertConnector(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& c) {
   Json stored = secrets::EncryptConfiguration(c.configuration, keys);
-  OnNameClash([&] {
+  RefuseNameClash("connector", [&] {
     tx.exec_params(
         std::string("INSERT INTO connector (id, name, connector_type, json_configuration, "
                     "way, team_id, env_id, created_at, updated_at) VALUES ($1, $2, $3, "
@@ -113,7 +103,7 @@ void InsertConnector(pqxx::work& tx, const secrets::KeyRing& keys, const Connect
 
 void UpdateConnector(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& c) {
   Json stored = secrets::EncryptConfiguration(c.configuration, keys);
-  OnNameClash([&] {
+  RefuseNameClash("connector", [&] {
     tx.exec_params(std::string("UPDATE connector SET name = $2, json_configuration = $3::json, "
                                "updated_at = ") +
                        sql::kNowUtc + " WHERE id = $1",

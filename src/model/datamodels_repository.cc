@@ -2,20 +2,21 @@
 
 #include "connectors/types/config_validation.h"
 #include "events/events_topic.h"
+#include "model/repository_fields.h"
 #include "model/sql_util.h"
 #include "model/topic_ownership.h"
 
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string DatamodelColumns() {
   return "id, name, config::text AS config, source_connector_id, source_topic, target_topic, "
          "consumer_id, source_schema, source_table, error_table_enabled, error_table_name, "
          "error_table_target_id, enabled, shard_index, " +
          sql::Iso("created_at") + " AS created_at, " + sql::Iso("updated_at") + " AS updated_at";
 }
 
-DatamodelRow FromRow(const pqxx::row& r) {
+DatamodelRow DatamodelFromRow(const pqxx::row& r) {
   DatamodelRow d;
   d.id = sql::GetUuid(r["id"]);
   d.name = r["name"].as<std::string>();
@@ -37,31 +38,21 @@ DatamodelRow FromRow(const pqxx::row& r) {
   return d;
 }
 
-Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-Json Opt(const std::optional<common::Uuid>& s) { return s ? Json(s->ToString()) : Json(nullptr); }
-
-// PATCH semantics: absent keeps, null clears, a value sets.
-void OptStr(FieldReader& f, const std::string& key, size_t max, std::optional<std::string>& out) {
-  bool clear = f.IsNull(key);
-  if (auto v = f.OptionalString(key, max)) out = v;
-  if (clear) out.reset();
-}
-
 }  // namespace
 
 Json DatamodelJson(const DatamodelRow& d) {
   return {{"id", d.id.ToString()},
           {"name", d.name},
           {"config", d.config},
-          {"source_connector_id", Opt(d.source_connector_id)},
-          {"source_topic", Opt(d.source_topic)},
-          {"target_topic", Opt(d.target_topic)},
-          {"consumer_id", Opt(d.consumer_id)},
-          {"source_schema", Opt(d.source_schema)},
-          {"source_table", Opt(d.source_table)},
+          {"source_connector_id", NullableJson(d.source_connector_id)},
+          {"source_topic", NullableJson(d.source_topic)},
+          {"target_topic", NullableJson(d.target_topic)},
+          {"consumer_id", NullableJson(d.consumer_id)},
+          {"source_schema", NullableJson(d.source_schema)},
+          {"source_table", NullableJson(d.source_table)},
           {"error_table_enabled", d.error_table_enabled},
-          {"error_table_name", Opt(d.error_table_name)},
-          {"error_table_target_id", Opt(d.error_table_target_id)},
+          {"error_table_name", NullableJson(d.error_table_name)},
+          {"error_table_target_id", NullableJson(d.error_table_target_id)},
           {"enabled", d.enabled},
           {"shard_index", d.shard_index ? Json(*d.shard_index) : Json(nullptr)},
           {"created_at", d.created_at},
@@ -76,12 +67,12 @@ void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create) {
     d.name = *n;
   }
   if (auto c = f.OptionalObject("config")) d.config = *c;
-  OptStr(f, "source_schema", 255, d.source_schema);
-  OptStr(f, "source_table", 255, d.source_table);
-  OptStr(f, "source_topic", 255, d.source_topic);
-  OptStr(f, "target_topic", 255, d.target_topic);
-  OptStr(f, "consumer_id", 255, d.consumer_id);
-  OptStr(f, "error_table_name", 255, d.error_table_name);
+  PatchString(f, "source_schema", 255, d.source_schema);
+  PatchString(f, "source_table", 255, d.source_table);
+  PatchString(f, "source_topic", 255, d.source_topic);
+  PatchString(f, "target_topic", 255, d.target_topic);
+  PatchString(f, "consumer_id", 255, d.consumer_id);
+  PatchString(f, "error_table_name", 255, d.error_table_name);
   if (auto b = f.OptionalBool("error_table_enabled")) d.error_table_enabled = *b;
   bool clear_target = f.IsNull("error_table_target_id");
   if (auto t = f.OptionalUuid("error_table_target_id")) d.error_table_target_id = t;
@@ -146,9 +137,10 @@ void CompleteDatamodel(pqxx::work& tx, const secrets::KeyRing& keys, const Conne
 }
 
 std::optional<DatamodelRow> FindDatamodel(pqxx::work& tx, const common::Uuid& id) {
-  auto res = tx.exec_params("SELECT " + Columns() + " FROM datamodel WHERE id = $1", id.ToString());
+  auto res = tx.exec_params("SELECT " + DatamodelColumns() + " FROM datamodel WHERE id = $1",
+                            id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return DatamodelFromRow(res[0]);
 }
 
 std::vector<DatamodelRow> ListDatamodels(pqxx::work& tx, const common::Uuid& source_connector,
@@ -156,12 +148,12 @@ std::vector<DatamodelRow> ListDatamodels(pqxx::work& tx, const common::Uuid& sou
                                          std::int64_t offset) {
   std::vector<DatamodelRow> out;
   for (const auto& r :
-       tx.exec_params("SELECT " + Columns() +
+       tx.exec_params("SELECT " + DatamodelColumns() +
                           " FROM datamodel WHERE source_connector_id = $1 AND ($2::text IS NULL OR "
                           "lower(name) LIKE lower($2)) ORDER BY lower(name), id LIMIT $3 OFFSET $4",
                       source_connector.ToString(),
                       name ? std::optional(LikePattern(*name)) : std::nullopt, fetch, offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(DatamodelFromRow(r));
   }
   return out;
 }

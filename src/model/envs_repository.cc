@@ -7,12 +7,12 @@
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string EnvColumns() {
   return "id, name, retention_configuration::text AS rc, config_hash, " + sql::Iso("created_at") +
          " AS created_at, " + sql::Iso("updated_at") + " AS updated_at";
 }
 
-EnvRow FromRow(const pqxx::row& r) {
+EnvRow EnvFromRow(const pqxx::row& r) {
   EnvRow e;
   e.id = sql::GetUuid(r["id"]);
   e.name = sql::GetOptString(r["name"]);
@@ -63,26 +63,26 @@ Json EnvJson(const EnvRow& e) {
 }
 
 std::optional<EnvRow> FindEnv(pqxx::work& tx, const common::Uuid& id) {
-  auto res = tx.exec_params("SELECT " + Columns() + " FROM env WHERE id = $1", id.ToString());
+  auto res = tx.exec_params("SELECT " + EnvColumns() + " FROM env WHERE id = $1", id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return EnvFromRow(res[0]);
 }
 
 std::optional<EnvRow> FindEnvByName(pqxx::work& tx, const std::string& name) {
-  auto res = tx.exec_params("SELECT " + Columns() + " FROM env WHERE name = $1 LIMIT 1", name);
+  auto res = tx.exec_params("SELECT " + EnvColumns() + " FROM env WHERE name = $1 LIMIT 1", name);
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return EnvFromRow(res[0]);
 }
 
 std::vector<EnvRow> ListEnvs(pqxx::work& tx, const std::optional<common::Uuid>& user, int fetch,
                              std::int64_t offset) {
   auto res = tx.exec_params(
-      "SELECT " + Columns() +
+      "SELECT " + EnvColumns() +
           " FROM env WHERE $1::uuid IS NULL OR EXISTS (SELECT 1 FROM env_member m "
           "WHERE m.env_id = env.id AND m.user_id = $1::uuid) ORDER BY name, id LIMIT $2 OFFSET $3",
       sql::Param(user), fetch, offset);
   std::vector<EnvRow> out;
-  for (const auto& r : res) out.push_back(FromRow(r));
+  for (const auto& r : res) out.push_back(EnvFromRow(r));
   return out;
 }
 

@@ -2,12 +2,13 @@
 
 #include "model/connectors_repository.h"
 #include "model/datamodels_repository.h"
+#include "model/repository_fields.h"
 #include "model/sql_util.h"
 
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string PipelineColumns() {
   return "p.id, p.name, p.json_configuration::text AS cfg, p.version, p.is_completed, "
          "p.error_table_config::text AS etc, p.team_id, p.env_id, p.source_connector_id, "
          "p.target_connector_id, p.datamodel_id, "
@@ -17,7 +18,7 @@ std::string Columns() {
          " AS updated_at";
 }
 
-PipelineRow FromRow(const pqxx::row& r) {
+PipelineRow PipelineFromRow(const pqxx::row& r) {
   PipelineRow p;
   p.id = sql::GetUuid(r["id"]);
   p.name = sql::GetOptString(r["name"]);
@@ -36,24 +37,6 @@ PipelineRow FromRow(const pqxx::row& r) {
   return p;
 }
 
-Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-Json Opt(const std::optional<common::Uuid>& s) { return s ? Json(s->ToString()) : Json(nullptr); }
-
-void OptRef(FieldReader& f, const std::string& key, std::optional<common::Uuid>& out) {
-  bool clear = f.IsNull(key);
-  if (auto v = f.OptionalUuid(key)) out = v;
-  if (clear) out.reset();
-}
-
-template <typename Fn>
-void OnNameClash(Fn&& fn) {
-  try {
-    fn();
-  } catch (const pqxx::unique_violation&) {
-    throw ApiError(409, "already_exists", "a pipeline with this name already exists in the env");
-  }
-}
-
 std::optional<std::string> Dump(const std::optional<Json>& j) {
   if (!j) return std::nullopt;
   return j->dump();
@@ -63,17 +46,17 @@ std::optional<std::string> Dump(const std::optional<Json>& j) {
 
 Json PipelineJson(const PipelineRow& p) {
   return {{"id", p.id.ToString()},
-          {"name", Opt(p.name)},
+          {"name", NullableJson(p.name)},
           {"json_configuration", p.json_configuration},
           {"version", p.version},
           {"is_completed", p.is_completed},
           {"error_table_config", p.error_table_config ? *p.error_table_config : Json(nullptr)},
           {"team_id", p.team_id.ToString()},
-          {"env_id", Opt(p.env_id)},
-          {"source_connector_id", Opt(p.source_connector_id)},
-          {"target_connector_id", Opt(p.target_connector_id)},
-          {"datamodel_id", Opt(p.datamodel_id)},
-          {"state", p.draft() ? Json("DRAFT") : Opt(p.worker_state)},
+          {"env_id", NullableJson(p.env_id)},
+          {"source_connector_id", NullableJson(p.source_connector_id)},
+          {"target_connector_id", NullableJson(p.target_connector_id)},
+          {"datamodel_id", NullableJson(p.datamodel_id)},
+          {"state", p.draft() ? Json("DRAFT") : NullableJson(p.worker_state)},
           {"draft", p.draft()},
           {"created_at", p.created_at},
           {"updated_at", p.updated_at}};
@@ -91,9 +74,9 @@ void ReadPipelineFields(FieldReader& f, PipelineRow& p, bool create) {
   bool clear_etc = f.IsNull("error_table_config");
   if (auto e = f.OptionalObject("error_table_config")) p.error_table_config = e;
   if (clear_etc) p.error_table_config.reset();
-  OptRef(f, "source_connector_id", p.source_connector_id);
-  OptRef(f, "target_connector_id", p.target_connector_id);
-  OptRef(f, "datamodel_id", p.datamodel_id);
+  PatchReference(f, "source_connector_id", p.source_connector_id);
+  PatchReference(f, "target_connector_id", p.target_connector_id);
+  PatchReference(f, "datamodel_id", p.datamodel_id);
 }
 
 void CheckPipelineReferences(pqxx::work& tx, const secrets::KeyRing& keys, const PipelineRow& p) {
@@ -117,10 +100,10 @@ void CheckPipelineReferences(pqxx::work& tx, const secrets::KeyRing& keys, const
 }
 
 std::optional<PipelineRow> FindPipeline(pqxx::work& tx, const common::Uuid& id) {
-  auto res =
-      tx.exec_params("SELECT " + Columns() + " FROM pipeline p WHERE p.id = $1", id.ToString());
+  auto res = tx.exec_params("SELECT " + PipelineColumns() + " FROM pipeline p WHERE p.id = $1",
+                            id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return PipelineFromRow(res[0]);
 }
 
 std::vector<PipelineRow> ListPipelines(pqxx::work& tx, const common::Uuid& team,
@@ -128,18 +111,18 @@ std::vector<PipelineRow> ListPipelines(pqxx::work& tx, const common::Uuid& team,
                                        std::int64_t offset) {
   std::vector<PipelineRow> out;
   for (const auto& r : tx.exec_params(
-           "SELECT " + Columns() +
+           "SELECT " + PipelineColumns() +
                " FROM pipeline p WHERE p.team_id = $1 AND ($2::text IS NULL OR lower(p.name) "
                "LIKE lower($2)) ORDER BY lower(p.name), p.id LIMIT $3 OFFSET $4",
            team.ToString(), name ? std::optional(LikePattern(*name)) : std::nullopt, fetch,
            offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(PipelineFromRow(r));
   }
   return out;
 }
 
 void InsertPipeline(pqxx::work& tx, const PipelineRow& p) {
-  OnNameClash([&] {
+  RefuseNameClash("pipeline", [&] {
     tx.exec_params(
         std::string("INSERT INTO pipeline (id, name, json_configuration, version, is_completed, "
                     "error_table_config, team_id, env_id, source_connector_id, "
@@ -154,7 +137,7 @@ void InsertPipeline(pqxx::work& tx, const PipelineRow& p) {
 }
 
 void UpdatePipeline(pqxx::work& tx, const PipelineRow& p) {
-  OnNameClash([&] {
+  RefuseNameClash("pipeline", [&] {
     tx.exec_params(
         std::string("UPDATE pipeline SET name = $2, json_configuration = $3::json, is_completed = "
                     "$4, error_table_config = $5::json, source_connector_id = $6, "

@@ -23,7 +23,7 @@ std::string Select(RequestScope s) {
          " AS created_at, " + sql::Iso("updated_at") + " AS updated_at FROM " + t.name;
 }
 
-RequestRow FromRow(RequestScope s, const pqxx::row& r) {
+RequestRow RequestFromRow(RequestScope s, const pqxx::row& r) {
   RequestRow q;
   q.scope = s;
   q.id = sql::GetUuid(r["id"]);
@@ -68,7 +68,7 @@ std::optional<RequestRow> FindRequest(pqxx::work& tx, RequestScope scope, const 
   auto res = tx.exec_params(Select(scope) + " WHERE id = $1" + (for_update ? " FOR UPDATE" : ""),
                             id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(scope, res[0]);
+  return RequestFromRow(scope, res[0]);
 }
 
 std::optional<RequestRow> FindPendingRequest(pqxx::work& tx, RequestScope scope,
@@ -79,7 +79,7 @@ std::optional<RequestRow> FindPendingRequest(pqxx::work& tx, RequestScope scope,
                                 " = $1 AND to_user_id = $2 AND status = 'pending' LIMIT 1",
                             scope_id.ToString(), to_user.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(scope, res[0]);
+  return RequestFromRow(scope, res[0]);
 }
 
 void InsertRequest(pqxx::work& tx, const RequestRow& r) {
@@ -111,7 +111,7 @@ Json ListRequests(pqxx::work& tx, RequestScope scope, const std::optional<common
           "AND ($3::text IS NULL OR status = $3) ORDER BY created_at DESC, id LIMIT $4 OFFSET $5",
       sql::Param(scope_id), sql::Param(user), status, fetch, offset);
   Json items = Json::array();
-  for (const auto& r : res) items.push_back(RequestJson(FromRow(scope, r)));
+  for (const auto& r : res) items.push_back(RequestJson(RequestFromRow(scope, r)));
   return items;
 }
 

@@ -5,7 +5,7 @@
 namespace sluice::model {
 namespace {
 
-ServiceAccountRow FromRow(const pqxx::row& r) {
+ServiceAccountRow ServiceAccountFromRow(const pqxx::row& r) {
   return {sql::GetUuid(r["id"]), r["name"].as<std::string>(), sql::GetUuid(r["user_id"]),
           sql::GetOptString(r["created_at"]).value_or("")};
 }
@@ -27,7 +27,7 @@ Json ServiceAccountJson(const ServiceAccountRow& s) {
 std::optional<ServiceAccountRow> FindServiceAccount(pqxx::work& tx, const common::Uuid& id) {
   auto res = tx.exec_params(Select() + " WHERE id = $1", id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return ServiceAccountFromRow(res[0]);
 }
 
 void InsertServiceAccount(pqxx::work& tx, const ServiceAccountRow& s) {
@@ -41,7 +41,7 @@ Json ListServiceAccounts(pqxx::work& tx, int fetch, std::int64_t offset) {
   Json items = Json::array();
   for (const auto& r :
        tx.exec_params(Select() + " ORDER BY name, id LIMIT $1 OFFSET $2", fetch, offset)) {
-    items.push_back(ServiceAccountJson(FromRow(r)));
+    items.push_back(ServiceAccountJson(ServiceAccountFromRow(r)));
   }
   return items;
 }

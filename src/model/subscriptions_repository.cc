@@ -4,6 +4,7 @@
 #include "model/connectors_repository.h"
 #include "model/datamodels_repository.h"
 #include "model/pipelines_repository.h"
+#include "model/repository_fields.h"
 #include "model/sql_util.h"
 #include "model/topic_ownership.h"
 
@@ -22,7 +23,7 @@ std::string Columns(const std::string& a) {
          " AS updated_at";
 }
 
-SubscriptionRow FromRow(const pqxx::row& r) {
+SubscriptionRow SubscriptionFromRow(const pqxx::row& r) {
   SubscriptionRow s;
   s.id = sql::GetUuid(r["id"]);
   s.name = r["name"].as<std::string>();
@@ -43,20 +44,6 @@ SubscriptionRow FromRow(const pqxx::row& r) {
   s.created_at = sql::GetOptString(r["created_at"]).value_or("");
   s.updated_at = sql::GetOptString(r["updated_at"]).value_or("");
   return s;
-}
-
-Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-Json Opt(const std::optional<common::Uuid>& s) { return s ? Json(s->ToString()) : Json(nullptr); }
-
-void OptStr(FieldReader& f, const std::string& key, size_t max, std::optional<std::string>& out) {
-  bool clear = f.IsNull(key);
-  if (auto v = f.OptionalString(key, max)) out = v;
-  if (clear) out.reset();
-}
-void OptRef(FieldReader& f, const std::string& key, std::optional<common::Uuid>& out) {
-  bool clear = f.IsNull(key);
-  if (auto v = f.OptionalUuid(key)) out = v;
-  if (clear) out.reset();
 }
 
 // Runs a write; a clash on the destination index names the holder.
@@ -96,13 +83,13 @@ Json SubscriptionJson(const SubscriptionRow& s) {
           {"name", s.name},
           {"config", s.config},
           {"transform_config", s.transform_config},
-          {"pipeline_id", Opt(s.pipeline_id)},
-          {"datamodel_id", Opt(s.datamodel_id)},
-          {"target_connector_id", Opt(s.target_connector_id)},
+          {"pipeline_id", NullableJson(s.pipeline_id)},
+          {"datamodel_id", NullableJson(s.datamodel_id)},
+          {"target_connector_id", NullableJson(s.target_connector_id)},
           {"error_table_enabled", s.error_table_enabled},
-          {"error_table_name", Opt(s.error_table_name)},
-          {"error_table_target_id", Opt(s.error_table_target_id)},
-          {"target_table_name", Opt(s.target_table_name)},
+          {"error_table_name", NullableJson(s.error_table_name)},
+          {"error_table_target_id", NullableJson(s.error_table_target_id)},
+          {"target_table_name", NullableJson(s.target_table_name)},
           {"consumer_id", s.consumer_id ? Json(*s.consumer_id) : Json(s.id.ToString())},
           {"backfill", s.backfill},
           {"enabled", s.enabled},
@@ -138,19 +125,19 @@ void ReadSubscriptionFields(FieldReader& f, SubscriptionRow& s, bool create) {
     }
   }
   if (auto c = f.OptionalObject("transform_config")) s.transform_config = *c;
-  OptRef(f, "pipeline_id", s.pipeline_id);
+  PatchReference(f, "pipeline_id", s.pipeline_id);
   if (create) {
     s.datamodel_id = f.RequiredUuid("datamodel_id");
     s.target_connector_id = f.RequiredUuid("target_connector_id");
   } else {
-    OptRef(f, "datamodel_id", s.datamodel_id);
-    OptRef(f, "target_connector_id", s.target_connector_id);
+    PatchReference(f, "datamodel_id", s.datamodel_id);
+    PatchReference(f, "target_connector_id", s.target_connector_id);
   }
   if (auto b = f.OptionalBool("error_table_enabled")) s.error_table_enabled = *b;
-  OptStr(f, "error_table_name", 255, s.error_table_name);
-  OptRef(f, "error_table_target_id", s.error_table_target_id);
-  OptStr(f, "target_table_name", 255, s.target_table_name);
-  OptStr(f, "consumer_id", 255, s.consumer_id);
+  PatchString(f, "error_table_name", 255, s.error_table_name);
+  PatchReference(f, "error_table_target_id", s.error_table_target_id);
+  PatchString(f, "target_table_name", 255, s.target_table_name);
+  PatchString(f, "consumer_id", 255, s.consumer_id);
   if (auto b = f.OptionalBool("backfill")) s.backfill = *b;
   if (auto b = f.OptionalBool("enabled")) s.enabled = *b;
   if (auto b = f.OptionalBool("requires_unique_destination")) s.requires_unique_destination = *b;
@@ -163,7 +150,7 @@ std::optional<SubscriptionRow> FindSubscription(pqxx::work& tx, const common::Uu
   auto res = tx.exec_params("SELECT " + Columns("s") + " FROM subscription s WHERE s.id = $1",
                             id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return SubscriptionFromRow(res[0]);
 }
 
 std::vector<SubscriptionRow> ListPipelineSubscriptions(pqxx::work& tx, const common::Uuid& pipeline,
@@ -174,7 +161,7 @@ std::vector<SubscriptionRow> ListPipelineSubscriptions(pqxx::work& tx, const com
                           " FROM subscription s WHERE s.pipeline_id = $1 ORDER BY s.name, s.id "
                           "LIMIT $2 OFFSET $3",
                       pipeline.ToString(), fetch, offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(SubscriptionFromRow(r));
   }
   return out;
 }
@@ -187,7 +174,7 @@ std::vector<SubscriptionRow> ListTeamSubscriptions(pqxx::work& tx, const common:
                " FROM subscription s JOIN connector c ON c.id = s.target_connector_id WHERE "
                "c.team_id = $1 ORDER BY s.name, s.id LIMIT $2 OFFSET $3",
            team.ToString(), fetch, offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(SubscriptionFromRow(r));
   }
   return out;
 }

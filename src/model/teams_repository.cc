@@ -1,16 +1,17 @@
 #include "model/teams_repository.h"
 
+#include "model/repository_fields.h"
 #include "model/sql_util.h"
 
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string TeamColumns() {
   return "id, name, description, env_id, " + sql::Iso("created_at") + " AS created_at, " +
          sql::Iso("updated_at") + " AS updated_at";
 }
 
-TeamRow FromRow(const pqxx::row& r) {
+TeamRow TeamFromRow(const pqxx::row& r) {
   TeamRow t;
   t.id = sql::GetUuid(r["id"]);
   t.name = sql::GetOptString(r["name"]);
@@ -21,48 +22,37 @@ TeamRow FromRow(const pqxx::row& r) {
   return t;
 }
 
-Json OptJson(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-
-template <typename Fn>
-void OnNameClash(Fn&& fn) {
-  try {
-    fn();
-  } catch (const pqxx::unique_violation&) {
-    throw ApiError(409, "already_exists", "a team with this name already exists in the env");
-  }
-}
-
 }  // namespace
 
 Json TeamJson(const TeamRow& t) {
   return {{"id", t.id.ToString()},
-          {"name", OptJson(t.name)},
-          {"description", OptJson(t.description)},
+          {"name", NullableJson(t.name)},
+          {"description", NullableJson(t.description)},
           {"env_id", t.env_id ? Json(t.env_id->ToString()) : Json(nullptr)},
           {"created_at", t.created_at},
           {"updated_at", t.updated_at}};
 }
 
 std::optional<TeamRow> FindTeam(pqxx::work& tx, const common::Uuid& id) {
-  auto res = tx.exec_params("SELECT " + Columns() + " FROM team WHERE id = $1", id.ToString());
+  auto res = tx.exec_params("SELECT " + TeamColumns() + " FROM team WHERE id = $1", id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return TeamFromRow(res[0]);
 }
 
 std::vector<TeamRow> ListTeams(pqxx::work& tx, const common::Uuid& env, int fetch,
                                std::int64_t offset) {
   std::vector<TeamRow> out;
   for (const auto& r :
-       tx.exec_params("SELECT " + Columns() +
+       tx.exec_params("SELECT " + TeamColumns() +
                           " FROM team WHERE env_id = $1 ORDER BY name, id LIMIT $2 OFFSET $3",
                       env.ToString(), fetch, offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(TeamFromRow(r));
   }
   return out;
 }
 
 void InsertTeam(pqxx::work& tx, const TeamRow& t) {
-  OnNameClash([&] {
+  RefuseNameClash("team", [&] {
     tx.exec_params(std::string("INSERT INTO team (id, name, description, env_id, created_at, "
                                "updated_at) VALUES ($1, $2, $3, $4, ") +
                        sql::kNowUtc + ", " + sql::kNowUtc + ")",
@@ -71,7 +61,7 @@ void InsertTeam(pqxx::work& tx, const TeamRow& t) {
 }
 
 void UpdateTeam(pqxx::work& tx, const TeamRow& t) {
-  OnNameClash([&] {
+  RefuseNameClash("team", [&] {
     tx.exec_params(std::string("UPDATE team SET name = $2, description = $3, updated_at = ") +
                        sql::kNowUtc + " WHERE id = $1",
                    t.id.ToString(), t.name, t.description);

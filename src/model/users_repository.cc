@@ -6,13 +6,13 @@
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string UserColumns() {
   return "id, email, hashed_password, is_active, is_superuser, is_verified, version, "
          "active_env_id, " +
          sql::Iso("created_at") + " AS created_at, " + sql::IsoTz("updated_at") + " AS updated_at";
 }
 
-UserRow FromRow(const pqxx::row& r) {
+UserRow UserFromRow(const pqxx::row& r) {
   UserRow u;
   u.id = sql::GetUuid(r["id"]);
   u.email = r["email"].as<std::string>();
@@ -29,7 +29,7 @@ UserRow FromRow(const pqxx::row& r) {
 
 std::optional<UserRow> One(const pqxx::result& res) {
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0]);
+  return UserFromRow(res[0]);
 }
 
 template <typename Fn>
@@ -57,19 +57,20 @@ Json UserJson(const UserRow& u) {
 }
 
 std::optional<UserRow> FindUserById(pqxx::work& tx, const common::Uuid& id) {
-  return One(tx.exec_params("SELECT " + Columns() + " FROM \"user\" WHERE id = $1", id.ToString()));
+  return One(
+      tx.exec_params("SELECT " + UserColumns() + " FROM \"user\" WHERE id = $1", id.ToString()));
 }
 
 std::optional<UserRow> FindUserByEmail(pqxx::work& tx, const std::string& email) {
-  return One(tx.exec_params("SELECT " + Columns() + " FROM \"user\" WHERE email = $1", email));
+  return One(tx.exec_params("SELECT " + UserColumns() + " FROM \"user\" WHERE email = $1", email));
 }
 
 std::vector<UserRow> ListUsers(pqxx::work& tx, int fetch, std::int64_t offset) {
   std::vector<UserRow> out;
-  for (const auto& r :
-       tx.exec_params("SELECT " + Columns() + " FROM \"user\" ORDER BY email LIMIT $1 OFFSET $2",
-                      fetch, offset)) {
-    out.push_back(FromRow(r));
+  for (const auto& r : tx.exec_params(
+           "SELECT " + UserColumns() + " FROM \"user\" ORDER BY email LIMIT $1 OFFSET $2", fetch,
+           offset)) {
+    out.push_back(UserFromRow(r));
   }
   return out;
 }

@@ -3,18 +3,19 @@
 #include "connectors/types/config_validation.h"
 #include "model/config_keys.h"
 #include "model/connectors_repository.h"
+#include "model/repository_fields.h"
 #include "model/sql_util.h"
 
 namespace sluice::model {
 namespace {
 
-std::string Columns() {
+std::string WarehouseColumns() {
   return "id, name, warehouse_type, json_configuration::text AS cfg, team_id, env_id, " +
          sql::Iso("last_test_at") + " AS last_test_at, last_test_succeeded, last_test_message, " +
          sql::Iso("created_at") + " AS created_at, " + sql::Iso("updated_at") + " AS updated_at";
 }
 
-WarehouseRow FromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
+WarehouseRow WarehouseFromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
   WarehouseRow w;
   w.id = sql::GetUuid(r["id"]);
   w.name = r["name"].as<std::string>();
@@ -29,17 +30,6 @@ WarehouseRow FromRow(const pqxx::row& r, const secrets::KeyRing& keys) {
   w.created_at = sql::GetOptString(r["created_at"]).value_or("");
   w.updated_at = sql::GetOptString(r["updated_at"]).value_or("");
   return w;
-}
-
-Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
-
-template <typename Fn>
-void OnNameClash(Fn&& fn) {
-  try {
-    fn();
-  } catch (const pqxx::unique_violation&) {
-    throw ApiError(409, "already_exists", "a warehouse with this name already exists in the env");
-  }
 }
 
 }  // namespace
@@ -64,9 +54,9 @@ Json WarehouseRecordJson(const WarehouseRow& w) {
           {"configuration", w.configuration},
           {"team_id", w.team_id.ToString()},
           {"env_id", w.env_id.ToString()},
-          {"last_test_at", Opt(w.last_test_at)},
+          {"last_test_at", NullableJson(w.last_test_at)},
           {"last_test_succeeded", w.last_test_succeeded ? Json(*w.last_test_succeeded) : Json()},
-          {"last_test_message", Opt(w.last_test_message)},
+          {"last_test_message", NullableJson(w.last_test_message)},
           {"state", state},
           {"created_at", w.created_at},
           {"updated_at", w.updated_at}};
@@ -74,9 +64,10 @@ Json WarehouseRecordJson(const WarehouseRow& w) {
 
 std::optional<WarehouseRow> FindWarehouse(pqxx::work& tx, const secrets::KeyRing& keys,
                                           const common::Uuid& id) {
-  auto res = tx.exec_params("SELECT " + Columns() + " FROM warehouse WHERE id = $1", id.ToString());
+  auto res = tx.exec_params("SELECT " + WarehouseColumns() + " FROM warehouse WHERE id = $1",
+                            id.ToString());
   if (res.empty()) return std::nullopt;
-  return FromRow(res[0], keys);
+  return WarehouseFromRow(res[0], keys);
 }
 
 std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const secrets::KeyRing& keys,
@@ -85,19 +76,19 @@ std::vector<WarehouseRow> ListWarehouses(pqxx::work& tx, const secrets::KeyRing&
                                          std::int64_t offset) {
   std::vector<WarehouseRow> out;
   for (const auto& r : tx.exec_params(
-           "SELECT " + Columns() +
+           "SELECT " + WarehouseColumns() +
                " FROM warehouse WHERE team_id = $1 AND ($2::text IS NULL OR lower(name) LIKE "
                "lower($2)) ORDER BY lower(name), id LIMIT $3 OFFSET $4",
            team.ToString(), name ? std::optional(LikePattern(*name)) : std::nullopt, fetch,
            offset)) {
-    out.push_back(FromRow(r, keys));
+    out.push_back(WarehouseFromRow(r, keys));
   }
   return out;
 }
 
 void InsertWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const WarehouseRow& w) {
   Json stored = secrets::EncryptConfiguration(w.configuration, keys);
-  OnNameClash([&] {
+  RefuseNameClash("warehouse", [&] {
     tx.exec_params(std::string("INSERT INTO warehouse (id, name, warehouse_type, "
                                "json_configuration, team_id, env_id, created_at, updated_at) "
                                "VALUES ($1, $2, $3, $4::json, $5, $6, ") +
@@ -109,7 +100,7 @@ void InsertWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const Warehou
 
 void UpdateWarehouse(pqxx::work& tx, const secrets::KeyRing& keys, const WarehouseRow& w) {
   Json stored = secrets::EncryptConfiguration(w.configuration, keys);
-  OnNameClash([&] {
+  RefuseNameClash("warehouse", [&] {
     // New settings have not been tested: the verdict goes back to draft.
     tx.exec_params(std::string("UPDATE warehouse SET name = $2, json_configuration = $3::json, "
                                "last_test_at = CASE WHEN $4 THEN NULL ELSE last_test_at END, "

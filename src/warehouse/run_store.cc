@@ -1,5 +1,6 @@
 #include "warehouse/run_store.h"
 
+#include "common/nullable_json.h"
 #include "warehouse/sql.h"
 
 namespace sluice::warehouse {
@@ -17,7 +18,7 @@ std::string Columns(std::chrono::seconds timeout) {
          " - interval '" + std::to_string(timeout.count()) + " seconds') AS stale";
 }
 
-RunRow FromRow(const pqxx::row& r) {
+RunRow RunFromRow(const pqxx::row& r) {
   RunRow run;
   run.id = sql::GetUuid(r["id"]);
   run.warehouse_id = sql::GetUuid(r["warehouse_id"]);
@@ -37,24 +38,21 @@ RunRow FromRow(const pqxx::row& r) {
   return run;
 }
 
-json Opt(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
-json Opt(const std::optional<common::Uuid>& s) { return s ? json(s->ToString()) : json(nullptr); }
-
 }  // namespace
 
 json RunRow::ToJson(bool with_statements) const {
   json out = {{"id", id.ToString()},
               {"warehouse_id", warehouse_id.ToString()},
-              {"task_id", Opt(task_id)},
-              {"user_id", Opt(user_id)},
-              {"trigger", Opt(trigger)},
+              {"task_id", common::NullableJson(task_id)},
+              {"user_id", common::NullableJson(user_id)},
+              {"trigger", common::NullableJson(trigger)},
               {"sql_version", sql_version ? json(*sql_version) : json(nullptr)},
               {"status", RunStatusName(status())},
               {"interrupted", interrupted},
               {"cancel_requested", cancel_requested},
               {"heartbeat_at", heartbeat_at},
-              {"finished_at", Opt(finished_at)},
-              {"cancelled_at", Opt(cancelled_at)},
+              {"finished_at", common::NullableJson(finished_at)},
+              {"cancelled_at", common::NullableJson(cancelled_at)},
               {"created_at", created_at},
               {"updated_at", updated_at},
               {"statement_count", statements.size()}};
@@ -109,7 +107,7 @@ std::optional<RunRow> FindRun(pqxx::work& tx, const common::Uuid& id,
       "SELECT " + Columns(heartbeat_timeout) + " FROM warehouse_script_run WHERE id = $1",
       id.ToString());
   if (r.empty()) return std::nullopt;
-  return FromRow(r[0]);
+  return RunFromRow(r[0]);
 }
 
 std::vector<RunRow> ListRuns(pqxx::work& tx, const RunFilter& filter, int fetch,
@@ -120,7 +118,7 @@ std::vector<RunRow> ListRuns(pqxx::work& tx, const RunFilter& filter, int fetch,
                " FROM warehouse_script_run WHERE ($1::uuid IS NULL OR warehouse_id = $1) AND "
                "($2::uuid IS NULL OR task_id = $2) ORDER BY created_at DESC, id LIMIT $3 OFFSET $4",
            sql::Param(filter.warehouse_id), sql::Param(filter.task_id), fetch, offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(RunFromRow(r));
   }
   return out;
 }

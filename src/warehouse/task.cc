@@ -1,5 +1,7 @@
 #include "warehouse/task.h"
 
+#include "common/nullable_json.h"
+
 namespace sluice::warehouse {
 
 using nlohmann::json;
@@ -35,18 +37,16 @@ TaskState ComputeTaskState(bool enabled, std::optional<RunStatus> last_run) {
   return TaskState::kError;
 }
 
-namespace {
-json Opt(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
-}  // namespace
+namespace {}  // namespace
 
 json TaskRow::ToJson() const {
   json last = nullptr;
   if (last_run) {
     last = {{"id", last_run->id.ToString()},
             {"status", RunStatusName(last_run->status)},
-            {"trigger", Opt(last_run->trigger)},
+            {"trigger", common::NullableJson(last_run->trigger)},
             {"created_at", last_run->created_at},
-            {"finished_at", Opt(last_run->finished_at)}};
+            {"finished_at", common::NullableJson(last_run->finished_at)}};
   }
   return {{"id", id.ToString()},
           {"name", name},
@@ -57,7 +57,7 @@ json TaskRow::ToJson() const {
           {"sql_version", sql_version},
           {"schedule", schedule.ToJson()},
           {"enabled", enabled},
-          {"next_run_at", Opt(next_run_at)},
+          {"next_run_at", common::NullableJson(next_run_at)},
           {"state", TaskStateName(state())},
           {"last_run", last},
           {"created_by", created_by ? json(created_by->ToString()) : json(nullptr)},

@@ -22,7 +22,7 @@ std::string Select(std::chrono::seconds timeout) {
          "ORDER BY created_at DESC, id DESC LIMIT 1) r ON true ";
 }
 
-TaskRow FromRow(const pqxx::row& r) {
+TaskRow TaskFromRow(const pqxx::row& r) {
   TaskRow t;
   t.id = sql::GetUuid(r["id"]);
   t.name = r["name"].as<std::string>();
@@ -65,7 +65,7 @@ std::optional<TaskRow> FindTask(pqxx::work& tx, const common::Uuid& id,
                                 std::chrono::seconds heartbeat_timeout) {
   auto r = tx.exec_params(Select(heartbeat_timeout) + "WHERE t.id = $1", id.ToString());
   if (r.empty()) return std::nullopt;
-  return FromRow(r[0]);
+  return TaskFromRow(r[0]);
 }
 
 std::vector<TaskRow> ListTasks(pqxx::work& tx, const common::Uuid& team_id,
@@ -77,7 +77,7 @@ std::vector<TaskRow> ListTasks(pqxx::work& tx, const common::Uuid& team_id,
                "WHERE t.team_id = $1 AND ($2::text IS NULL OR lower(t.name) LIKE lower($2)) "
                "ORDER BY lower(t.name), t.id LIMIT $3 OFFSET $4",
            team_id.ToString(), name_like, fetch, offset)) {
-    out.push_back(FromRow(r));
+    out.push_back(TaskFromRow(r));
   }
   return out;
 }

@@ -83,6 +83,11 @@ bool WritevAll(int fd, std::vector<iovec>& iov) {
   return true;
 }
 
+}  // namespace
+
+// OpenFile and SyncTarget are members of Segment, which the header declares,
+// so they have the library's linkage rather than an anonymous namespace's.
+
 // Closes the descriptor when the segment and every slice handed out of it
 // are gone, so a fetch being sent survives retention deleting the segment.
 class OpenFile {
@@ -110,8 +115,6 @@ struct SyncTarget {
     return SyncFile(index->fd(), index_path);
   }
 };
-
-}  // namespace
 
 // One log file plus its sparse index. Not thread-safe; PartitionLog locks.
 class Segment {

@@ -29,6 +29,11 @@ struct MysqlEndpoint {
 // A result row: each field's bytes, nullopt for NULL.
 using MysqlRow = std::vector<std::optional<std::string>>;
 
+// Column i of a row as text: empty for NULL or past the row's end.
+inline std::string TextOrEmpty(const MysqlRow& row, std::size_t i) {
+  return i < row.size() && row[i] ? *row[i] : std::string();
+}
+
 class MysqlConnection {
  public:
   static common::Result<std::unique_ptr<MysqlConnection>> Connect(const MysqlEndpoint& endpoint);

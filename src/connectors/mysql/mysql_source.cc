@@ -29,9 +29,6 @@ std::string Upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
   return s;
 }
-std::string Field(const MysqlRow& row, std::size_t i) {
-  return i < row.size() && row[i] ? *row[i] : std::string();
-}
 
 Lsn PositionLsn(const std::string& file, std::uint64_t pos) {
   return BinlogPosition{file, pos, ""}.ToLsn();
@@ -93,8 +90,9 @@ Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
   if (!vars.ok()) return vars.status();
   if (vars->empty()) return common::Unavailable("pre-flight: no answer to the settings query");
   const auto& v = vars->front();
-  std::string log_bin = Upper(Field(v, 0)), format = Upper(Field(v, 1)), image = Upper(Field(v, 2)),
-              metadata = Upper(Field(v, 3)), user = Field(v, 5);
+  std::string log_bin = Upper(TextOrEmpty(v, 0)), format = Upper(TextOrEmpty(v, 1)),
+              image = Upper(TextOrEmpty(v, 2)), metadata = Upper(TextOrEmpty(v, 3)),
+              user = TextOrEmpty(v, 5);
   if (log_bin != "1" && log_bin != "ON")
     problems.push_back(
         "binary logging is off (log_bin): start the server with log_bin (e.g. log_bin = "
@@ -117,7 +115,7 @@ Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
         metadata.empty() ? "unknown" : metadata));
   if (options.server_id == 0)
     problems.push_back("server_id: the connector needs a replica server id of its own (not 0)");
-  else if (Field(v, 4) == std::to_string(options.server_id))
+  else if (TextOrEmpty(v, 4) == std::to_string(options.server_id))
     problems.push_back(fmt::format(
         "server_id {} is the source server's own @@server_id: choose another replica server id",
         options.server_id));
@@ -125,7 +123,7 @@ Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
   auto privs = conn.Query("SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES");
   if (!privs.ok()) return privs.status();
   std::set<std::string> granted;
-  for (const auto& r : *privs) granted.insert(Upper(Field(r, 0)));
+  for (const auto& r : *privs) granted.insert(Upper(TextOrEmpty(r, 0)));
   auto grant = [&](const std::string& what, const std::string& on) {
     return fmt::format("the user {} lacks {}: GRANT {} ON {} TO {}", user, what, what, on, user);
   };
@@ -160,7 +158,7 @@ Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
                     conn.Quote(options.database)));
     if (!existing.ok()) return existing.status();
     std::set<std::string> names;
-    for (const auto& r : *existing) names.insert(Field(r, 0));
+    for (const auto& r : *existing) names.insert(TextOrEmpty(r, 0));
     for (const auto& t : options.tables)
       if (!names.count(t))
         problems.push_back(fmt::format("table {}.{} does not exist (or the user cannot see it)",
@@ -249,9 +247,10 @@ Status MysqlSource::Start() {
     if (!status.ok()) return status.status();
     if (status->empty())
       return common::FailedPrecondition("SHOW MASTER STATUS: binary logging is off");
-    from = {Field(status->front(), 0), 0};
-    std::from_chars(Field(status->front(), 1).data(),
-                    Field(status->front(), 1).data() + Field(status->front(), 1).size(), from.pos);
+    from = {TextOrEmpty(status->front(), 0), 0};
+    std::from_chars(TextOrEmpty(status->front(), 1).data(),
+                    TextOrEmpty(status->front(), 1).data() + TextOrEmpty(status->front(), 1).size(),
+                    from.pos);
     snapshot_done_ = true;
   }
   auto have_file = HasBinlog(from.file);
@@ -298,11 +297,12 @@ Status MysqlSource::CheckServerIdFree() {
   auto hosts = catalog_->Query("SHOW SLAVE HOSTS");
   if (!hosts.ok()) return hosts.status();
   for (const auto& r : *hosts)
-    if (Field(r, 0) == std::to_string(options_.server_id) && Field(r, 1) != options_.replica_name)
+    if (TextOrEmpty(r, 0) == std::to_string(options_.server_id) &&
+        TextOrEmpty(r, 1) != options_.replica_name)
       return common::FailedPrecondition(fmt::format(
           "server_id {} is already used by another replica of this server ({}): each connector "
           "shard needs a server id of its own; set the connector's server_id to another value",
-          options_.server_id, Field(r, 1).empty() ? "unnamed" : Field(r, 1)));
+          options_.server_id, TextOrEmpty(r, 1).empty() ? "unnamed" : TextOrEmpty(r, 1)));
   return Status::Ok();
 }
 
@@ -310,7 +310,7 @@ Result<bool> MysqlSource::HasBinlog(const std::string& file) {
   auto logs = catalog_->Query("SHOW BINARY LOGS");
   if (!logs.ok()) return logs.status();
   for (const auto& r : *logs)
-    if (Field(r, 0) == file) return true;
+    if (TextOrEmpty(r, 0) == file) return true;
   return false;
 }
 
@@ -339,9 +339,9 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
     auto status = conn.Query("SHOW STATUS LIKE 'binlog_snapshot_%'");
     if (!status.ok()) return status.status();
     for (const auto& r : *status) {
-      if (Field(r, 0) == "Binlog_snapshot_file") at.file = Field(r, 1);
-      if (Field(r, 0) == "Binlog_snapshot_position") {
-        auto s = Field(r, 1);
+      if (TextOrEmpty(r, 0) == "Binlog_snapshot_file") at.file = TextOrEmpty(r, 1);
+      if (TextOrEmpty(r, 0) == "Binlog_snapshot_position") {
+        auto s = TextOrEmpty(r, 1);
         std::from_chars(s.data(), s.data() + s.size(), at.pos);
       }
     }
@@ -494,18 +494,18 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
   auto logs = catalog_->Query("SHOW BINARY LOGS");
   if (!logs.ok()) return logs.status();
   for (const auto& r : *logs)
-    if (Field(r, 0) == from.file) return Status::Ok();
+    if (TextOrEmpty(r, 0) == from.file) return Status::Ok();
   // A GTID position outlives its file name: it is still readable when the
   // oldest binlog starts at or before it in every domain (that file's
   // Gtid_list event is the state before its first transaction).
   if (auto saved = ParseGtidSet(from.gtid);
       options_.resume_by_gtid && saved.ok() && !saved->empty() && !logs->empty()) {
-    auto events = catalog_->Query(
-        fmt::format("SHOW BINLOG EVENTS IN {} LIMIT 4", catalog_->Quote(Field(logs->front(), 0))));
+    auto events = catalog_->Query(fmt::format("SHOW BINLOG EVENTS IN {} LIMIT 4",
+                                              catalog_->Quote(TextOrEmpty(logs->front(), 0))));
     if (!events.ok()) return events.status();
     for (const auto& e : *events) {
-      if (Field(e, 2) != "Gtid_list") continue;
-      std::string info = Field(e, 5);
+      if (TextOrEmpty(e, 2) != "Gtid_list") continue;
+      std::string info = TextOrEmpty(e, 5);
       if (info.size() >= 2 && info.front() == '[' && info.back() == ']')
         info = info.substr(1, info.size() - 2);
       auto oldest = ParseGtidSet(info);
@@ -526,7 +526,7 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
       "the tables are read again. Keep binlogs longer "
       "(binlog_expire_logs_seconds) so a stopped "
       "source can catch up",
-      from.ToString(), from.file, logs->empty() ? "none" : Field(logs->front(), 0)));
+      from.ToString(), from.file, logs->empty() ? "none" : TextOrEmpty(logs->front(), 0)));
 }
 
 Status MysqlSource::EndGroup(Lsn end) {

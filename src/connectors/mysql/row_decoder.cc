@@ -1,11 +1,12 @@
 #include "connectors/mysql/row_decoder.h"
 
 #include <fmt/format.h>
-#include <sodium.h>
 
 #include <cmath>
 #include <cstring>
 #include <ctime>
+
+#include "common/base64.h"
 
 namespace sluice::connectors::mysql {
 
@@ -140,16 +141,8 @@ std::string Latin1ToUtf8(std::string_view in) {
   return out;
 }
 
-std::string Base64(std::string_view bin) {
-  std::string b64(sodium_base64_ENCODED_LEN(bin.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(bin.data()),
-                    bin.size(), sodium_base64_VARIANT_ORIGINAL);
-  b64.resize(b64.size() - 1);
-  return b64;
-}
-
 json Text(const ColumnInfo& c, std::string_view bytes) {
-  if (c.binary()) return Base64(bytes);
+  if (c.binary()) return common::Base64Encode(bytes);
   if (IsLatin1(c.collation)) return Latin1ToUtf8(bytes);
   return std::string(bytes);
 }
@@ -418,7 +411,7 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
         // BINARY(n) is stored without its trailing zero padding.
         std::string padded(bytes);
         padded.resize(c.length, '\0');
-        return json(Base64(padded));
+        return json(common::Base64Encode(padded));
       }
       return Text(c, bytes);
     }
@@ -437,7 +430,7 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
         return common::InvalidArgument(fmt::format("BLOB length prefix of {} bytes", c.length));
       SLUICE_ASSIGN(n, r.Le(c.length));
       SLUICE_ASSIGN(bytes, r.Take(n));
-      if (c.type == kGeometry) return json(Base64(bytes));
+      if (c.type == kGeometry) return json(common::Base64Encode(bytes));
       return Text(c, bytes);
     }
     case kJson:

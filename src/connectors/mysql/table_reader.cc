@@ -1,11 +1,12 @@
 #include "connectors/mysql/table_reader.h"
 
 #include <fmt/format.h>
-#include <sodium.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+
+#include "common/base64.h"
 
 namespace sluice::connectors::mysql {
 
@@ -17,17 +18,6 @@ namespace {
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-std::string Field(const MysqlRow& row, std::size_t i) {
-  return i < row.size() && row[i] ? *row[i] : std::string();
-}
-
-std::string Base64(std::string_view bin) {
-  std::string b64(sodium_base64_ENCODED_LEN(bin.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(bin.data()),
-                    bin.size(), sodium_base64_VARIANT_ORIGINAL);
-  b64.resize(b64.size() - 1);
-  return b64;
 }
 
 // "12:00:00.500000" -> "12:00:00.5": the fraction as the binlog decoder
@@ -50,15 +40,15 @@ ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json
   // name, data_type, column_type, character_set_name, numeric_precision,
   // numeric_scale, datetime_precision, column_key
   ColumnInfo c;
-  c.name = Field(r, 0);
-  std::string t = Lower(Field(r, 1));
-  std::string column_type = Lower(Field(r, 2));
+  c.name = TextOrEmpty(r, 0);
+  std::string t = Lower(TextOrEmpty(r, 1));
+  std::string column_type = Lower(TextOrEmpty(r, 2));
   bool has_charset = r.size() > 3 && r[3].has_value();
   c.collation = has_charset ? 45 : 63;
   c.is_unsigned = column_type.find("unsigned") != std::string::npos;
   auto num = [&](std::size_t i) {
     std::uint32_t v = 0;
-    auto s = Field(r, i);
+    auto s = TextOrEmpty(r, i);
     std::from_chars(s.data(), s.data() + s.size(), v);
     return v;
   };
@@ -108,7 +98,7 @@ ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json
   else
     c.type = kGeometry;
   if (t == "datetime" || t == "timestamp" || t == "time") c.precision = num(6);
-  c.key = Field(r, 7) == "PRI";
+  c.key = TextOrEmpty(r, 7) == "PRI";
   c.json = json_columns.count(c.name) > 0 || (t == "json" && has_charset);
   return c;
 }
@@ -153,7 +143,7 @@ json TextValue(const ColumnInfo& c, const std::string& text) {
     case kVarchar:
     case kBlob:
     case kGeometry:
-      if (c.binary()) return Base64(text);
+      if (c.binary()) return common::Base64Encode(text);
       return text;
     default:
       return text;
@@ -169,8 +159,8 @@ Result<std::set<std::string>> MariadbJsonColumns(MysqlConnection& conn, const st
   if (!rows.ok()) return rows.status();
   std::set<std::string> out;
   for (const auto& r : *rows) {
-    std::string clause = Lower(Field(r, 1));
-    if (clause.rfind("json_valid(", 0) == 0) out.insert(Field(r, 0));
+    std::string clause = Lower(TextOrEmpty(r, 1));
+    if (clause.rfind("json_valid(", 0) == 0) out.insert(TextOrEmpty(r, 0));
   }
   return out;
 }
@@ -195,7 +185,7 @@ Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string&
       conn.Quote(database), conn.Quote(table)));
   if (!pk.ok()) return pk.status();
   for (const auto& r : *cols) shape.columns.push_back(InfoSchemaColumn(r, *json_cols));
-  for (const auto& r : *pk) shape.keys.push_back(Field(r, 0));
+  for (const auto& r : *pk) shape.keys.push_back(TextOrEmpty(r, 0));
   for (const auto& c : shape.columns) {
     if (!shape.select_list.empty()) shape.select_list += ", ";
     shape.select_list += c.type == kBit ? fmt::format("LPAD(BIN({0}), {1}, '0')",

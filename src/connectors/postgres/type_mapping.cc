@@ -8,6 +8,7 @@
 #include <charconv>
 #include <unordered_map>
 
+#include "common/base64.h"
 #include "common/fast_json.h"
 
 namespace sluice::connectors::postgres {
@@ -210,11 +211,7 @@ Result<json> Bytea(std::string_view text) {
       bin_len != bin.size()) {
     return Bad(kBytea, text, "bad hex digits");
   }
-  std::string b64(sodium_base64_ENCODED_LEN(bin.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(bin.data()),
-                    bin.size(), sodium_base64_VARIANT_ORIGINAL);
-  b64.resize(b64.size() - 1);  // the terminating NUL
-  return json(std::move(b64));
+  return json(common::Base64Encode(bin));
 }
 
 // The array literal grammar of array_in: '{' elements '}' with ',' between,
