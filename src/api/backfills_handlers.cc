@@ -99,8 +99,8 @@ void RequireConnectorTeam(pqxx::work& tx, const Principal& caller, const common:
   RequireTeam(tx, caller, *common::Uuid::Parse(r[0][0].c_str()), action);
 }
 
-BackfillRun RequireRun(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
-                       Action action, bool for_update = false) {
+BackfillRun RequireBackfillRun(pqxx::work& tx, const Principal& caller, const common::Uuid& id,
+                               Action action, bool for_update = false) {
   auto run = Repository::FindRun(tx, id, for_update);
   if (!run) throw ApiError(404, "not_found", "backfill run not found");
   RequireConnectorTeam(tx, caller, run->source_connector_id, action);
@@ -204,7 +204,7 @@ Response Trigger(ApiContext& ctx, Request& req) {
   return Response::Created({{"runs", runs}});
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListBackfills(ApiContext& ctx, Request& req) {
   auto team = req.PathUuid("team_id");
   Page page = ParsePage(req);
   auto status = req.Query("status");
@@ -243,7 +243,7 @@ Response Detail(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("run_id");
   Json body;
   ctx.db.Transact([&](pqxx::work& tx) {
-    body = RunJson(tx, RequireRun(tx, req.caller(), id, Action::kTeamResourceRead), true);
+    body = RunJson(tx, RequireBackfillRun(tx, req.caller(), id, Action::kTeamResourceRead), true);
   });
   return Response::Ok(body);
 }
@@ -252,7 +252,7 @@ Response Progress(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("run_id");
   Json body;
   ctx.db.Transact([&](pqxx::work& tx) {
-    auto run = RequireRun(tx, req.caller(), id, Action::kTeamResourceRead);
+    auto run = RequireBackfillRun(tx, req.caller(), id, Action::kTeamResourceRead);
     auto items = Repository::ItemsOf(tx, run.id);
     auto p = backfill::EstimateProgress(items, common::Clock::now());
     Json list = Json::array();
@@ -279,7 +279,7 @@ Response Progress(ApiContext& ctx, Request& req) {
 
 // Cancels `run` (locked): queued items are cancelled (they never ran);
 // running ones are stopped by the launcher and end failed.
-Json CancelRun(pqxx::work& tx, const Principal& caller, BackfillRun run) {
+Json CancelBackfillRun(pqxx::work& tx, const Principal& caller, BackfillRun run) {
   if (run.status != backfill::RunStatus::kRunning)
     throw ApiError(409, "failed_precondition",
                    fmt::format("the run is already {}", backfill::ToString(run.status)));
@@ -303,8 +303,9 @@ Response Cancel(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("run_id");
   Json body;
   ctx.db.Transact([&](pqxx::work& tx) {
-    body = CancelRun(tx, req.caller(),
-                     RequireRun(tx, req.caller(), id, Action::kTeamResourceWrite, true));
+    body = CancelBackfillRun(
+        tx, req.caller(),
+        RequireBackfillRun(tx, req.caller(), id, Action::kTeamResourceWrite, true));
   });
   return Response::Ok(body);
 }
@@ -316,7 +317,7 @@ Response KillSwitch(ApiContext& ctx, Request& req) {
     RequireConnectorTeam(tx, req.caller(), id, Action::kTeamResourceWrite);
     auto run = Repository::ActiveRunOf(tx, id);
     if (!run) throw ApiError(404, "not_found", "the connector has no running backfill");
-    body = CancelRun(tx, req.caller(), *run);
+    body = CancelBackfillRun(tx, req.caller(), *run);
   });
   return Response::Ok(body);
 }
@@ -328,7 +329,7 @@ void RegisterBackfillsRoutes(Router& r, ApiContext& ctx) {
   g.Post("/backfills", "Trigger backfills (one run per source connector)",
          [&ctx](Request& q) { return Trigger(ctx, q); });
   g.Get("/teams/{team_id}/backfills", "A team's backfill runs, newest first",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListBackfills(ctx, q); });
   g.Get("/backfills/{run_id}", "A backfill run with its items",
         [&ctx](Request& q) { return Detail(ctx, q); });
   g.Get("/backfills/{run_id}/progress", "A backfill run's progress and ETA",

@@ -52,7 +52,7 @@ Response GetType(Request& req) {
   return Response::Ok(TypeJson(*t));
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListConnectors(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Page page = ParsePage(req);
   ConnectorFilter filter{req.Query("name"), req.Query("way")};
@@ -66,7 +66,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateConnector(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -96,7 +96,7 @@ Response Create(ApiContext& ctx, Request& req) {
       PresentConnector);
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetConnector(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return ConnectorJson(
@@ -104,7 +104,7 @@ Response Get(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchConnector(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -185,7 +185,7 @@ std::vector<SourceObjects> OwnSourceObjects(pqxx::work& tx, const ApiContext& ct
   return out;
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteConnector(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   std::vector<SourceObjects> objects;
   ctx.db.Transact([&](pqxx::work& tx) {
@@ -279,19 +279,19 @@ void RegisterConnectorsRoutes(Router& r, ApiContext& ctx) {
   g.Get("/connector-types", "List connector types and their configuration schemas", ListTypes);
   g.Get("/connector-types/{type}", "Read one connector type", GetType);
   g.Get("/teams/{team_id}/connectors", "List a team's connectors (?name= case-insensitive, ?way=)",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListConnectors(ctx, q); });
   g.Post("/teams/{team_id}/connectors", "Create a connector (Idempotency-Key supported)",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateConnector(ctx, q); });
   g.Get("/connectors/{connector_id}", "Read a connector (secrets redacted)",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetConnector(ctx, q); });
   g.Get("/connectors/{connector_id}/tables",
         "List the tables a source connector could capture, read from the source (PostgreSQL: "
         "schema.table, MySQL: database.table) with whether each has a primary key",
         [&ctx](Request& q) { return ListTables(ctx, q); });
   g.Patch("/connectors/{connector_id}", "Rename a connector or replace its configuration",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchConnector(ctx, q); });
   g.Delete("/connectors/{connector_id}", "Delete a connector not used by a pipeline",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteConnector(ctx, q); });
 }
 
 }  // namespace sluice::api

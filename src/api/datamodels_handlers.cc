@@ -12,7 +12,7 @@ namespace {
 
 using auth::Action;
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListDatamodels(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("connector_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -25,7 +25,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateDatamodel(ApiContext& ctx, Request& req) {
   auto connector_id = req.PathUuid("connector_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -46,7 +46,7 @@ Response Create(ApiContext& ctx, Request& req) {
   });
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetDatamodel(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("datamodel_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return DatamodelJson(
@@ -54,7 +54,7 @@ Response Get(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchDatamodel(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("datamodel_id");
   Json body = req.Body();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -76,7 +76,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteDatamodel(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("datamodel_id");
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireDatamodel(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
@@ -90,15 +90,15 @@ Response Delete(ApiContext& ctx, Request& req) {
 void RegisterDatamodelsRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "datamodels");
   g.Get("/connectors/{connector_id}/datamodels", "List a source connector's datamodels",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListDatamodels(ctx, q); });
   g.Post("/connectors/{connector_id}/datamodels", "Create a datamodel (Idempotency-Key supported)",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateDatamodel(ctx, q); });
   g.Get("/datamodels/{datamodel_id}", "Read a datamodel",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetDatamodel(ctx, q); });
   g.Patch("/datamodels/{datamodel_id}", "Change a datamodel",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchDatamodel(ctx, q); });
   g.Delete("/datamodels/{datamodel_id}", "Delete a datamodel not used by a pipeline",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteDatamodel(ctx, q); });
 }
 
 }  // namespace sluice::api

@@ -26,7 +26,7 @@ auth::EnvRole RequireRole(FieldReader& f) {
   return *role;
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListEnvs(ApiContext& ctx, Request& req) {
   Page page = ParsePage(req);
   const auto& caller = req.caller();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -43,7 +43,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateEnv(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   Json body = req.Body();
   FieldReader f(body);
@@ -64,7 +64,7 @@ Response Create(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetEnv(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("env_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     Json j = EnvJson(RequireEnv(tx, req.caller(), id, Action::kEnvRead));
@@ -74,7 +74,7 @@ Response Get(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchEnv(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("env_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -99,7 +99,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteEnv(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   auto id = req.PathUuid("env_id");
   ctx.db.Transact([&](pqxx::work& tx) {
@@ -109,7 +109,7 @@ Response Delete(ApiContext& ctx, Request& req) {
   return Response::NoContent();
 }
 
-Response ListMembers(ApiContext& ctx, Request& req) {
+Response HandleListEnvMembers(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("env_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -118,7 +118,7 @@ Response ListMembers(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response AddMember(ApiContext& ctx, Request& req) {
+Response HandleAddEnvMember(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("env_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -140,7 +140,7 @@ Response AddMember(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response ChangeMember(ApiContext& ctx, Request& req) {
+Response HandleChangeEnvMember(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("env_id");
   auto user_id = req.PathUuid("user_id");
   Json body = req.Body();
@@ -158,7 +158,7 @@ Response ChangeMember(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response RemoveMember(ApiContext& ctx, Request& req) {
+Response HandleRemoveEnvMember(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("env_id");
   auto user_id = req.PathUuid("user_id");
   ctx.db.Transact([&](pqxx::work& tx) {
@@ -215,25 +215,26 @@ Response BrokerAcls(ApiContext& ctx, Request& req) {
 void RegisterEnvsRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "envs");
   g.Get("/envs", "List the envs the caller belongs to (all, for a superuser)",
-        [&ctx](Request& q) { return List(ctx, q); });
-  g.Post("/envs", "Create an env (superuser)", [&ctx](Request& q) { return Create(ctx, q); });
-  g.Get("/envs/{env_id}", "Read an env", [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleListEnvs(ctx, q); });
+  g.Post("/envs", "Create an env (superuser)",
+         [&ctx](Request& q) { return HandleCreateEnv(ctx, q); });
+  g.Get("/envs/{env_id}", "Read an env", [&ctx](Request& q) { return HandleGetEnv(ctx, q); });
   g.Patch("/envs/{env_id}", "Change an env (env admin)",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchEnv(ctx, q); });
   g.Delete("/envs/{env_id}", "Delete an env and its teams (superuser)",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteEnv(ctx, q); });
   g.Get("/envs/{env_id}/broker-acls",
         "What each worker may do on the broker, as kafka-acls commands (env admin)",
         [&ctx](Request& q) { return BrokerAcls(ctx, q); });
   g.Get("/envs/{env_id}/members", "List env members",
-        [&ctx](Request& q) { return ListMembers(ctx, q); });
+        [&ctx](Request& q) { return HandleListEnvMembers(ctx, q); });
   g.Post("/envs/{env_id}/members", "Grant an env role (env admin); 409 if already a member",
-         [&ctx](Request& q) { return AddMember(ctx, q); });
+         [&ctx](Request& q) { return HandleAddEnvMember(ctx, q); });
   g.Patch("/envs/{env_id}/members/{user_id}", "Change a member's env role (env admin)",
-          [&ctx](Request& q) { return ChangeMember(ctx, q); });
+          [&ctx](Request& q) { return HandleChangeEnvMember(ctx, q); });
   g.Delete("/envs/{env_id}/members/{user_id}",
            "Revoke env membership and the user's teams in it (env admin)",
-           [&ctx](Request& q) { return RemoveMember(ctx, q); });
+           [&ctx](Request& q) { return HandleRemoveEnvMember(ctx, q); });
 }
 
 }  // namespace sluice::api

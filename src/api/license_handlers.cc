@@ -27,7 +27,7 @@ Json LicenseJson(const license::License& license, common::TimePoint now) {
   return j;
 }
 
-Response Get(ApiContext& ctx) {
+Response HandleGetLicense(ApiContext& ctx) {
   auto now = common::Clock::now();
   auto last = ctx.db.Transact([](pqxx::work& tx) { return license::LicenseRepository::Load(tx); });
   return Response::Ok(LicenseJson(license::License(last, ctx.options.license_grace), now));
@@ -52,7 +52,7 @@ common::Status LicenseAllowsStart(pqxx::work& tx, const ApiContext& ctx) {
 void RegisterLicenseRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "license");
   g.Get("/license", "The cached license verdict and its grace window",
-        [&ctx](Request&) { return Get(ctx); });
+        [&ctx](Request&) { return HandleGetLicense(ctx); });
   g.Post("/license", "Store a control-plane license verdict (superuser)",
          [&ctx](Request& q) { return Put(ctx, q); });
 }

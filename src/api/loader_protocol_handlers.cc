@@ -25,7 +25,7 @@ LoaderPrincipal Authorize(ApiContext& ctx, const Request& req) {
   return *who;
 }
 
-Response Launch(ApiContext& ctx, Request& req) {
+Response HandleLaunchLoader(ApiContext& ctx, Request& req) {
   auto who = Authorize(ctx, req);
   Json config;
   ctx.db.Transact([&](pqxx::work& tx) {
@@ -82,7 +82,7 @@ void RegisterLoaderProtocolRoutes(Router& r, ApiContext& ctx) {
   g.Get(
       "/loader/items/{item_id}/launch",
       "This loader's launch config, decrypted (loader token of the item's attempt)",
-      [&ctx](Request& q) { return Launch(ctx, q); }, Access::kLoader);
+      [&ctx](Request& q) { return HandleLaunchLoader(ctx, q); }, Access::kLoader);
   g.Post(
       "/loader/items/{item_id}/reports",
       "Report claim / progress / truncated / complete / fail (409 once requeued)",

@@ -135,7 +135,7 @@ std::optional<events::EventScope> ScopeById(const Request& req, const std::strin
 // not to the resource's team today: a deleted connector's history stays
 // with the team that owned it, and a moved resource does not hand its
 // history to its new team.
-Response List(ApiContext& ctx, Request& req, const std::string& kind) {
+Response HandleListMonitoring(ApiContext& ctx, Request& req, const std::string& kind) {
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     auto scope = ScopeReadableNow(tx, ctx, req, kind);
     const bool readable_now = scope.has_value();
@@ -159,17 +159,17 @@ void RegisterMonitoringRoutes(Router& r, ApiContext& ctx) {
   const char* query = " (?level=critical,error|...|all, ?limit=, ?cursor=)";
   g.Get("/connectors/{connector_id}/events",
         std::string("Monitoring events of a connector and its datamodels/subscriptions") + query,
-        [&ctx](Request& q) { return List(ctx, q, "connector"); });
+        [&ctx](Request& q) { return HandleListMonitoring(ctx, q, "connector"); });
   g.Get("/datamodels/{datamodel_id}/events",
         std::string("Monitoring events of a datamodel and its connector") + query,
-        [&ctx](Request& q) { return List(ctx, q, "datamodel"); });
+        [&ctx](Request& q) { return HandleListMonitoring(ctx, q, "datamodel"); });
   g.Get("/subscriptions/{subscription_id}/events",
         std::string("Monitoring events of a subscription and its target connector") + query,
-        [&ctx](Request& q) { return List(ctx, q, "subscription"); });
+        [&ctx](Request& q) { return HandleListMonitoring(ctx, q, "subscription"); });
   g.Get("/pipelines/{pipeline_id}/events",
         std::string("Monitoring events of a pipeline's connectors, datamodels, subscriptions") +
             query,
-        [&ctx](Request& q) { return List(ctx, q, "pipeline"); });
+        [&ctx](Request& q) { return HandleListMonitoring(ctx, q, "pipeline"); });
 }
 
 }  // namespace sluice::api

@@ -26,7 +26,7 @@ PipelineRow RequirePipeline(pqxx::work& tx, const Principal& caller, const commo
   return *p;
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListPipelines(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -39,7 +39,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreatePipeline(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -58,14 +58,14 @@ Response Create(ApiContext& ctx, Request& req) {
   });
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetPipeline(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("pipeline_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return PipelineJson(RequirePipeline(tx, req.caller(), id, Action::kTeamResourceRead));
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchPipeline(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("pipeline_id");
   Json body = req.Body();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -85,7 +85,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeletePipeline(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("pipeline_id");
   ctx.db.Transact([&](pqxx::work& tx) {
     RequirePipeline(tx, req.caller(), id, Action::kTeamResourceWrite);
@@ -100,15 +100,15 @@ Response Delete(ApiContext& ctx, Request& req) {
 void RegisterPipelinesRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "pipelines");
   g.Get("/teams/{team_id}/pipelines", "List a team's pipelines (?name= case-insensitive)",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListPipelines(ctx, q); });
   g.Post("/teams/{team_id}/pipelines", "Create a pipeline (Idempotency-Key supported)",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreatePipeline(ctx, q); });
   g.Get("/pipelines/{pipeline_id}", "Read a pipeline with its computed state",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetPipeline(ctx, q); });
   g.Patch("/pipelines/{pipeline_id}", "Change a pipeline (bumps version)",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchPipeline(ctx, q); });
   g.Delete("/pipelines/{pipeline_id}", "Delete a pipeline (its subscriptions stay, unlinked)",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeletePipeline(ctx, q); });
 }
 
 }  // namespace sluice::api

@@ -93,7 +93,7 @@ Json AccountJson(pqxx::work& tx, const ServiceAccountRow& sa) {
   return j;
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateServiceAccount(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   Json body = req.Body();
   FieldReader f(body);
@@ -153,7 +153,7 @@ Response SetGrants(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListServiceAccounts(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -173,7 +173,7 @@ Response NewToken(ApiContext& ctx, Request& req) {
   return Response::Created(IssueToken(ctx, *sa, t.name, t.lifetime));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteServiceAccount(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   auto id = req.PathUuid("service_account_id");
   ctx.db.Transact([&](pqxx::work& tx) {
@@ -191,9 +191,9 @@ Response Delete(ApiContext& ctx, Request& req) {
 void RegisterServiceAccountsRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "service-accounts");
   g.Post("/service-accounts", "Create a service account and its first token (superuser)",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateServiceAccount(ctx, q); });
   g.Get("/service-accounts", "List service accounts (superuser)",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListServiceAccounts(ctx, q); });
   g.Get("/service-accounts/{service_account_id}", "A service account and its grants (superuser)",
         [&ctx](Request& q) { return Show(ctx, q); });
   g.Patch("/service-accounts/{service_account_id}",
@@ -204,7 +204,7 @@ void RegisterServiceAccountsRoutes(Router& r, ApiContext& ctx) {
          [&ctx](Request& q) { return NewToken(ctx, q); });
   g.Delete("/service-accounts/{service_account_id}",
            "Delete a service account; its tokens stop working (superuser)",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteServiceAccount(ctx, q); });
 }
 
 }  // namespace sluice::api

@@ -111,7 +111,7 @@ Response ListByTeam(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateSubscription(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -134,7 +134,7 @@ Response Create(ApiContext& ctx, Request& req) {
   });
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetSubscription(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("subscription_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return SubscriptionJson(
@@ -142,7 +142,7 @@ Response Get(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchSubscription(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("subscription_id");
   Json body = req.Body();
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -171,7 +171,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteSubscription(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("subscription_id");
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireSubscription(tx, ctx, req.caller(), id, Action::kTeamResourceWrite);
@@ -187,16 +187,16 @@ void RegisterSubscriptionsRoutes(Router& r, ApiContext& ctx) {
   g.Get("/teams/{team_id}/subscriptions", "List subscriptions into a team's targets",
         [&ctx](Request& q) { return ListByTeam(ctx, q); });
   g.Post("/teams/{team_id}/subscriptions", "Create a subscription (Idempotency-Key supported)",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateSubscription(ctx, q); });
   g.Get("/pipelines/{pipeline_id}/subscriptions", "List a pipeline's subscriptions",
         [&ctx](Request& q) { return ListByPipeline(ctx, q); });
   g.Get("/subscriptions/{subscription_id}", "Read a subscription",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetSubscription(ctx, q); });
   g.Patch("/subscriptions/{subscription_id}",
           "Change a subscription; backfill switched on resets its consumer group",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchSubscription(ctx, q); });
   g.Delete("/subscriptions/{subscription_id}", "Delete a subscription (its metrics stay)",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteSubscription(ctx, q); });
 }
 
 }  // namespace sluice::api

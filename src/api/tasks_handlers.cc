@@ -22,7 +22,7 @@ using auth::Action;
 using warehouse::TaskRow;
 using warehouse::TaskSchedule;
 
-constexpr size_t kMaxScriptChars = 1'000'000;
+constexpr size_t kMaxTaskScriptChars = 1'000'000;
 
 TaskSchedule ParseSchedule(const Json& json) {
   auto s = TaskSchedule::FromJson(json);
@@ -74,7 +74,7 @@ WarehouseRow RequireBodyWarehouse(pqxx::work& tx, const ApiContext& ctx, const P
   }
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListTasks(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -89,7 +89,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateTask(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -97,7 +97,7 @@ Response Create(ApiContext& ctx, Request& req) {
   t.id = common::Uuid::V4();
   t.name = f.RequiredString("name", 255);
   t.warehouse_id = f.RequiredUuid("warehouse_id");
-  t.sql = f.RequiredString("sql", kMaxScriptChars);
+  t.sql = f.RequiredString("sql", kMaxTaskScriptChars);
   auto schedule = f.OptionalObject("schedule");
   t.enabled = f.OptionalBool("enabled").value_or(true);
   f.Finish();
@@ -118,19 +118,19 @@ Response Create(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetTask(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("task_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return RequireTask(tx, req.caller(), id, Action::kTeamResourceRead).ToJson();
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchTask(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("task_id");
   Json body = req.Body();
   FieldReader f(body);
   auto name = f.OptionalString("name", 255);
-  auto sql = f.OptionalString("sql", kMaxScriptChars);
+  auto sql = f.OptionalString("sql", kMaxTaskScriptChars);
   auto warehouse_id = f.OptionalUuid("warehouse_id");
   auto schedule_json = f.OptionalObject("schedule");
   f.Finish();
@@ -167,7 +167,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteTask(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("task_id");
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireTask(tx, req.caller(), id, Action::kTeamResourceWrite);
@@ -232,15 +232,15 @@ void RegisterTasksRoutes(Router& r, ApiContext& ctx) {
   auto executor = std::make_shared<warehouse::RunExecutor>(ctx.db);
   RouteGroup g(r, kApiPrefix, "tasks");
   g.Get("/teams/{team_id}/tasks", "List a team's scheduled tasks",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListTasks(ctx, q); });
   g.Post("/teams/{team_id}/tasks", "Schedule a script on one of the team's warehouses",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateTask(ctx, q); });
   g.Get("/tasks/{task_id}", "Read a task (state computed from enabled and its last run)",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetTask(ctx, q); });
   g.Patch("/tasks/{task_id}", "Rename, edit the script or schedule, or move a task",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchTask(ctx, q); });
   g.Delete("/tasks/{task_id}", "Delete a task and its runs",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteTask(ctx, q); });
   g.Post("/tasks/{task_id}/pause", "Pause a task: its schedule stops firing",
          [&ctx](Request& q) { return SetEnabled(ctx, q, false); });
   g.Post("/tasks/{task_id}/resume", "Resume a task from its next slot",

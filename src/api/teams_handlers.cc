@@ -12,7 +12,7 @@ namespace {
 
 using auth::Action;
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListTeams(ApiContext& ctx, Request& req) {
   auto env_id = req.PathUuid("env_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -25,7 +25,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateTeam(ApiContext& ctx, Request& req) {
   auto env_id = req.PathUuid("env_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -46,14 +46,14 @@ Response Create(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetTeam(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return TeamJson(RequireTeam(tx, req.caller(), id, Action::kTeamRead));
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchTeam(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -72,7 +72,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteTeam(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireTeam(tx, req.caller(), id, Action::kTeamManage);
@@ -81,7 +81,7 @@ Response Delete(ApiContext& ctx, Request& req) {
   return Response::NoContent();
 }
 
-Response ListMembers(ApiContext& ctx, Request& req) {
+Response HandleListTeamMembers(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -90,7 +90,7 @@ Response ListMembers(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response AddMember(ApiContext& ctx, Request& req) {
+Response HandleAddTeamMember(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -115,7 +115,7 @@ Response AddMember(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response ChangeMember(ApiContext& ctx, Request& req) {
+Response HandleChangeTeamMember(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   auto user_id = req.PathUuid("user_id");
   Json body = req.Body();
@@ -134,7 +134,7 @@ Response ChangeMember(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response RemoveMember(ApiContext& ctx, Request& req) {
+Response HandleRemoveTeamMember(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("team_id");
   auto user_id = req.PathUuid("user_id");
   ctx.db.Transact([&](pqxx::work& tx) {
@@ -151,22 +151,23 @@ Response RemoveMember(ApiContext& ctx, Request& req) {
 
 void RegisterTeamsRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "teams");
-  g.Get("/envs/{env_id}/teams", "List an env's teams", [&ctx](Request& q) { return List(ctx, q); });
+  g.Get("/envs/{env_id}/teams", "List an env's teams",
+        [&ctx](Request& q) { return HandleListTeams(ctx, q); });
   g.Post("/envs/{env_id}/teams", "Create a team (env member); the creator becomes its admin",
-         [&ctx](Request& q) { return Create(ctx, q); });
-  g.Get("/teams/{team_id}", "Read a team", [&ctx](Request& q) { return Get(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateTeam(ctx, q); });
+  g.Get("/teams/{team_id}", "Read a team", [&ctx](Request& q) { return HandleGetTeam(ctx, q); });
   g.Patch("/teams/{team_id}", "Change a team (team or env admin)",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchTeam(ctx, q); });
   g.Delete("/teams/{team_id}", "Delete a team (team or env admin)",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteTeam(ctx, q); });
   g.Get("/teams/{team_id}/members", "List team members",
-        [&ctx](Request& q) { return ListMembers(ctx, q); });
+        [&ctx](Request& q) { return HandleListTeamMembers(ctx, q); });
   g.Post("/teams/{team_id}/members", "Add a team member (team or env admin)",
-         [&ctx](Request& q) { return AddMember(ctx, q); });
+         [&ctx](Request& q) { return HandleAddTeamMember(ctx, q); });
   g.Patch("/teams/{team_id}/members/{user_id}", "Change a member's admin flag",
-          [&ctx](Request& q) { return ChangeMember(ctx, q); });
+          [&ctx](Request& q) { return HandleChangeTeamMember(ctx, q); });
   g.Delete("/teams/{team_id}/members/{user_id}", "Remove a team member",
-           [&ctx](Request& q) { return RemoveMember(ctx, q); });
+           [&ctx](Request& q) { return HandleRemoveTeamMember(ctx, q); });
 }
 
 }  // namespace sluice::api

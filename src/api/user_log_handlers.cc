@@ -31,7 +31,7 @@ std::optional<std::string> TimeQuery(const Request& req, const std::string& name
   return s;
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListUserLog(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   Page page = ParsePage(req);
   UserLogFilter f;
@@ -58,7 +58,7 @@ void RegisterUserLogRoutes(Router& r, ApiContext& ctx) {
   g.Get("/user-log",
         "Audit trail, newest first; filters user_id, target_user_id, action, user_type, "
         "user_email, since, until (superuser)",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListUserLog(ctx, q); });
 }
 
 }  // namespace sluice::api

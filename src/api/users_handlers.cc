@@ -18,7 +18,7 @@ std::optional<std::string> HashIfGiven(const std::optional<std::string>& passwor
   return ValueOrThrow(auth::HashPassword(*password));
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListUsers(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -28,7 +28,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateUser(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   Json body = req.Body();
   FieldReader f(body);
@@ -48,7 +48,7 @@ Response Create(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetUser(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("user_id");
   // Others' existence is not the caller's business: 404, not 403.
   if (!req.caller().is_superuser && id != req.caller().user_id) {
@@ -61,7 +61,7 @@ Response Get(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchUser(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   auto id = req.PathUuid("user_id");
   Json body = req.Body();
@@ -100,7 +100,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteUser(ApiContext& ctx, Request& req) {
   RequireSuperuser(req.caller());
   auto id = req.PathUuid("user_id");
   if (id == req.caller().user_id) {
@@ -119,16 +119,17 @@ Response Delete(ApiContext& ctx, Request& req) {
 
 void RegisterUsersRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "users");
-  g.Get("/users", "List users (superuser)", [&ctx](Request& q) { return List(ctx, q); });
-  g.Post("/users", "Create a user (superuser)", [&ctx](Request& q) { return Create(ctx, q); });
+  g.Get("/users", "List users (superuser)", [&ctx](Request& q) { return HandleListUsers(ctx, q); });
+  g.Post("/users", "Create a user (superuser)",
+         [&ctx](Request& q) { return HandleCreateUser(ctx, q); });
   g.Get("/users/{user_id}", "Read a user (superuser, or oneself)",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetUser(ctx, q); });
   g.Patch("/users/{user_id}",
           "Change a user; is_active=false revokes all their sessions, a new password all "
           "but the caller's",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchUser(ctx, q); });
   g.Delete("/users/{user_id}", "Delete a user; their history stays in the user log",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteUser(ctx, q); });
 }
 
 }  // namespace sluice::api

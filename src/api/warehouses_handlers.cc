@@ -22,7 +22,7 @@ const connectors::types::ConnectorType& RequireWarehouseType(const std::string& 
   return *t;
 }
 
-Response List(ApiContext& ctx, Request& req) {
+Response HandleListWarehouses(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Page page = ParsePage(req);
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
@@ -36,7 +36,7 @@ Response List(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Create(ApiContext& ctx, Request& req) {
+Response HandleCreateWarehouse(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -63,7 +63,7 @@ Response Create(ApiContext& ctx, Request& req) {
       PresentWarehouse);
 }
 
-Response Get(ApiContext& ctx, Request& req) {
+Response HandleGetWarehouse(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   return Response::Ok(ctx.db.Transact([&](pqxx::work& tx) {
     return WarehouseJson(
@@ -71,7 +71,7 @@ Response Get(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Patch(ApiContext& ctx, Request& req) {
+Response HandlePatchWarehouse(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   Json body = req.Body();
   FieldReader f(body);
@@ -94,7 +94,7 @@ Response Patch(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response Delete(ApiContext& ctx, Request& req) {
+Response HandleDeleteWarehouse(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("warehouse_id");
   ctx.db.Transact([&](pqxx::work& tx) {
     RequireWarehouse(tx, ctx.keys, req.caller(), id, Action::kTeamResourceWrite);
@@ -109,15 +109,15 @@ Response Delete(ApiContext& ctx, Request& req) {
 void RegisterWarehousesRoutes(Router& r, ApiContext& ctx) {
   RouteGroup g(r, kApiPrefix, "warehouses");
   g.Get("/teams/{team_id}/warehouses", "List a team's warehouses",
-        [&ctx](Request& q) { return List(ctx, q); });
+        [&ctx](Request& q) { return HandleListWarehouses(ctx, q); });
   g.Post("/teams/{team_id}/warehouses", "Create a warehouse (Idempotency-Key supported)",
-         [&ctx](Request& q) { return Create(ctx, q); });
+         [&ctx](Request& q) { return HandleCreateWarehouse(ctx, q); });
   g.Get("/warehouses/{warehouse_id}", "Read a warehouse (token redacted)",
-        [&ctx](Request& q) { return Get(ctx, q); });
+        [&ctx](Request& q) { return HandleGetWarehouse(ctx, q); });
   g.Patch("/warehouses/{warehouse_id}", "Rename a warehouse or replace its configuration",
-          [&ctx](Request& q) { return Patch(ctx, q); });
+          [&ctx](Request& q) { return HandlePatchWarehouse(ctx, q); });
   g.Delete("/warehouses/{warehouse_id}", "Delete a warehouse no task runs on",
-           [&ctx](Request& q) { return Delete(ctx, q); });
+           [&ctx](Request& q) { return HandleDeleteWarehouse(ctx, q); });
 }
 
 }  // namespace sluice::api

@@ -35,7 +35,7 @@ Response Write(ApiContext& ctx, const Request& req,
   return Response::NoContent();
 }
 
-Response Launch(ApiContext& ctx, Request& req) {
+Response HandleLaunchWorker(ApiContext& ctx, Request& req) {
   Json launch;
   ctx.db.Transact([&](pqxx::work& tx) {
     auto pod = ResolvePod(tx, req);
@@ -184,7 +184,7 @@ void RegisterWorkerProtocolRoutes(Router& r, ApiContext& ctx) {
   auto w = Access::kWorker;
   g.Get(
       "/worker/launch", "This pod's launch config, decrypted (worker token)",
-      [&ctx](Request& q) { return Launch(ctx, q); }, w);
+      [&ctx](Request& q) { return HandleLaunchWorker(ctx, q); }, w);
   g.Post(
       "/worker/state", "Report LIVE / ERROR / STOPPED (409 when refused)",
       [&ctx](Request& q) { return State(ctx, q); }, w);

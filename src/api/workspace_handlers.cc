@@ -22,7 +22,7 @@ namespace {
 using auth::Action;
 
 // Scripts are text typed in an editor; this bounds a request, not a need.
-constexpr size_t kMaxScriptChars = 1'000'000;
+constexpr size_t kMaxWorkspaceScriptChars = 1'000'000;
 
 warehouse::EngineFactory EngineFor(const WarehouseRow& w) {
   return [type = w.warehouse_type, config = w.configuration] {
@@ -60,7 +60,7 @@ Response StartRun(ApiContext& ctx, Request& req, warehouse::RunExecutor& executo
   auto id = req.PathUuid("warehouse_id");
   Json body = req.Body();
   FieldReader f(body);
-  auto sql = f.OptionalString("sql", kMaxScriptChars);
+  auto sql = f.OptionalString("sql", kMaxWorkspaceScriptChars);
   f.Finish();
   if (!sql) InvalidField("sql", "is required");
   warehouse::NewRun run;
@@ -111,7 +111,7 @@ Response GetRun(ApiContext& ctx, Request& req) {
   }));
 }
 
-Response CancelRun(ApiContext& ctx, Request& req) {
+Response HandleCancelWorkspaceRun(ApiContext& ctx, Request& req) {
   auto id = req.PathUuid("run_id");
   Json out = ctx.db.Transact([&](pqxx::work& tx) {
     auto run = RequireRun(tx, ctx, req.caller(), id, Action::kTeamResourceWrite);
@@ -143,7 +143,7 @@ void RegisterWorkspaceRoutes(Router& r, ApiContext& ctx) {
   g.Get("/script-runs/{run_id}", "Read a script run with every statement's outcome",
         [&ctx](Request& q) { return GetRun(ctx, q); });
   g.Post("/script-runs/{run_id}/cancel", "Ask a running script run to stop (202)",
-         [&ctx](Request& q) { return CancelRun(ctx, q); });
+         [&ctx](Request& q) { return HandleCancelWorkspaceRun(ctx, q); });
 }
 
 }  // namespace sluice::api

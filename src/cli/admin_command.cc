@@ -45,7 +45,7 @@ int CreateSuperuser(const AdminFlags& f) {
   return 0;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand admin_registration([](CLI::App& root) {
   auto flags = std::make_shared<AdminFlags>();
   auto* admin = root.add_subcommand("admin", "Administer users of this data-plane");
   admin->require_subcommand(1);

@@ -155,7 +155,7 @@ int RunBroker(const BrokerFlags& f) {
   return 0;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand broker_registration([](CLI::App& root) {
   auto f = std::make_shared<BrokerFlags>();
   auto* cmd = root.add_subcommand("broker", "Run the embedded Kafka-protocol broker");
   cmd->add_option("--listen", f->listen, "HOST:PORT to listen on (port 0 picks one)")

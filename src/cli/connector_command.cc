@@ -19,16 +19,16 @@ struct ConnectorFlags {
   std::string team, name, type, config, config_file, id, way;
 };
 
-const std::vector<std::string> kColumns = {"id", "name", "type", "way", "updated_at"};
+const std::vector<std::string> kConnectorColumns = {"id", "name", "type", "way", "updated_at"};
 
-int Print(const std::optional<json>& out, bool as_json, bool list) {
+int PrintConnectors(const std::optional<json>& out, bool as_json, bool list) {
   if (!out) return 1;
   if (as_json) {
     std::printf("%s\n", out->dump(2).c_str());
   } else if (list) {
-    sluice::cli::PrintTable((*out)["items"], kColumns);
+    sluice::cli::PrintTable((*out)["items"], kConnectorColumns);
   } else if (out->is_object()) {
-    sluice::cli::PrintTable(json::array({*out}), kColumns);
+    sluice::cli::PrintTable(json::array({*out}), kConnectorColumns);
     if (out->contains("configuration")) {
       std::printf("configuration: %s\n", (*out)["configuration"].dump(2).c_str());
     }
@@ -36,7 +36,7 @@ int Print(const std::optional<json>& out, bool as_json, bool list) {
   return 0;
 }
 
-int Create(const ConnectorFlags& f) {
+int CreateConnector(const ConnectorFlags& f) {
   std::string text = f.config;
   if (!f.config_file.empty()) {
     std::ifstream in(f.config_file);
@@ -49,7 +49,7 @@ int Create(const ConnectorFlags& f) {
     std::fprintf(stderr, "sluice connector create: --config must be a JSON object\n");
     return 2;
   }
-  return Print(
+  return PrintConnectors(
       sluice::cli::CallOrReport("POST", "/api/v1/teams/" + f.team + "/connectors",
                                 {{"name", f.name}, {"type", f.type}, {"configuration", config}}),
       f.as_json, false);
@@ -62,7 +62,7 @@ std::string Query(const ConnectorFlags& f) {
   return q.empty() ? "" : "?" + q;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand connector_registration([](CLI::App& root) {
   auto f = std::make_shared<ConnectorFlags>();
   auto* cmd = root.add_subcommand("connector", "Manage connectors through the API");
   cmd->require_subcommand(1);
@@ -73,21 +73,21 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   create->add_option("--type", f->type, "Type id, e.g. postgresql-source")->required();
   create->add_option("--config", f->config, "Configuration as JSON");
   create->add_option("--config-file", f->config_file, "Configuration JSON file");
-  create->callback([f] { sluice::cli::ExitCode() = Create(*f); });
+  create->callback([f] { sluice::cli::ExitCode() = CreateConnector(*f); });
   auto* list = cmd->add_subcommand("list", "List a team's connectors");
   list->add_option("--team", f->team, "Team id")->required();
   list->add_option("--name", f->name, "Case-insensitive name filter");
   list->add_option("--way", f->way, "source or target");
   list->callback([f] {
-    sluice::cli::ExitCode() = Print(
+    sluice::cli::ExitCode() = PrintConnectors(
         sluice::cli::CallOrReport("GET", "/api/v1/teams/" + f->team + "/connectors" + Query(*f)),
         f->as_json, true);
   });
   auto* get = cmd->add_subcommand("get", "Show a connector (secrets redacted)");
   get->add_option("id", f->id, "Connector id")->required();
   get->callback([f] {
-    sluice::cli::ExitCode() =
-        Print(sluice::cli::CallOrReport("GET", "/api/v1/connectors/" + f->id), f->as_json, false);
+    sluice::cli::ExitCode() = PrintConnectors(
+        sluice::cli::CallOrReport("GET", "/api/v1/connectors/" + f->id), f->as_json, false);
   });
   auto* del = cmd->add_subcommand("delete", "Delete a connector");
   del->add_option("id", f->id, "Connector id")->required();
@@ -103,7 +103,7 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
       sluice::cli::PrintTable((*out)["items"], {"id", "way", "title"});
       return;
     }
-    sluice::cli::ExitCode() = Print(out, true, false);
+    sluice::cli::ExitCode() = PrintConnectors(out, true, false);
   });
 });
 

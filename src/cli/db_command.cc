@@ -17,7 +17,7 @@ void Fail(const sluice::common::Status& status) {
   sluice::cli::ExitCode() = 1;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand db_registration([](CLI::App& root) {
   auto* db = root.add_subcommand("db", "Manage the data-plane database");
   db->require_subcommand(1);
 

@@ -35,8 +35,8 @@ using sluice::backfill::ItemReports;
 using sluice::backfill::LoaderConfig;
 using sluice::common::Code;
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+std::atomic<bool> g_loader_stop{false};
+void OnLoaderSignal(int) { g_loader_stop = true; }
 
 struct LoaderFlags {
   std::string config_path;
@@ -120,7 +120,7 @@ int RunLoader(const LoaderFlags& f) {
     reporter =
         std::make_unique<ItemReporter>(*config.report_database_url, *id, config.attempt_micros);
   struct sigaction sa {};
-  sa.sa_handler = OnSignal;
+  sa.sa_handler = OnLoaderSignal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
 
@@ -154,7 +154,7 @@ int RunLoader(const LoaderFlags& f) {
   }
   spdlog::info("loading {} -> {}.{}", config.source_table, config.target_schema,
                config.target_table);
-  auto rows = sluice::backfill::LoadPair(config, hooks, g_stop);
+  auto rows = sluice::backfill::LoadPair(config, hooks, g_loader_stop);
   auto now = sluice::common::Clock::now();
   if (rows.ok()) {
     spdlog::info("loaded {} rows into {}", *rows, config.target_table);
@@ -169,7 +169,7 @@ int RunLoader(const LoaderFlags& f) {
   }
   const auto& st = rows.status();
   spdlog::error("load of {} failed: {}", config.source_table, st.message());
-  if (g_stop) return 5;  // stopped: the launcher decides (requeue or cancel)
+  if (g_loader_stop) return 5;  // stopped: the launcher decides (requeue or cancel)
   if (st.code() == Code::kFailedPrecondition &&
       st.message().find("no longer this attempt") != std::string::npos)
     return 4;
@@ -178,7 +178,7 @@ int RunLoader(const LoaderFlags& f) {
   return 1;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand loader_registration([](CLI::App& root) {
   auto flags = std::make_shared<LoaderFlags>();
   auto* cmd = root.add_subcommand("loader", "Load one backfill item (source table -> destination)");
   auto* config = cmd->add_option("--config", flags->config_path, "Launch file from the launcher");

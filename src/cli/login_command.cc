@@ -44,7 +44,7 @@ int Login(const LoginFlags& f) {
   return 0;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand login_registration([](CLI::App& root) {
   auto f = std::make_shared<LoginFlags>();
   auto* cmd = root.add_subcommand("login", "Log in to a Sluice API and save the tokens");
   cmd->add_option("--url", f->url, "API base URL")->capture_default_str();

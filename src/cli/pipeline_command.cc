@@ -18,25 +18,25 @@ struct PipelineFlags {
   bool completed = false;
 };
 
-const std::vector<std::string> kColumns = {"id", "name", "version", "state", "updated_at"};
+const std::vector<std::string> kPipelineColumns = {"id", "name", "version", "state", "updated_at"};
 
-int Print(const std::optional<json>& out, bool as_json, const json& rows) {
+int PrintPipelines(const std::optional<json>& out, bool as_json, const json& rows) {
   if (!out) return 1;
   if (as_json) {
     std::printf("%s\n", out->dump(2).c_str());
   } else {
-    sluice::cli::PrintTable(rows, kColumns);
+    sluice::cli::PrintTable(rows, kPipelineColumns);
   }
   return 0;
 }
 
-int Create(const PipelineFlags& f) {
+int CreatePipeline(const PipelineFlags& f) {
   json body = {{"name", f.name}, {"is_completed", f.completed}};
   if (!f.source.empty()) body["source_connector_id"] = f.source;
   if (!f.target.empty()) body["target_connector_id"] = f.target;
   if (!f.datamodel.empty()) body["datamodel_id"] = f.datamodel;
   auto out = sluice::cli::CallOrReport("POST", "/api/v1/teams/" + f.team + "/pipelines", body);
-  return Print(out, f.as_json, out ? json::array({*out}) : json::array());
+  return PrintPipelines(out, f.as_json, out ? json::array({*out}) : json::array());
 }
 
 int Wizard(const PipelineFlags& f) {
@@ -50,10 +50,10 @@ int Wizard(const PipelineFlags& f) {
   }
   auto out =
       sluice::cli::CallOrReport("POST", "/api/v1/teams/" + f.team + "/pipeline-wizard", body);
-  return Print(out, f.as_json, out ? json::array({(*out)["pipeline"]}) : json::array());
+  return PrintPipelines(out, f.as_json, out ? json::array({(*out)["pipeline"]}) : json::array());
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand pipeline_registration([](CLI::App& root) {
   auto f = std::make_shared<PipelineFlags>();
   auto* cmd = root.add_subcommand("pipeline", "Manage pipelines through the API");
   cmd->require_subcommand(1);
@@ -65,7 +65,7 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   create->add_option("--target", f->target, "Target connector id");
   create->add_option("--datamodel", f->datamodel, "Datamodel id");
   create->add_flag("--completed", f->completed, "Mark the configuration complete");
-  create->callback([f] { sluice::cli::ExitCode() = Create(*f); });
+  create->callback([f] { sluice::cli::ExitCode() = CreatePipeline(*f); });
   auto* wizard =
       cmd->add_subcommand("wizard", "Create source, tables, target and pipeline at once");
   wizard->add_option("--team", f->team, "Team id")->required();
@@ -75,13 +75,15 @@ sluice::cli::RegisterCommand reg([](CLI::App& root) {
   list->add_option("--team", f->team, "Team id")->required();
   list->callback([f] {
     auto out = sluice::cli::CallOrReport("GET", "/api/v1/teams/" + f->team + "/pipelines");
-    sluice::cli::ExitCode() = Print(out, f->as_json, out ? (*out)["items"] : json::array());
+    sluice::cli::ExitCode() =
+        PrintPipelines(out, f->as_json, out ? (*out)["items"] : json::array());
   });
   auto* get = cmd->add_subcommand("get", "Show a pipeline");
   get->add_option("id", f->id, "Pipeline id")->required();
   get->callback([f] {
     auto out = sluice::cli::CallOrReport("GET", "/api/v1/pipelines/" + f->id);
-    sluice::cli::ExitCode() = Print(out, f->as_json, out ? json::array({*out}) : json::array());
+    sluice::cli::ExitCode() =
+        PrintPipelines(out, f->as_json, out ? json::array({*out}) : json::array());
   });
   auto* del = cmd->add_subcommand("delete", "Delete a pipeline");
   del->add_option("id", f->id, "Pipeline id")->required();

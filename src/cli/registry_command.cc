@@ -62,7 +62,7 @@ int RunRegistry(const RegistryFlags& f) {
   return 0;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand registry_registration([](CLI::App& root) {
   auto flags = std::make_shared<RegistryFlags>();
   auto* cmd = root.add_subcommand("registry", "Run the Confluent-compatible schema registry");
   cmd->add_option("--listen", flags->listen, "HOST:PORT (port 0 picks a free one)")

@@ -90,7 +90,7 @@ CLI::App* FindAdmin(CLI::App& root) {
   return nullptr;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand rotate_key_registration([](CLI::App& root) {
   // "admin" belongs to admin_command.cc, whose registrar may run after this
   // one: attach then, just before parsing, once every command exists.
   if (CLI::App* admin = FindAdmin(root)) return AddRotateKey(*admin);

@@ -133,7 +133,7 @@ int Serve(const ServeFlags& f) {
   return 0;
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand serve_registration([](CLI::App& root) {
   auto flags = std::make_shared<ServeFlags>();
   auto* cmd = root.add_subcommand("serve", "Run the HTTP API and the schema registry");
   cmd->add_option("--listen", flags->listen, "API HOST:PORT (port 0 picks a free one)")

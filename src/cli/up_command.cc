@@ -195,7 +195,7 @@ int Up(const UpFlags& f) {
   return 0;  // workers, broker and the embedded cluster stop as their owners go
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand up_registration([](CLI::App& root) {
   auto f = std::make_shared<UpFlags>();
   auto* cmd = root.add_subcommand("up", "Run everything on this machine");
   cmd->add_option("--data-dir", f->data_dir, "Where the database, broker and workers keep state")

@@ -24,14 +24,14 @@
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+std::atomic<bool> g_worker_stop{false};
+void OnWorkerSignal(int) { g_worker_stop = true; }
 
 // A worker that cannot run as configured: heartbeats (so it reads as a
 // configuration error, not as a silent pod) until it is stopped.
 int WaitForStop(sluice::dataflow::WorkerReporter& reporter) {
   int seconds = 0;
-  while (!g_stop) {
+  while (!g_worker_stop) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     if (++seconds % 10 == 0) (void)reporter.Heartbeat();
   }
@@ -159,7 +159,7 @@ int RunWorkerCommand(const WorkerFlags& flags) {
                                              : flags.state_dir + "/sluice-" +
                                                    launch->worker_id.ToString() + ".snapshot.json";
   struct sigaction sa {};
-  sa.sa_handler = OnSignal;
+  sa.sa_handler = OnWorkerSignal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   auto reporter = backend ? sluice::dataflow::MakeBackendReporter(*launch, backend->url,
@@ -186,10 +186,10 @@ int RunWorkerCommand(const WorkerFlags& flags) {
                          ? state_base
                          : flags.state_dir + "/sluice-" + launch->worker_id.ToString();
   if (!StartMetricsListener(listener, metrics_listen, base)) return 2;
-  return sluice::dataflow::RunWorker(*launch, *reporter, g_stop, {}, &metrics);
+  return sluice::dataflow::RunWorker(*launch, *reporter, g_worker_stop, {}, &metrics);
 }
 
-sluice::cli::RegisterCommand reg([](CLI::App& root) {
+sluice::cli::RegisterCommand worker_registration([](CLI::App& root) {
   auto flags = std::make_shared<WorkerFlags>();
   auto* cmd = root.add_subcommand("worker", "Run one shard of one connector");
   auto* config =
