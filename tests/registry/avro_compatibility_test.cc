@@ -163,7 +163,7 @@ bool Allowed(Compatibility level, const std::string& candidate,
   return CheckSchemaCompatibility(level, P(candidate), prev).empty();
 }
 
-const std::string kV1 = Record(kA);
+const std::string kRecordV1 = Record(kA);
 const std::string kV2AddedWithDefault = Record(std::string(kA) + "," + kBWithDefault);
 const std::string kV2AddedNoDefault = Record(std::string(kA) + "," + kBNoDefault);
 
@@ -179,27 +179,27 @@ TEST(CompatibilityLevel, BackwardIsTheDefaultAndNamesRoundTrip) {
 }
 
 TEST(CompatibilityLevel, BackwardAllowsAddingFieldWithDefaultButNotWithout) {
-  EXPECT_TRUE(Allowed(Compatibility::kBackward, kV2AddedWithDefault, {kV1}));
-  EXPECT_FALSE(Allowed(Compatibility::kBackward, kV2AddedNoDefault, {kV1}));
+  EXPECT_TRUE(Allowed(Compatibility::kBackward, kV2AddedWithDefault, {kRecordV1}));
+  EXPECT_FALSE(Allowed(Compatibility::kBackward, kV2AddedNoDefault, {kRecordV1}));
 }
 
 TEST(CompatibilityLevel, BackwardAllowsRemovingAField) {
-  EXPECT_TRUE(Allowed(Compatibility::kBackward, kV1, {kV2AddedNoDefault}));
+  EXPECT_TRUE(Allowed(Compatibility::kBackward, kRecordV1, {kV2AddedNoDefault}));
 }
 
 TEST(CompatibilityLevel, ForwardAllowsAddingAFieldWithoutDefault) {
-  EXPECT_TRUE(Allowed(Compatibility::kForward, kV2AddedNoDefault, {kV1}));
+  EXPECT_TRUE(Allowed(Compatibility::kForward, kV2AddedNoDefault, {kRecordV1}));
 }
 
 TEST(CompatibilityLevel, ForwardRefusesRemovingAFieldWithoutDefault) {
-  EXPECT_FALSE(Allowed(Compatibility::kForward, kV1, {kV2AddedNoDefault}));
-  EXPECT_TRUE(Allowed(Compatibility::kForward, kV1, {kV2AddedWithDefault}));
+  EXPECT_FALSE(Allowed(Compatibility::kForward, kRecordV1, {kV2AddedNoDefault}));
+  EXPECT_TRUE(Allowed(Compatibility::kForward, kRecordV1, {kV2AddedWithDefault}));
 }
 
 TEST(CompatibilityLevel, FullNeedsBothDirections) {
-  EXPECT_TRUE(Allowed(Compatibility::kFull, kV2AddedWithDefault, {kV1}));
-  EXPECT_FALSE(Allowed(Compatibility::kFull, kV2AddedNoDefault, {kV1}));
-  EXPECT_FALSE(Allowed(Compatibility::kFull, kV1, {kV2AddedNoDefault}));
+  EXPECT_TRUE(Allowed(Compatibility::kFull, kV2AddedWithDefault, {kRecordV1}));
+  EXPECT_FALSE(Allowed(Compatibility::kFull, kV2AddedNoDefault, {kRecordV1}));
+  EXPECT_FALSE(Allowed(Compatibility::kFull, kRecordV1, {kV2AddedNoDefault}));
 }
 
 TEST(CompatibilityLevel, NoneAllowsAnything) {
@@ -232,13 +232,13 @@ TEST(CompatibilityLevel, FullTransitiveChecksEveryVersionBothWays) {
 }
 
 TEST(CompatibilityLevel, FirstVersionIsAlwaysCompatible) {
-  EXPECT_TRUE(Allowed(Compatibility::kFullTransitive, kV1, {}));
+  EXPECT_TRUE(Allowed(Compatibility::kFullTransitive, kRecordV1, {}));
 }
 
 TEST(CompatibilityLevel, AvroAndJsonSchemasAreNeverCompatible) {
   auto json = ParsedSchema::Parse(SchemaType::kJson, R"({"type":"object"})");
   ASSERT_TRUE(json.ok());
-  EXPECT_FALSE(CheckSchemaCompatibility(Compatibility::kBackward, *json, {P(kV1)}).empty());
+  EXPECT_FALSE(CheckSchemaCompatibility(Compatibility::kBackward, *json, {P(kRecordV1)}).empty());
 }
 
 }  // namespace

@@ -4,15 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include "registry/user_schemas.h"
 #include "support/test_database.h"
 
 namespace sluice::registry {
 namespace {
 
-const char* kV1 = R"({"type":"record","name":"User","fields":[{"name":"id","type":"long"}]})";
-const char* kV2 = R"({"type":"record","name":"User","fields":[{"name":"id","type":"long"},
-  {"name":"email","type":["null","string"],"default":null}]})";
-const char* kBreaking = R"({"type":"record","name":"User","fields":[{"name":"id","type":"long"},
+using testing::kUserV1;
+using testing::kUserV2;
+// Adds a field with no default: a reader of V1 data cannot fill it.
+const char* kUserEmailRequired =
+    R"({"type":"record","name":"User","fields":[{"name":"id","type":"long"},
   {"name":"email","type":"string"}]})";
 
 class RepositoryTest : public ::testing::Test {
@@ -36,7 +38,7 @@ TEST_F(RepositoryTest, EnsureTablesIsIdempotent) {
 TEST_F(RepositoryTest, SameSchemaUnderTwentySubjectsIsOneSchemaRowAndTwentyVersions) {
   int first = 0;
   for (int i = 0; i < 20; ++i) {
-    auto id = repo_.Register("topic" + std::to_string(i) + "-value", SchemaType::kAvro, kV1);
+    auto id = repo_.Register("topic" + std::to_string(i) + "-value", SchemaType::kAvro, kUserV1);
     ASSERT_TRUE(id.ok()) << id.error().message;
     if (i == 0) first = *id;
     EXPECT_EQ(*id, first);
@@ -47,7 +49,7 @@ TEST_F(RepositoryTest, SameSchemaUnderTwentySubjectsIsOneSchemaRowAndTwentyVersi
 }
 
 TEST_F(RepositoryTest, ReRegisteringIdenticalContentIsANoOp) {
-  auto a = repo_.Register("s", SchemaType::kAvro, kV1);
+  auto a = repo_.Register("s", SchemaType::kAvro, kUserV1);
   // Same content, different whitespace and key order.
   auto b = repo_.Register("s", SchemaType::kAvro,
                           R"({ "fields": [ {"type": "long", "name": "id"} ], "name": "User",
@@ -58,21 +60,21 @@ TEST_F(RepositoryTest, ReRegisteringIdenticalContentIsANoOp) {
 }
 
 TEST_F(RepositoryTest, VersionsCountFromOnePerSubject) {
-  ASSERT_TRUE(repo_.Register("a", SchemaType::kAvro, kV1).ok());
-  ASSERT_TRUE(repo_.Register("a", SchemaType::kAvro, kV2).ok());
-  ASSERT_TRUE(repo_.Register("b", SchemaType::kAvro, kV2).ok());
+  ASSERT_TRUE(repo_.Register("a", SchemaType::kAvro, kUserV1).ok());
+  ASSERT_TRUE(repo_.Register("a", SchemaType::kAvro, kUserV2).ok());
+  ASSERT_TRUE(repo_.Register("b", SchemaType::kAvro, kUserV2).ok());
   EXPECT_EQ(*repo_.Versions("a", false), (std::vector<int>{1, 2}));
   EXPECT_EQ(*repo_.Versions("b", false), std::vector<int>{1});
   auto latest = repo_.GetVersion("a", "latest", false);
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(latest->version, 2);
-  EXPECT_EQ(latest->schema, kV2);  // stored verbatim
+  EXPECT_EQ(latest->schema, kUserV2);  // stored verbatim
   EXPECT_EQ(repo_.GetVersion("b", "1", false)->id, latest->id);
 }
 
 TEST_F(RepositoryTest, IncompatibleSchemaIsRefusedWithReasons) {
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV1).ok());
-  auto r = repo_.Register("s", SchemaType::kAvro, kBreaking);
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV1).ok());
+  auto r = repo_.Register("s", SchemaType::kAvro, kUserEmailRequired);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, error_code::kIncompatibleSchema);
   EXPECT_EQ(r.error().http_status(), 409);
@@ -89,12 +91,12 @@ TEST_F(RepositoryTest, InvalidSchemaIsRefusedWithTheParserError) {
 }
 
 TEST_F(RepositoryTest, SubjectLevelNoneAdmitsABreakingChange) {
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV1).ok());
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV1).ok());
   ASSERT_TRUE(repo_.SetCompatibility(std::string("s"), Compatibility::kNone).ok());
-  EXPECT_TRUE(repo_.Register("s", SchemaType::kAvro, kBreaking).ok());
+  EXPECT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserEmailRequired).ok());
   // Other subjects keep the global default.
-  ASSERT_TRUE(repo_.Register("t", SchemaType::kAvro, kV1).ok());
-  EXPECT_FALSE(repo_.Register("t", SchemaType::kAvro, kBreaking).ok());
+  ASSERT_TRUE(repo_.Register("t", SchemaType::kAvro, kUserV1).ok());
+  EXPECT_FALSE(repo_.Register("t", SchemaType::kAvro, kUserEmailRequired).ok());
 }
 
 TEST_F(RepositoryTest, CompatibilityDefaultsToBackwardAndSubjectLevelIsOptional) {
@@ -107,21 +109,21 @@ TEST_F(RepositoryTest, CompatibilityDefaultsToBackwardAndSubjectLevelIsOptional)
 }
 
 TEST_F(RepositoryTest, SoftDeletedVersionHidesButKeepsCountingAndIdResolves) {
-  int id1 = *repo_.Register("s", SchemaType::kAvro, kV1);
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV2).ok());
+  int id1 = *repo_.Register("s", SchemaType::kAvro, kUserV1);
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV2).ok());
   auto deleted = repo_.DeleteVersion("s", "2", false);
   ASSERT_TRUE(deleted.ok()) << deleted.error().message;
   EXPECT_EQ(*repo_.Versions("s", false), std::vector<int>{1});
   EXPECT_EQ(*repo_.Versions("s", true), (std::vector<int>{1, 2}));
   EXPECT_EQ(repo_.DeleteVersion("s", "2", false).error().code, error_code::kVersionSoftDeleted);
   // Re-registering the deleted content makes a new version.
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV2).ok());
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV2).ok());
   EXPECT_EQ(*repo_.Versions("s", false), (std::vector<int>{1, 3}));
   EXPECT_TRUE(repo_.GetSchema(id1).ok());
 }
 
 TEST_F(RepositoryTest, PermanentDeleteNeedsASoftDeleteFirst) {
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV1).ok());
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV1).ok());
   EXPECT_EQ(repo_.DeleteSubject("s", true).error().code, error_code::kSubjectNotSoftDeleted);
   EXPECT_EQ(*repo_.DeleteSubject("s", false), std::vector<int>{1});
   EXPECT_EQ(repo_.DeleteSubject("s", false).error().code, error_code::kSubjectSoftDeleted);
@@ -132,14 +134,14 @@ TEST_F(RepositoryTest, PermanentDeleteNeedsASoftDeleteFirst) {
 }
 
 TEST_F(RepositoryTest, LookupFindsTheVersionByContent) {
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV1).ok());
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV2).ok());
-  auto v = repo_.Lookup("s", SchemaType::kAvro, kV1, false);
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV1).ok());
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV2).ok());
+  auto v = repo_.Lookup("s", SchemaType::kAvro, kUserV1, false);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->version, 1);
-  EXPECT_EQ(repo_.Lookup("s", SchemaType::kAvro, kBreaking, false).error().code,
+  EXPECT_EQ(repo_.Lookup("s", SchemaType::kAvro, kUserEmailRequired, false).error().code,
             error_code::kSchemaNotFound);
-  EXPECT_EQ(repo_.Lookup("nope", SchemaType::kAvro, kV1, false).error().code,
+  EXPECT_EQ(repo_.Lookup("nope", SchemaType::kAvro, kUserV1, false).error().code,
             error_code::kSubjectNotFound);
 }
 
@@ -151,7 +153,7 @@ TEST_F(RepositoryTest, JsonAndAvroSchemasAreStoredWithTheirType) {
 }
 
 TEST_F(RepositoryTest, BadVersionIdsAreInvalid) {
-  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kV1).ok());
+  ASSERT_TRUE(repo_.Register("s", SchemaType::kAvro, kUserV1).ok());
   EXPECT_EQ(repo_.GetVersion("s", "zero", false).error().code, error_code::kInvalidVersion);
   EXPECT_EQ(repo_.GetVersion("s", "0", false).error().code, error_code::kInvalidVersion);
   EXPECT_EQ(repo_.GetVersion("s", "7", false).error().code, error_code::kVersionNotFound);

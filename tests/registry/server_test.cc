@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "registry/user_schemas.h"
 #include "support/test_database.h"
 
 namespace sluice::registry {
@@ -15,10 +16,10 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kCt = "application/vnd.schemaregistry.v1+json";
-const std::string kV1 = R"({"type":"record","name":"User","fields":[{"name":"id","type":"long"}]})";
-const std::string kV2 = R"({"type":"record","name":"User","fields":[{"name":"id","type":"long"},
-  {"name":"email","type":["null","string"],"default":null}]})";
-const std::string kBreaking =
+using testing::kUserV1;
+using testing::kUserV2;
+// Changes the key's type: incompatible both ways.
+const std::string kUserIdAsString =
     R"({"type":"record","name":"User","fields":[{"name":"id","type":"string"}]})";
 
 struct Answer {
@@ -66,32 +67,32 @@ class ServerTest : public ::testing::Test {
 };
 
 TEST_F(ServerTest, RegisterThenFetchByIdAndVersion) {
-  Answer reg = Register("orders-value", kV1);
+  Answer reg = Register("orders-value", kUserV1);
   ASSERT_EQ(reg.status, 200) << reg.raw;
   EXPECT_EQ(reg.content_type, kCt);
   int id = reg.body["id"];
   Answer by_id = Get("/schemas/ids/" + std::to_string(id));
   ASSERT_EQ(by_id.status, 200);
-  EXPECT_EQ(by_id.body["schema"], kV1);
+  EXPECT_EQ(by_id.body["schema"], kUserV1);
   EXPECT_FALSE(by_id.body.contains("schemaType"));  // AVRO is implied, as Confluent does
   Answer v = Get("/subjects/orders-value/versions/1");
   EXPECT_EQ(v.body,
-            (json{{"subject", "orders-value"}, {"version", 1}, {"id", id}, {"schema", kV1}}));
+            (json{{"subject", "orders-value"}, {"version", 1}, {"id", id}, {"schema", kUserV1}}));
   EXPECT_EQ(Get("/subjects/orders-value/versions/latest").body["version"], 1);
-  EXPECT_EQ(Get("/subjects/orders-value/versions/1/schema").body, json::parse(kV1));
+  EXPECT_EQ(Get("/subjects/orders-value/versions/1/schema").body, json::parse(kUserV1));
   EXPECT_EQ(Get("/subjects").body, json::array({"orders-value"}));
   EXPECT_EQ(Get("/subjects/orders-value/versions").body, json::array({1}));
 }
 
 TEST_F(ServerTest, PlainApplicationJsonIsAccepted) {
-  Answer reg = Post("/subjects/s/versions", json{{"schema", kV1}}, "application/json");
+  Answer reg = Post("/subjects/s/versions", json{{"schema", kUserV1}}, "application/json");
   EXPECT_EQ(reg.status, 200) << reg.raw;
 }
 
 TEST_F(ServerTest, IdenticalReRegistrationReturnsTheSameIdAndNoNewVersion) {
-  int a = Register("s", kV1).body["id"];
-  int b = Register("s", kV1).body["id"];
-  int c = Register("other", kV1).body["id"];
+  int a = Register("s", kUserV1).body["id"];
+  int b = Register("s", kUserV1).body["id"];
+  int c = Register("other", kUserV1).body["id"];
   EXPECT_EQ(a, b);
   EXPECT_EQ(a, c);
   EXPECT_EQ(Get("/subjects/s/versions").body, json::array({1}));
@@ -142,22 +143,22 @@ TEST_F(ServerTest, DeepOrHugeJsonIsRefusedWithTheLimitNamed) {
   EXPECT_EQ(huge.status, 413);
   EXPECT_TRUE(huge.body.is_object() && huge.body.contains("error_code")) << huge.raw;
   // Still serving, and still registering.
-  EXPECT_EQ(Register("s", kV1).status, 200);
+  EXPECT_EQ(Register("s", kUserV1).status, 200);
 }
 
 TEST_F(ServerTest, IncompatibleSchemaAnswers409) {
-  ASSERT_EQ(Register("s", kV1).status, 200);
-  Answer a = Register("s", kBreaking);
+  ASSERT_EQ(Register("s", kUserV1).status, 200);
+  Answer a = Register("s", kUserIdAsString);
   EXPECT_EQ(a.status, 409);
   EXPECT_EQ(a.body["error_code"], 409);
   EXPECT_NE(a.body["message"].get<std::string>().find("incompatible"), std::string::npos);
-  EXPECT_EQ(Register("s", kV2).status, 200);
+  EXPECT_EQ(Register("s", kUserV2).status, 200);
 }
 
 TEST_F(ServerTest, NotFoundCodesAreConfluents) {
   EXPECT_EQ(Get("/subjects/none/versions").body["error_code"], 40401);
   EXPECT_EQ(Get("/subjects/none/versions").status, 404);
-  ASSERT_EQ(Register("s", kV1).status, 200);
+  ASSERT_EQ(Register("s", kUserV1).status, 200);
   EXPECT_EQ(Get("/subjects/s/versions/9").body["error_code"], 40402);
   EXPECT_EQ(Get("/schemas/ids/999").body["error_code"], 40403);
   Answer bad = Get("/subjects/s/versions/abc");
@@ -166,18 +167,18 @@ TEST_F(ServerTest, NotFoundCodesAreConfluents) {
 }
 
 TEST_F(ServerTest, LookupReturnsTheRegisteredVersion) {
-  int id = Register("s", kV1).body["id"];
-  Answer a = Post("/subjects/s", json{{"schema", kV1}});
+  int id = Register("s", kUserV1).body["id"];
+  Answer a = Post("/subjects/s", json{{"schema", kUserV1}});
   ASSERT_EQ(a.status, 200) << a.raw;
   EXPECT_EQ(a.body["id"], id);
   EXPECT_EQ(a.body["version"], 1);
-  EXPECT_EQ(Post("/subjects/s", json{{"schema", kV2}}).body["error_code"], 40403);
-  EXPECT_EQ(Post("/subjects/none", json{{"schema", kV1}}).body["error_code"], 40401);
+  EXPECT_EQ(Post("/subjects/s", json{{"schema", kUserV2}}).body["error_code"], 40403);
+  EXPECT_EQ(Post("/subjects/none", json{{"schema", kUserV1}}).body["error_code"], 40401);
 }
 
 TEST_F(ServerTest, SoftThenPermanentDelete) {
-  ASSERT_EQ(Register("s", kV1).status, 200);
-  ASSERT_EQ(Register("s", kV2).status, 200);
+  ASSERT_EQ(Register("s", kUserV1).status, 200);
+  ASSERT_EQ(Register("s", kUserV2).status, 200);
   EXPECT_EQ(Delete("/subjects/s/versions/2").body, 2);
   EXPECT_EQ(Get("/subjects/s/versions").body, json::array({1}));
   EXPECT_EQ(Get("/subjects/s/versions?deleted=true").body, json::array({1, 2}));
@@ -202,23 +203,24 @@ TEST_F(ServerTest, ConfigGlobalAndPerSubject) {
   EXPECT_EQ(bad.status, 422);
   EXPECT_EQ(bad.body["error_code"], 42203);
   // NONE on the subject lets a breaking change through.
-  ASSERT_EQ(Register("s", kV1).status, 200);
-  EXPECT_EQ(Register("s", kBreaking).status, 200);
+  ASSERT_EQ(Register("s", kUserV1).status, 200);
+  EXPECT_EQ(Register("s", kUserIdAsString).status, 200);
   EXPECT_EQ(Delete("/config/s").body["compatibilityLevel"], "NONE");
 }
 
 TEST_F(ServerTest, CompatibilityCheckEndpoint) {
-  ASSERT_EQ(Register("s", kV1).status, 200);
-  EXPECT_EQ(Post("/compatibility/subjects/s/versions/latest", json{{"schema", kV2}}).body,
+  ASSERT_EQ(Register("s", kUserV1).status, 200);
+  EXPECT_EQ(Post("/compatibility/subjects/s/versions/latest", json{{"schema", kUserV2}}).body,
             (json{{"is_compatible", true}}));
   Answer no =
-      Post("/compatibility/subjects/s/versions/1?verbose=true", json{{"schema", kBreaking}});
+      Post("/compatibility/subjects/s/versions/1?verbose=true", json{{"schema", kUserIdAsString}});
   EXPECT_EQ(no.body["is_compatible"], false);
   EXPECT_FALSE(no.body["messages"].empty());
-  EXPECT_EQ(Post("/compatibility/subjects/s/versions/5", json{{"schema", kV2}}).body["error_code"],
-            40402);
+  EXPECT_EQ(
+      Post("/compatibility/subjects/s/versions/5", json{{"schema", kUserV2}}).body["error_code"],
+      40402);
   // Nothing registered yet: anything is compatible with "latest".
-  EXPECT_EQ(Post("/compatibility/subjects/new/versions/latest", json{{"schema", kV2}})
+  EXPECT_EQ(Post("/compatibility/subjects/new/versions/latest", json{{"schema", kUserV2}})
                 .body["is_compatible"],
             true);
 }

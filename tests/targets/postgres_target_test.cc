@@ -262,7 +262,6 @@ TEST_F(PostgresTargetTest, PoisonRowInACopyBatchIsRejectedAloneWhileOthersLand) 
   EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1499);
 }
 
-}  // namespace
 TEST_F(PostgresTargetTest, CopyPathFoldsARepeatedKeyToItsLastImage) {
   std::vector<TargetChange> batch;
   for (int i = 1; i <= 1200; ++i) batch.push_back(Tricky(i));
@@ -505,5 +504,7 @@ TEST_F(PostgresTargetTest, AWholeRowKeyTakesNullsAndMatchesThem) {
   EXPECT_STREQ(Query("SELECT tid || '/' || coalesce(filler, 'null') FROM history")[0][0].c_str(),
                "2/x");
 }
+
+}  // namespace
 
 }  // namespace sluice::connectors::targets
