@@ -6,6 +6,8 @@
 #   catch-up  the workers stop, --rows rows commit (transactions of
 #             --tx-rows), the workers start: the time until the last row
 #             lands in the target
+#   COPY      the same rows COPY'd into a table like the target's (the
+#             sink's ceiling, as bench/cdc/run.sh measures it)
 # and the workers' peak RSS (VmHWM) over the whole run.
 # A throwaway mariadbd (its own datadir, socket and port, run as the `mysql`
 # OS user when root) and a throwaway PostgreSQL cluster (fsync off).
@@ -120,8 +122,14 @@ sample_rss() {
   [ "${t:-0}" -gt "$TARGET_RSS_KB" ] && TARGET_RSS_KB=$t
   return 0
 }
+# CPU seconds (user + system) the workers used since they started.
+worker_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+SOURCE_CPU=0
+TARGET_CPU=0
 stop_workers() {
   sample_rss
+  SOURCE_CPU=$(worker_cpu "${WORKER_PIDS[0]}")
+  TARGET_CPU=$(worker_cpu "${WORKER_PIDS[1]}")
   for p in "${WORKER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
@@ -156,14 +164,30 @@ for r in $(seq "$ROUNDS"); do
   t_catch0=$(now)
   start_workers
   wait_landed "> $lo" "$ROWS"
-  t_catch1=$(q "$TGT" -c "SELECT extract(epoch FROM max(landed_at)) FROM bench_rows WHERE id > $lo")
+  read -r t_first t_catch1 <<<"$(q "$TGT" -F ' ' -c "SELECT extract(epoch FROM min(landed_at)),
+    extract(epoch FROM max(landed_at)) FROM bench_rows WHERE id > $lo")"
+  # Seconds from the start to the first row (workers starting up).
+  echo "round $r: first row after $(echo "$t_first - $t_catch0" | bc) s, last after $(echo "$t_catch1 - $t_catch0" | bc) s" >&2
   CATCH_SECONDS=$(best "$CATCH_SECONDS" "$(echo "$t_catch1 - $t_catch0" | bc)")
 done
-stop_workers
+stop_workers  # the last catch-up's CPU
 # Every row arrived (the tests compare values; this counts them).
 WANT=$(m bench -e "SELECT COUNT(*) FROM bench_rows WHERE id > 0")
 GOT=$(q "$TGT" -c "SELECT count(*) FROM bench_rows WHERE id > 0")
 [ "$WANT" = "$GOT" ] || { echo "target has $GOT rows, source $WANT" >&2; KEEP=1; exit 1; }
+
+# Sink ceiling: one round's rows COPY'd into a table like the target's.
+TARGET_COLUMNS="id, c_int, c_big, c_num, c_text, c_hash, c_bool, c_ts, c_doc, c_float"
+q "$TGT" -c "CREATE TABLE copy_ceiling (LIKE bench_rows)" -c "ALTER TABLE copy_ceiling ADD PRIMARY KEY (id)" \
+  -c "\\copy (SELECT $TARGET_COLUMNS FROM bench_rows WHERE id BETWEEN 1 AND $ROWS) TO '$WORK/rows.copy'" >/dev/null
+COPY_SECONDS=""
+for r in $(seq "$ROUNDS"); do
+  q "$TGT" -c "TRUNCATE copy_ceiling" -c "CHECKPOINT" >/dev/null
+  t0=$(now)
+  q "$TGT" -c "\\copy copy_ceiling ($TARGET_COLUMNS) FROM '$WORK/rows.copy'"
+  t1=$(now)
+  COPY_SECONDS=$(best "$COPY_SECONDS" "$(echo "$t1 - $t0" | bc)")
+done
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$ROOT/bench/results"
@@ -176,17 +200,25 @@ r = {
   "benchmark": "mariadb-cdc", "utc": "$STAMP", "rows": rows, "tx_rows": $TX_ROWS, "rounds": $ROUNDS,
   "columns": 10, "cpus": $(nproc), "mariadb": "$(m -e 'SELECT VERSION()')",
   "mariadb_binlog_raw": {"seconds": float("$CEIL_SECONDS"), "rows_per_s": rate("$CEIL_SECONDS")},
+  "copy_into_target": {"seconds": float("$COPY_SECONDS"), "rows_per_s": rate("$COPY_SECONDS")},
   "sluice_catch_up": {"seconds": float("$CATCH_SECONDS"), "rows_per_s": rate("$CATCH_SECONDS")},
   "worker_peak_rss_kb": {"source": int("$SOURCE_RSS_KB"), "target": int("$TARGET_RSS_KB")},
+  "last_catch_up_worker_cpu_s": {"source": float("$SOURCE_CPU"), "target": float("$TARGET_CPU")},
 }
 r["catch_up_vs_ceiling"] = round(r["sluice_catch_up"]["rows_per_s"] / r["mariadb_binlog_raw"]["rows_per_s"], 3)
+# The pipeline cannot beat its slower end: the binlog read or the COPY.
+r["catch_up_vs_min_ceiling"] = round(r["sluice_catch_up"]["rows_per_s"] / min(
+    r["mariadb_binlog_raw"]["rows_per_s"], r["copy_into_target"]["rows_per_s"]), 3)
 json.dump(r, open(sys.argv[1], "w"), indent=2)
 print("%d rows x 10 columns, %d rows per transaction, %s, %d CPUs" % (rows, $TX_ROWS, r["mariadb"], r["cpus"]))
 print("%-46s %10s %12s" % ("", "seconds", "rows/s"))
 print("%-46s %10.2f %12s" % ("mariadb-binlog --read-from-remote-server --raw", r["mariadb_binlog_raw"]["seconds"], r["mariadb_binlog_raw"]["rows_per_s"]))
+print("%-46s %10.2f %12s" % ("COPY into target", r["copy_into_target"]["seconds"], r["copy_into_target"]["rows_per_s"]))
 print("%-46s %10.2f %12s" % ("sluice catch-up MariaDB -> PostgreSQL", r["sluice_catch_up"]["seconds"], r["sluice_catch_up"]["rows_per_s"]))
-print("catch-up / ceiling: %.2f" % r["catch_up_vs_ceiling"])
+print("catch-up / binlog ceiling: %.3f; / min(binlog, COPY): %.3f" % (r["catch_up_vs_ceiling"], r["catch_up_vs_min_ceiling"]))
 m = r["worker_peak_rss_kb"]
 print("worker peak RSS: source %.1f MiB, target %.1f MiB" % (m["source"] / 1024, m["target"] / 1024))
+c = r["last_catch_up_worker_cpu_s"]
+print("worker CPU in the last catch-up: source %.2f s, target %.2f s" % (c["source"], c["target"]))
 print("written " + sys.argv[1])
 PY

@@ -169,7 +169,7 @@ Response Trigger(ApiContext& ctx, Request& req) {
     }
     if (q.connector_id)
       RequireConnectorTeam(tx, caller, *q.connector_id, Action::kTeamResourceWrite);
-    auto pairs = backfill::ResolvePairs(tx, q);
+    auto pairs = backfill::ResolvePairs(tx, q, &ctx.keys);
     if (!pairs.ok()) {
       if (pairs.status().code() == common::Code::kNotFound)
         throw ApiError(404, "not_found", pairs.status().message());

@@ -44,20 +44,20 @@ common::Result<LoaderConfig> BuildLoaderConfig(pqxx::transaction_base& tx, const
   c.source_type = source_type;
   c.source_table = item.source_table_name;
   if (source_type == "mysql") {
-    // MySQL has no schemas: the table is in the connector's database (the
-    // item names it "<schema>.<table>" with the datamodel's schema, NULL
-    // for MySQL, shown as "public").
+    // The item names the table "<database>.<table>" (MySQL has no schemas;
+    // neither name can hold a dot).
+    auto dot = item.source_table_name.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == item.source_table_name.size())
+      return common::InvalidArgument(
+          fmt::format("backfill item names {} where a mysql source needs <database>.<table>",
+                      item.source_table_name));
     launch::LoaderMysqlSource m;
     m.host = source_config->value("host", std::string());
     m.port = source_config->value("port", 3306);
     m.user = source_config->value("user", std::string());
     m.password = source_config->value("password", std::string());
-    m.database = source_config->value("database", std::string());
-    for (const std::string& prefix : {m.database + ".", std::string("public.")})
-      if (c.source_table.rfind(prefix, 0) == 0) {
-        c.source_table = c.source_table.substr(prefix.size());
-        break;
-      }
+    m.database = item.source_table_name.substr(0, dot);
+    c.source_table = item.source_table_name.substr(dot + 1);
     c.mysql = std::move(m);
   } else {
     c.source_url = orchestrator::PostgresConninfo(*source_config);

@@ -172,14 +172,10 @@ common::Result<SourcePlan> PlanMysqlSource(my::MysqlConnection& conn, const Load
   return p;
 }
 
-// How a mysql column reads in SQL in the form select_list reads it.
-std::string MysqlReadExpr(const my::ColumnInfo& col, const std::string& sql) {
-  return col.type == my::kBit ? fmt::format("LPAD(BIN({}), {}, '0')", sql, col.length) : sql;
-}
-
 // A value read through select_list as a literal of its column: a BIT from
 // its bits, a binary string from its bytes, anything else as a string the
-// server converts to the column's type.
+// server converts to the column's type (a FLOAT's exact DOUBLE text compares
+// equal to it).
 std::string MysqlLiteral(my::MysqlConnection& conn, const my::ColumnInfo& col,
                          const std::string& text) {
   if (col.type == my::kBit) return "b'" + text + "'";
@@ -341,7 +337,7 @@ common::Result<std::vector<Partition>> PlanMysqlPartitions(my::MysqlConnection& 
   auto rows = conn.Query(fmt::format(
       "SELECT {} FROM (SELECT MIN(c) AS m FROM (SELECT {} AS c, NTILE({}) OVER (ORDER BY {}) AS b "
       "FROM {} WHERE {} IS NOT NULL) x GROUP BY b) y ORDER BY m",
-      MysqlReadExpr(info, "m"), col, wanted, col, p.table_sql, col));
+      my::SelectExpr(info, "m"), col, wanted, col, p.table_sql, col));
   if (!rows.ok()) return rows.status();
   std::vector<std::string> bounds;
   // The first bucket starts at the smallest value: no boundary there.

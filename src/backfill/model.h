@@ -43,7 +43,8 @@ struct BackfillItem {
   common::Uuid subscription_id;
   common::Uuid target_connector_id;
   std::optional<common::Uuid> pipeline_id;
-  std::string source_table_name;  // "schema.table", as the loader reads it
+  // As the loader reads it: "schema.table", or "database.table" for MySQL.
+  std::string source_table_name;
   std::string target_table_name;  // passed to the loader verbatim
   int position = 0;
   ItemStatus status = ItemStatus::kQueued;

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 #include "backfill/repository.h"
 #include "model/connector_work.h"
+#include "secrets/configuration_cipher.h"
 
 namespace sluice::backfill {
 
@@ -13,7 +15,46 @@ using common::Uuid;
 
 namespace {
 
-common::Result<Pair> PairFrom(const model::SubscriptionSource& s) {
+// The source table as the loader reads it (backfill_item.source_table_name):
+// "schema.table" for PostgreSQL; MySQL has no schemas (source_schema is
+// NULL), so its tables are named by the connector's database.
+class SourceTableNamer {
+ public:
+  SourceTableNamer(pqxx::transaction_base& tx, const secrets::KeyRing* keys)
+      : tx_(tx), keys_(keys) {}
+
+  common::Result<std::string> Name(const model::SubscriptionSource& s) {
+    auto database = MysqlDatabase(*s.source_connector_id);
+    if (!database.ok()) return database.status();
+    if (!*database) return s.source_schema + "." + *s.source_table;
+    return **database + "." + *s.source_table;
+  }
+
+ private:
+  // The database of a mysql source; nullopt for any other type.
+  common::Result<std::optional<std::string>> MysqlDatabase(const Uuid& connector) {
+    if (auto known = databases_.find(connector); known != databases_.end()) return known->second;
+    std::optional<std::string> database;
+    auto stored = model::FindStoredConnector(tx_, connector);
+    if (stored && stored->connector_type == "mysql") {
+      auto config = keys_ ? secrets::DecryptConfiguration(stored->stored_configuration, *keys_)
+                          : common::Result<nlohmann::json>(stored->stored_configuration);
+      if (!config.ok()) return config.status();
+      database = config->value("database", std::string());
+      if (database->empty())
+        return common::InvalidArgument(
+            fmt::format("source connector {} names no database", stored->name));
+    }
+    databases_.emplace(connector, database);
+    return database;
+  }
+
+  pqxx::transaction_base& tx_;
+  const secrets::KeyRing* keys_;
+  std::map<Uuid, std::optional<std::string>> databases_;
+};
+
+common::Result<Pair> PairFrom(const model::SubscriptionSource& s, SourceTableNamer& namer) {
   if (!s.source_connector_id || !s.source_table)
     return common::InvalidArgument(
         fmt::format("subscription {} has no source table to read", s.name));
@@ -27,15 +68,18 @@ common::Result<Pair> PairFrom(const model::SubscriptionSource& s) {
   p.source_connector_id = *s.source_connector_id;
   p.target_connector_id = *s.target_connector_id;
   p.pipeline_id = s.pipeline_id;
-  p.source_table_name = s.source_schema + "." + *s.source_table;
+  auto name = namer.Name(s);
+  if (!name.ok()) return name.status();
+  p.source_table_name = std::move(name).value();
   p.target_table_name = *s.target_table_name;
   return p;
 }
 
-common::Result<std::vector<Pair>> Collect(const std::vector<model::SubscriptionSource>& rows) {
+common::Result<std::vector<Pair>> Collect(const std::vector<model::SubscriptionSource>& rows,
+                                          SourceTableNamer& namer) {
   std::vector<Pair> out;
   for (const auto& r : rows) {
-    auto p = PairFrom(r);
+    auto p = PairFrom(r, namer);
     if (!p.ok()) return p.status();
     out.push_back(std::move(p).value());
   }
@@ -44,15 +88,16 @@ common::Result<std::vector<Pair>> Collect(const std::vector<model::SubscriptionS
 
 }  // namespace
 
-common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
-                                               const TriggerRequest& q) {
+common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx, const TriggerRequest& q,
+                                               const secrets::KeyRing* keys) {
   std::vector<Pair> pairs;
+  SourceTableNamer namer(tx, keys);
   switch (q.origin) {
     case Origin::kPipeline: {
       if (!q.pipeline_id) return common::InvalidArgument("pipeline_id is required");
       if (tx.exec_params("SELECT 1 FROM pipeline WHERE id = $1", q.pipeline_id->ToString()).empty())
         return common::NotFound("pipeline not found");
-      auto r = Collect(model::EnabledSubscriptionSourcesOfPipeline(tx, *q.pipeline_id));
+      auto r = Collect(model::EnabledSubscriptionSourcesOfPipeline(tx, *q.pipeline_id), namer);
       if (!r.ok()) return r.status();
       pairs = std::move(r).value();
       if (!q.subscription_ids.empty()) {
@@ -68,7 +113,8 @@ common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
       auto way = model::ConnectorWay(tx, *q.connector_id);
       if (!way) return common::NotFound("connector not found");
       auto r = Collect(
-          model::EnabledSubscriptionSourcesOfConnector(tx, *q.connector_id, *way == "source"));
+          model::EnabledSubscriptionSourcesOfConnector(tx, *q.connector_id, *way == "source"),
+          namer);
       if (!r.ok()) return r.status();
       pairs = std::move(r).value();
       break;
@@ -84,7 +130,7 @@ common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
         if (!seen.insert(id).second) continue;
         auto r = model::FindSubscriptionSource(tx, id);
         if (!r) return common::NotFound(fmt::format("subscription {} not found", id.ToString()));
-        auto p = PairFrom(*r);
+        auto p = PairFrom(*r, namer);
         if (!p.ok()) return p.status();
         pairs.push_back(std::move(p).value());
       }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backfill/model.h"
+#include "secrets/key_ring.h"
 
 namespace sluice::backfill {
 
@@ -45,8 +46,11 @@ struct Pair {
 // The pairs a request names, in queue order. NotFound for a missing
 // pipeline/connector/subscription; InvalidArgument for a pair that cannot be
 // loaded (no source table, no destination table name, no connectors).
+// `keys` decrypts a mysql source's configuration, whose database names its
+// tables (nullptr: configurations stored in plain).
 common::Result<std::vector<Pair>> ResolvePairs(pqxx::transaction_base& tx,
-                                               const TriggerRequest& request);
+                                               const TriggerRequest& request,
+                                               const secrets::KeyRing* keys = nullptr);
 
 struct CreatedRun {
   BackfillRun run;

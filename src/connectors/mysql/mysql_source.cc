@@ -578,6 +578,14 @@ Status MysqlSource::OnTableMap(st_mariadb_rpl_event* ev) {
     entry.schema.columns.push_back({c.name, 0, -1, PostgresTypeName(c), c.key});
   }
   entry.map = std::move(*map);
+  const auto& cols = entry.map.columns;
+  entry.name_order.resize(cols.size());
+  for (std::size_t i = 0; i < cols.size(); ++i) entry.name_order[i] = i;
+  std::sort(entry.name_order.begin(), entry.name_order.end(),
+            [&](std::size_t a, std::size_t b) { return cols[a].name < cols[b].name; });
+  for (std::size_t i : entry.name_order)
+    entry.json_names.push_back(
+        json(cols[i].name).dump(-1, ' ', false, json::error_handler_t::replace));
   SLUICE_RETURN_IF_ERROR(Announce(entry.schema));
   tables_[tm.table_id] = std::move(entry);
   return Status::Ok();
@@ -618,25 +626,70 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
     }
     return out;
   };
+  // One event reused for the event's rows: its strings keep their buffers.
+  ChangeEvent e;
+  e.op = kind == RowsKind::kWrite    ? Op::kCreate
+         : kind == RowsKind::kUpdate ? Op::kUpdate
+                                     : Op::kDelete;
+  e.table = t.schema.table;
+  e.topic = t.schema.topic;
+  e.schema_version = t.schema.version;
+  e.lsn = at;
+  e.commit_lsn = group_start_;
+  e.commit_time_micros =
+      group_time_micros_ ? group_time_micros_ : static_cast<std::int64_t>(ev->timestamp) * 1000000;
+  const bool as_text = kind == RowsKind::kWrite && sink_->TakesJsonText();
   for (const auto& row : *decoded) {
-    ChangeEvent e;
-    e.op = kind == RowsKind::kWrite    ? Op::kCreate
-           : kind == RowsKind::kUpdate ? Op::kUpdate
-                                       : Op::kDelete;
-    e.table = t.schema.table;
-    e.topic = t.schema.topic;
-    e.schema_version = t.schema.version;
-    e.key = json::object();
-    if (!row.before.empty()) e.before = object(row.before, e, kind == RowsKind::kDelete);
-    if (!row.after.empty()) e.after = object(row.after, e, true);
-    e.lsn = at;
-    e.commit_lsn = group_start_;
-    e.commit_time_micros = group_time_micros_ ? group_time_micros_
-                                              : static_cast<std::int64_t>(ev->timestamp) * 1000000;
+    e.text_columns.clear();
+    if (as_text) {
+      RenderInsert(t, row.after, e);
+    } else {
+      e.key = json::object();
+      e.before = row.before.empty() ? json() : object(row.before, e, kind == RowsKind::kDelete);
+      e.after = row.after.empty() ? json() : object(row.after, e, true);
+    }
     SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
     if (metrics_) metrics_->Record(e.topic, e.op);
   }
   return Status::Ok();
+}
+
+void MysqlSource::RenderInsert(const Table& t, const RowImage& after, ChangeEvent& e) const {
+  const auto& cols = t.map.columns;
+  // Each value rendered once, then laid out for the image and the key.
+  thread_local std::string values;
+  thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
+  values.clear();
+  spans.assign(cols.size(), {0, 0});
+  // Appends to `values`; bytes that are not UTF-8 become U+FFFD, as the
+  // envelope's own dump does.
+  nlohmann::detail::serializer<json> serializer(
+      nlohmann::detail::output_adapter<char, std::string>(values), ' ',
+      json::error_handler_t::replace);
+  for (std::size_t i = 0; i < cols.size() && i < after.size(); ++i) {
+    if (!after[i]) continue;
+    std::size_t from = values.size();
+    serializer.dump(*after[i], false, false, 0);
+    spans[i] = {from, values.size() - from};
+    if (CarriedAsText(cols[i]) && !after[i]->is_null()) e.text_columns.push_back(cols[i].name);
+  }
+  auto layout = [&](std::string& out, bool key_only) {
+    out.clear();
+    out.push_back('{');
+    bool first = true;
+    for (std::size_t n = 0; n < t.name_order.size(); ++n) {
+      std::size_t i = t.name_order[n];
+      if (i >= after.size() || !after[i] || (key_only && !cols[i].key)) continue;
+      if (!first) out.push_back(',');
+      first = false;
+      out += t.json_names[n];
+      out.push_back(':');
+      out.append(values, spans[i].first, spans[i].second);
+    }
+    out.push_back('}');
+  };
+  layout(e.after_json, false);
+  layout(e.key_json, true);
 }
 
 namespace {

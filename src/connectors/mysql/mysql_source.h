@@ -130,6 +130,10 @@ class MysqlSource {
     TableMap map;
     TableSchema schema;
     bool chosen = false;
+    // For a sink that takes JSON text: the columns in name order (a JSON
+    // object's member order) and their names as JSON strings.
+    std::vector<std::size_t> name_order;
+    std::vector<std::string> json_names;
   };
   common::Status Snapshot(BinlogPosition* position);
   common::Status OpenStream(const BinlogPosition& from);
@@ -149,6 +153,8 @@ class MysqlSource {
   common::Status HandleEvent(st_mariadb_rpl_event* event);
   common::Status OnTableMap(st_mariadb_rpl_event* event);
   common::Status OnRows(st_mariadb_rpl_event* event);
+  // An insert's key and after image as JSON text (ChangeSink::TakesJsonText).
+  void RenderInsert(const Table& table, const RowImage& after, ChangeEvent& event) const;
   common::Status EndGroup(Lsn end);
   common::Status Announce(TableSchema& schema);
   void ReportPosition();

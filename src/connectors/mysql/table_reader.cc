@@ -105,6 +105,12 @@ ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json
 
 }  // namespace
 
+std::string SelectExpr(const ColumnInfo& c, const std::string& sql) {
+  if (c.type == kBit) return fmt::format("LPAD(BIN({}), {}, '0')", sql, c.length);
+  if (c.type == kFloat) return fmt::format("CAST({} AS DOUBLE)", sql);
+  return sql;
+}
+
 json TextValue(const ColumnInfo& c, const std::string& text) {
   switch (c.type) {
     case kTiny:
@@ -122,7 +128,15 @@ json TextValue(const ColumnInfo& c, const std::string& text) {
       std::from_chars(text.data(), text.data() + text.size(), v);
       return v;
     }
-    case kFloat:
+    case kFloat: {
+      // Read widened to DOUBLE (SelectExpr); spelled as the stream spells
+      // it, the float's shortest form.
+      double d = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+      if (ec != std::errc() || end != text.data() + text.size()) return text;
+      auto j = json::parse(fmt::format("{}", static_cast<float>(d)), nullptr, false);
+      return j.is_discarded() ? json(text) : j;
+    }
     case kDouble: {
       auto j = json::parse(text, nullptr, false);
       return j.is_discarded() ? json(text) : j;
@@ -188,9 +202,7 @@ Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string&
   for (const auto& r : *pk) shape.keys.push_back(TextOrEmpty(r, 0));
   for (const auto& c : shape.columns) {
     if (!shape.select_list.empty()) shape.select_list += ", ";
-    shape.select_list += c.type == kBit ? fmt::format("LPAD(BIN({0}), {1}, '0')",
-                                                      MysqlConnection::QuoteName(c.name), c.length)
-                                        : MysqlConnection::QuoteName(c.name);
+    shape.select_list += SelectExpr(c, MysqlConnection::QuoteName(c.name));
   }
   shape.table_sql = MysqlConnection::QuoteName(database) + "." + MysqlConnection::QuoteName(table);
   return shape;

@@ -22,7 +22,7 @@ struct MysqlTableShape {
   std::vector<ColumnInfo> columns;  // in ordinal order; `key` marks the primary key's
   std::vector<std::string> keys;    // the primary key's columns, in index order
   // The columns as a SELECT list that reads each in the form TextValue
-  // takes (a BIT as its string of bits), and the table, both quoted.
+  // takes (SelectExpr), and the table, both quoted.
   std::string select_list;
   std::string table_sql;
 };
@@ -32,6 +32,12 @@ struct MysqlTableShape {
 common::Result<std::set<std::string>> MariadbJsonColumns(MysqlConnection& conn,
                                                          const std::string& database,
                                                          const std::string& table);
+
+// How select_list reads a column whose SQL is `sql`: a BIT as its string of
+// bits; a FLOAT widened to DOUBLE, whose text is exact (a FLOAT's own text
+// has 6 digits, so distinct keys would read alike and resume points would
+// skip or repeat rows); anything else as it is.
+std::string SelectExpr(const ColumnInfo& column, const std::string& sql);
 
 // NotFound when the table does not exist (or the user cannot see it).
 common::Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string& database,

@@ -2,7 +2,8 @@
 // loaded by real `sluice loader` processes (started by the launcher) into a
 // PostgreSQL destination, every value arriving as the binlog stream would
 // carry it (compared as text per column); a loader killed with SIGKILL
-// mid-item is requeued and its new attempt completes with every row once.
+// mid-item is requeued and its new attempt completes with every row once,
+// under a composite collated key and under FLOAT, DOUBLE and BIT keys.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -203,7 +204,8 @@ TEST_F(MysqlBackfill, EveryTypeWithNastyValuesArrivesEqualAsTextPerColumn) {
   auto sub = AddMysqlPair("nasty", "nasty_copy");
   auto runs = Trigger({sub});
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].items[0].source_table_name, "public.nasty");
+  // Named by database (MySQL has no schemas), and the loader reads it so.
+  EXPECT_EQ(runs[0].items[0].source_table_name, maria_.name() + ".nasty");
   Launch();
   ASSERT_TRUE(TickUntil([&] { return RunRow(runs[0].run.id).status == RunStatus::kDone; }))
       << LoaderLogs();
@@ -234,8 +236,8 @@ TEST_F(MysqlBackfill, PreCheckRefusesAMissingTableAndAKeylessOneWithoutSequentia
   ASSERT_TRUE(TickUntil([&] { return RunRow(runs[0].run.id).status == RunStatus::kDone; }))
       << LoaderLogs();
   // Each refused for its own reason, in the pre-check's words.
-  std::map<std::string, std::string> why = {{"public.absent", "does not exist"},
-                                            {"public.nokey", "no primary key"}};
+  std::map<std::string, std::string> why = {{maria_.name() + ".absent", "does not exist"},
+                                            {maria_.name() + ".nokey", "no primary key"}};
   ASSERT_EQ(runs[0].items.size(), 2u);
   for (const auto& created : runs[0].items) {
     auto item = Item(created.id);
@@ -309,6 +311,98 @@ TEST_F(MysqlBackfill, AKilledLoaderIsRequeuedAndItsNewAttemptLoadsEveryRowOnce) 
   auto got = PostgresRows("big_copy", "id", columns);
   EXPECT_TRUE(got == want) << "target differs from source (" << got.size() << " vs " << want.size()
                            << " bytes)";
+}
+
+// A primary key of one column whose text is not its value: the cut, the
+// chunk boundaries and the destination's key must be the exact values.
+struct KeyCase {
+  const char* name;
+  const char* type;        // the MariaDB column type
+  const char* value;       // the key of row `seq` (all distinct)
+  const char* maria_text;  // the key as text, each side
+  const char* pg_text;
+};
+
+void PrintTo(const KeyCase& key, std::ostream* out) { *out << key.type; }
+
+class MysqlBackfillKey : public MysqlBackfill, public ::testing::WithParamInterface<KeyCase> {};
+
+// FLOAT: consecutive floats above 1 (their 6-digit text repeats, and a
+// DOUBLE literal of that text is none of them); DOUBLE: 17-digit values of
+// both signs; BIT: 40 bits.
+INSTANTIATE_TEST_SUITE_P(
+    Keys, MysqlBackfillKey,
+    ::testing::Values(KeyCase{"float", "FLOAT", "1 + (CAST(seq AS SIGNED) - 75000) * POW(2, -23)",
+                              "CAST(CAST(k AS DOUBLE) AS CHAR)", "k::float8::text"},
+                      KeyCase{"double", "DOUBLE", "(CAST(seq AS SIGNED) - 75000) / 7e0",
+                              "CAST(k AS CHAR)", "k::text"},
+                      KeyCase{"bit", "BIT(40)", "seq * 1000003", "LPAD(BIN(k), 40, '0')",
+                              "k::text"}),
+    [](const ::testing::TestParamInfo<KeyCase>& key) { return std::string(key.param.name); });
+
+TEST_P(MysqlBackfillKey, AKilledLoaderIsRequeuedAndItsNewAttemptLoadsEveryRowOnce) {
+  const KeyCase& key = GetParam();
+  maria_.Sql(fmt::format(
+      "CREATE TABLE k (k {} NOT NULL PRIMARY KEY, v VARCHAR(40)) DEFAULT CHARSET = utf8mb4",
+      key.type));
+  maria_.Sql(
+      fmt::format("INSERT INTO k SELECT {}, CONCAT('v', seq) FROM seq_1_to_150000", key.value));
+  ASSERT_EQ(maria_.Sql("SELECT COUNT(*) FROM k"), "150000\n") << "every key distinct";
+  auto runs = Trigger({AddMysqlPair("k", "k_copy")});
+  auto item_id = runs[0].items[0].id;
+  Launch();
+  ASSERT_TRUE(TickUntil([&] { return Item(item_id).rows_written.value_or(0) > 0; }))
+      << LoaderLogs();
+  auto first = Item(item_id);
+  ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
+  auto pid = launcher_->LoaderPid(item_id);
+  ASSERT_TRUE(pid);
+  kill(*pid, SIGKILL);
+  ASSERT_TRUE(TickUntil([&] { return Events("backfill.attempt_lost") > 0; }));
+  ASSERT_TRUE(TickUntil([&] { return Item(item_id).status == ItemStatus::kCompleted; }, 240s))
+      << LoaderLogs();
+  auto done = Item(item_id);
+  EXPECT_NE(done.started_at, first.started_at) << "a new attempt";
+  EXPECT_EQ(done.rows_written, 150'000) << "no chunk read a row twice";
+  EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM k_copy"), 150'000);
+  std::vector<std::pair<std::string, std::string>> columns = {{key.maria_text, key.pg_text},
+                                                              {"v", "v"}};
+  auto want = MariaRows("k", "k", columns);
+  auto got = PostgresRows("k_copy", "k", columns);
+  EXPECT_TRUE(got == want) << "target differs from source (" << got.size() << " vs " << want.size()
+                           << " bytes)";
+}
+
+// The same keys read in chunks of a few rows: every chunk resumes after the
+// exact last key, so none is skipped or read twice.
+TEST_P(MysqlBackfillKey, SmallChunksResumeAfterTheExactLastKey) {
+  const KeyCase& key = GetParam();
+  maria_.Sql(fmt::format(
+      "CREATE TABLE k (k {} NOT NULL PRIMARY KEY, v VARCHAR(40)) DEFAULT CHARSET = utf8mb4",
+      key.type));
+  maria_.Sql(
+      fmt::format("INSERT INTO k SELECT {}, CONCAT('v', seq) FROM seq_74800_to_75200", key.value));
+  LoaderConfig c;
+  const auto& server = sluice::testing::TestMariaDb();
+  c.item_id = common::Uuid::V4().ToString();
+  c.source_type = "mysql";
+  c.mysql = launch::LoaderMysqlSource{"127.0.0.1", server.port, server.user, server.password,
+                                      maria_.name()};
+  c.source_table = "k";
+  c.target_type = "postgresql";
+  c.target = {{"type", "postgresql"}, {"url", target_url()}};
+  c.target_table = "k_copy";
+  c.partitions = 3;
+  c.chunk_rows = 7;
+  ASSERT_TRUE(CheckPair(c).ok());
+  std::atomic<bool> stop{false};
+  auto loaded = LoadPair(c, {}, stop);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(*loaded, 401) << "rows read";
+  EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM k_copy"), 401);
+  std::vector<std::pair<std::string, std::string>> columns = {{key.maria_text, key.pg_text},
+                                                              {"v", "v"}};
+  EXPECT_EQ(PostgresRows("k_copy", "k", columns), MariaRows("k", "k", columns));
 }
 
 }  // namespace

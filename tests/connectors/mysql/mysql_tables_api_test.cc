@@ -2,8 +2,10 @@
 // HTTP against the test MariaDB server: the connector's database's tables,
 // named database.table, with their primary keys; another team's member gets
 // 404; the server's refusal is a 502 in its words, the password never
-// echoed.
+// echoed. A backfill of such a table names its item by database too.
 #include <gtest/gtest.h>
+
+#include <pqxx/pqxx>
 
 #include "api/api_harness.h"
 #include "support/mariadb_server.h"
@@ -92,6 +94,49 @@ TEST_F(MysqlTablesApi, TheServersRefusalIsA502InItsWordsWithoutThePassword) {
   auto closed = Tables(Connector(team_, "closed", {{"port", 1}}));
   EXPECT_EQ(closed.status, 502) << closed.raw;
   EXPECT_EQ(closed.raw.find(TestMariaDb().password), std::string::npos);
+}
+
+// MySQL has no schemas: the datamodel's source_schema stays NULL (the spec)
+// and the backfill item names the table as the loader reads it, by the
+// connector's database (read from its encrypted configuration).
+TEST_F(MysqlTablesApi, ABackfillItemOfAMysqlTableIsNamedByTheConnectorsDatabase) {
+  auto source = Connector(team_, "maria");
+  ASSERT_FALSE(source.empty());
+  ASSERT_EQ(h_.Count("SELECT count(*) FROM connector WHERE id = '" + source +
+                     "' AND json_configuration::text NOT LIKE '%" + maria_.name() + "%'"),
+            1)
+      << "the configuration is stored encrypted";
+  auto sub = common::Uuid::V4();
+  h_.db().Transact([&](pqxx::work& tx) {
+    auto target = common::Uuid::V4().ToString();
+    tx.exec_params(
+        "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
+        "env_id) VALUES ($1, 'dst', 'postgresql', '{}', 'target', $2, $3)",
+        target, team_.ToString(), env_.ToString());
+    auto dm = common::Uuid::V4().ToString();
+    tx.exec_params(
+        "INSERT INTO datamodel (id, name, config, source_connector_id, source_schema, "
+        "source_table) VALUES ($1, 'keyed', '{}', $2, NULL, 'keyed é')",
+        dm, source);
+    tx.exec_params(
+        "INSERT INTO subscription (id, name, config, transform_config, datamodel_id, "
+        "target_connector_id, error_table_enabled, target_table_name, "
+        "requires_unique_destination) VALUES ($1, 'keyed', '{}', '{}', $2, $3, false, "
+        "'keyed_copy', true)",
+        sub.ToString(), dm, target);
+  });
+  auto r =
+      h_.Call("POST", "/api/v1/backfills",
+              {{"origin", "subscription"}, {"subscription_id", sub.ToString()}}, h_.root().token);
+  ASSERT_EQ(r.status, 201) << r.raw;
+  const std::string want = maria_.name() + ".keyed é";
+  ASSERT_EQ(r.body["runs"].size(), 1u) << r.raw;
+  EXPECT_EQ(r.body["runs"][0]["items"][0]["source_table_name"], want);
+  auto detail = h_.Call("GET", "/api/v1/backfills/" + r.body["runs"][0]["id"].get<std::string>(),
+                        nullptr, h_.root().token);
+  ASSERT_EQ(detail.status, 200) << detail.raw;
+  EXPECT_EQ(detail.body["items"][0]["source_table_name"], want);
+  EXPECT_EQ(detail.raw.find("public."), std::string::npos) << detail.raw;
 }
 
 }  // namespace
