@@ -8,7 +8,8 @@
 
 #include "api/authenticate.h"
 #include "model/access.h"
-#include "model/config_keys.h"
+#include "model/topic_ownership.h"
+#include "runtime/worker_repository.h"
 
 namespace sluice::api {
 
@@ -62,9 +63,8 @@ common::Result<ApiRegistryGate::Caller> ApiRegistryGate::Identify(
     if (!pod.ok()) return pod.status();
     // Valid only while its worker row stands (deleting the connector revokes it).
     bool live = ctx_.db.Transact([&](pqxx::work& tx) {
-      return !tx.exec_params("SELECT 1 FROM worker WHERE id = $1 AND connector_id = $2",
-                             pod->worker_id.ToString(), pod->connector_id.ToString())
-                  .empty();
+      auto worker = runtime::WorkerRepository::Find(tx, pod->worker_id);
+      return worker && worker->connector_id == pod->connector_id;
     });
     if (!live) return common::Unauthenticated("invalid or expired token");
     caller.pod = *pod;
@@ -94,46 +94,13 @@ common::Status ApiRegistryGate::MayWrite(const std::string& authorization,
                                     " names no topic (<topic>-value or <topic>-key); only a "
                                     "superuser may write it");
   return ctx_.db.Transact([&](pqxx::work& tx) -> common::Status {
-    // The source connectors that produce the topic: (id, team id) pairs.
-    std::vector<std::pair<std::string, std::optional<std::string>>> producers;
-    auto add = [&](const pqxx::row& r) {
-      producers.emplace_back(
-          r[0].as<std::string>(),
-          r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>()));
-    };
-    for (const auto& r : tx.exec_params(
-             "SELECT DISTINCT c.id::text, c.team_id::text FROM connector c JOIN datamodel d ON "
-             "d.source_connector_id = c.id WHERE $1 IN (d.source_topic, d.target_topic)",
-             *topic))
-      add(r);
-    // Configurations are stored encrypted: the topic of each source is read
-    // from its decrypted configuration.
-    for (const auto& r :
-         tx.exec("SELECT id::text, team_id::text, connector_type, json_configuration::text FROM "
-                 "connector WHERE way = 'source' AND connector_type IN ('postgresql', 'kafka')")) {
-      Json config;
-      try {
-        config = DecryptStored(Json::parse(r[3].as<std::string>()), ctx_.keys);
-      } catch (const std::exception&) {
-        continue;  // a key this process lacks: not this caller's to prove
-      }
-      if (!config.is_object()) continue;
-      bool produces = false;
-      if (r[2].as<std::string>() == "kafka") {
-        produces = config.value("topic", std::string()) == *topic;
-      } else {
-        produces = StartsWith(*topic, config.value("topic_prefix", std::string("sluice")) + ".");
-      }
-      if (produces) add(r);
-    }
-    for (const auto& [connector, team_id] : producers) {
+    auto producers = model::SubjectTopicProducers(tx, ctx_.keys, *topic);
+    for (const auto& [connector, team] : producers) {
       if (caller->pod) {
-        if (connector == caller->pod->connector_id.ToString()) return common::Status::Ok();
+        if (connector == caller->pod->connector_id) return common::Status::Ok();
         continue;
       }
-      if (!team_id) continue;  // no team: a superuser's
-      auto team = common::Uuid::Parse(*team_id);
-      if (!team) continue;
+      if (!team) continue;  // no team: a superuser's
       try {
         RequireTeam(tx, *caller->user, *team, auth::Action::kTeamResourceWrite);
         return common::Status::Ok();

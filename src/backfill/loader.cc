@@ -196,7 +196,7 @@ std::string MysqlLiteral(my::MysqlConnection& conn, const my::ColumnInfo& col,
 std::vector<std::string> ShapedColumns(const SourcePlan& p,
                                        const std::vector<dataflow::RowTransform>& transforms) {
   TargetChange probe;
-  probe.op = 'r';
+  probe.op = common::ChangeOp::kRead;
   probe.key = json::object();
   probe.after = json::object();
   for (const auto& col : p.columns) {
@@ -589,7 +589,7 @@ class Loader {
   // A read row's change with no values yet: the columns, empty images.
   TargetChange EmptyRead() const {
     TargetChange ch;
-    ch.op = 'r';
+    ch.op = common::ChangeOp::kRead;
     ch.key = json::object();
     ch.after = json::object();
     ch.columns = columns_;

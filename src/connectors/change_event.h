@@ -8,20 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "common/change_op.h"
+
 namespace sluice::connectors {
 
 // A PostgreSQL WAL position; 0 means "none".
 using Lsn = std::uint64_t;
-
-// Debezium-style operation letters: the production metrics count these.
-enum class Op : char {
-  kRead = 'r',    // initial snapshot
-  kCreate = 'c',  // INSERT
-  kUpdate = 'u',
-  kDelete = 'd',
-  kTruncate = 't',
-  kMessage = 'm',  // pg_logical_emit_message, when requested
-};
 
 struct TableId {
   std::string schema;
@@ -54,10 +46,10 @@ struct TableSchema {
 };
 
 struct ChangeEvent {
-  Op op = Op::kCreate;
+  common::ChangeOp op = common::ChangeOp::kCreate;
   TableId table;
   std::string topic;
-  // Primary-key columns as a JSON object; null for truncates and messages.
+  // Primary-key columns as a JSON object; null for truncates.
   nlohmann::json key;
   // Row images as JSON objects (column -> value), or null when absent:
   // before is null for inserts and reads, after is null for deletes.
@@ -82,11 +74,6 @@ struct ChangeEvent {
   Lsn commit_lsn = 0;  // its transaction's commit record
   std::uint32_t xid = 0;
   std::int64_t commit_time_micros = 0;  // since the Unix epoch; 0 for reads
-  // For kMessage: the logical message's prefix and content.
-  std::string message_prefix;
-  std::string message_content;
 };
-
-const char* OpName(Op op);
 
 }  // namespace sluice::connectors

@@ -12,24 +12,6 @@ std::vector<std::string> TableSchema::KeyColumns() const {
   return keys;
 }
 
-const char* OpName(Op op) {
-  switch (op) {
-    case Op::kRead:
-      return "r";
-    case Op::kCreate:
-      return "c";
-    case Op::kUpdate:
-      return "u";
-    case Op::kDelete:
-      return "d";
-    case Op::kTruncate:
-      return "t";
-    case Op::kMessage:
-      return "m";
-  }
-  return "?";
-}
-
 void ChangeSink::SetAckCallback(AckCallback callback) {
   std::lock_guard lock(mu_);
   callback_ = std::move(callback);

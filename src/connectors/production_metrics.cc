@@ -8,26 +8,24 @@ nlohmann::json EventCounts::ToJson() const {
 
 ProductionMetrics::ProductionMetrics(std::int64_t start_ms) : from_ms_(start_ms) {}
 
-void ProductionMetrics::Record(const std::string& topic, Op op) {
+void ProductionMetrics::Record(const std::string& topic, common::ChangeOp op) {
   std::lock_guard lock(mu_);
   EventCounts& counts = counts_[topic];
   switch (op) {
-    case Op::kRead:
+    case common::ChangeOp::kRead:
       ++counts.r;
       break;
-    case Op::kCreate:
+    case common::ChangeOp::kCreate:
       ++counts.c;
       break;
-    case Op::kUpdate:
+    case common::ChangeOp::kUpdate:
       ++counts.u;
       break;
-    case Op::kDelete:
+    case common::ChangeOp::kDelete:
       ++counts.d;
       break;
-    case Op::kTruncate:
+    case common::ChangeOp::kTruncate:
       break;
-    case Op::kMessage:
-      return;  // not a row event of the topic
   }
   ++counts.total;
 }

@@ -34,7 +34,7 @@ class ProductionMetrics {
  public:
   explicit ProductionMetrics(std::int64_t start_ms);
 
-  void Record(const std::string& topic, Op op);
+  void Record(const std::string& topic, common::ChangeOp op);
   // Closes the current interval at `now_ms`: returns the topics that saw
   // events since the last call and starts a new interval.
   std::vector<TopicInterval> TakeInterval(std::int64_t now_ms);

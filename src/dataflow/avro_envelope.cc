@@ -112,18 +112,18 @@ registry::TableSpec AvroTableSpec(const connectors::TableSchema& schema,
 registry::Change AvroChange(const connectors::ChangeEvent& event,
                             const connectors::TableSchema& schema) {
   registry::Change change;
-  change.op = static_cast<registry::ChangeOp>(static_cast<char>(event.op));
+  change.op = event.op;
   const auto& text = event.text_columns;
-  bool deleted = event.op == connectors::Op::kDelete;
+  bool deleted = event.op == common::ChangeOp::kDelete;
   if (event.before.is_object())
     change.before = Converted(event.before, schema, deleted ? text : std::vector<std::string>());
   if (event.after.is_object()) change.after = Converted(event.after, schema, text);
   // A delete under REPLICA IDENTITY DEFAULT carries the key only.
-  if (event.op == connectors::Op::kDelete && !change.before)
+  if (event.op == common::ChangeOp::kDelete && !change.before)
     change.before = Converted(event.key, schema);
   if (event.lsn) change.source.lsn = static_cast<std::int64_t>(event.lsn);
   change.source.ts_ms = event.commit_time_micros / 1000;
-  change.source.snapshot = event.op == connectors::Op::kRead;
+  change.source.snapshot = event.op == common::ChangeOp::kRead;
   change.ts_ms = common::NowEpochMillis();
   change.unchanged = event.unchanged_columns;
   return change;
@@ -181,15 +181,15 @@ common::Result<TargetChange> AvroEnvelopeDecoder::Decode(const std::string& key,
     return common::InvalidArgument("Avro payload does not decode: " + datum.status().message());
   TargetChange change;
   auto op = datum->value("op", std::string());
-  if (op.size() != 1 || std::string("crudt").find(op[0]) == std::string::npos)
-    return common::InvalidArgument(fmt::format("unknown op '{}'", op));
-  change.op = op[0];
+  auto parsed_op = common::ChangeOpFromLetter(op);
+  if (!parsed_op.ok()) return parsed_op.status();
+  change.op = *parsed_op;
   change.source = datum->value("source", json(nullptr));
   for (const auto& c : (*reader)->columns) change.columns.push_back(c.column);
-  if (change.op == 't') return change;
+  if (change.op == common::ChangeOp::kTruncate) return change;
   change.key = key.empty() ? json(nullptr) : json::parse(key, nullptr, false);
   if (!change.key.is_object()) return common::InvalidArgument("message key is not a JSON object");
-  if (change.op == 'd') {
+  if (change.op == common::ChangeOp::kDelete) {
     change.after = nullptr;
     return change;
   }
@@ -222,7 +222,7 @@ common::Result<TargetChange> AvroEnvelopeDecoder::Decode(const std::string& key,
     for (const auto& c : (*reader)->columns)
       if (auto it = b.find(c.field); it != b.end())
         before[c.column.name] = FromDatum(KindOf(c.column.source_type), *it);
-  if (change.op == 'u') change.old_key = OldKey(change, before);
+  if (change.op == common::ChangeOp::kUpdate) change.old_key = OldKey(change, before);
   return change;
 }
 

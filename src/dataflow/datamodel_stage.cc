@@ -35,16 +35,17 @@ std::pair<connectors::ChangeEvent, connectors::TableSchema> AsEvent(const Target
   for (const auto& c : change.columns)
     schema.columns.push_back({c.name, 0, -1, c.source_type, c.key});
   connectors::ChangeEvent e;
-  e.op = static_cast<connectors::Op>(change.op);
+  e.op = change.op;
   e.table = schema.table;
   e.topic = topic;
-  e.key = change.op == 't' ? json(nullptr) : change.key;
+  e.key = change.op == common::ChangeOp::kTruncate ? json(nullptr) : change.key;
   e.text_columns = change.as_text;
   // The old key of a key change travels as the before image, as from the source.
-  if (change.op == 'u' && change.old_key.is_object()) e.before = change.old_key;
-  if (change.op == 'd') {
+  if (change.op == common::ChangeOp::kUpdate && change.old_key.is_object())
+    e.before = change.old_key;
+  if (change.op == common::ChangeOp::kDelete) {
     e.before = change.key;
-  } else if (change.op != 't') {
+  } else if (change.op != common::ChangeOp::kTruncate) {
     e.after = change.after;
     // Columns the change did not carry (unchanged TOASTed values) stay so.
     for (const auto& c : change.columns)
@@ -71,7 +72,7 @@ common::Result<TargetChange> ChangeFromJsonValue(const std::string& key, const s
   if (value.empty()) {  // a tombstone: the key's row is gone
     if (!parsed_key.is_object())
       return common::InvalidArgument("tombstone without a JSON object key");
-    change.op = 'd';
+    change.op = common::ChangeOp::kDelete;
     change.key = parsed_key;
     for (const auto& [k, v] : parsed_key.items())
       change.columns.push_back({k, TypeOfJson(v), true});
@@ -80,7 +81,7 @@ common::Result<TargetChange> ChangeFromJsonValue(const std::string& key, const s
   json row = json::parse(value, nullptr, false);
   if (row.is_discarded() || !row.is_object())
     return common::InvalidArgument("message value is not a JSON object");
-  change.op = 'c';
+  change.op = common::ChangeOp::kCreate;
   change.after = row;
   if (!key_columns.empty()) {
     change.key = json::object();
@@ -171,7 +172,7 @@ common::Result<std::string> DatamodelStage::EncodeValue(const TargetChange& chan
   if (spec_.format != "avro") return EnvelopeValue(event, ColumnsJson(schema));
   // A new column set is a new schema version (a truncate carries the
   // current one, so it never flips the writer back and forth).
-  if (!avro_out_ || (change.op != 't' && change.columns != avro_columns_)) {
+  if (!avro_out_ || (change.op != common::ChangeOp::kTruncate && change.columns != avro_columns_)) {
     auto encoder = registry::ChangeEventEncoder::Create(AvroTableSpec(schema, "sluice"),
                                                         registry::EventFormat::kAvro);
     if (!encoder.ok()) return encoder.status();
@@ -181,7 +182,7 @@ common::Result<std::string> DatamodelStage::EncodeValue(const TargetChange& chan
     avro_schema_id_ = *id;
     avro_columns_ = change.columns;
   }
-  if (change.op == 't') {
+  if (change.op == common::ChangeOp::kTruncate) {
     // The writer's table, not the truncate's (possibly empty) column list.
     connectors::TableSchema current;
     for (const auto& c : avro_columns_)
@@ -226,8 +227,9 @@ common::Status DatamodelStage::RunOnce(std::chrono::milliseconds poll_timeout) {
     transform_.Apply(*change);
     auto value = EncodeValue(*change);
     if (!value.ok()) return value.status();
-    std::string key =
-        change->op == 't' || change->key.is_null() ? std::string() : change->key.dump();
+    std::string key = change->op == common::ChangeOp::kTruncate || change->key.is_null()
+                          ? std::string()
+                          : change->key.dump();
     SLUICE_RETURN_IF_ERROR(producer_->Send(spec_.target_topic, key, *value, next_id_++));
     ++sent;
   }

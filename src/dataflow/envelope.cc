@@ -52,14 +52,14 @@ std::string EnvelopeValue(const connectors::ChangeEvent& event, const std::strin
   value += ",\"before\":";
   value += dump(event.before);
   value += ",\"op\":\"";
-  value += static_cast<char>(event.op);
+  value += common::Letter(event.op);
   auto out = std::back_inserter(value);
   fmt::format_to(out,
                  "\",\"schema_version\":{},\"source\":{{\"commit_lsn\":{},\"lsn\":{},\"schema\":",
                  event.schema_version, event.commit_lsn, event.lsn);
   value += dump(event.table.schema);
-  value += event.op == connectors::Op::kRead ? ",\"snapshot\":true,\"table\":"
-                                             : ",\"snapshot\":false,\"table\":";
+  value += event.op == common::ChangeOp::kRead ? ",\"snapshot\":true,\"table\":"
+                                               : ",\"snapshot\":false,\"table\":";
   value += dump(event.table.name);
   fmt::format_to(out, ",\"ts_ms\":{}}}", event.commit_time_micros / 1000);
   if (!event.unchanged_columns.empty()) {
@@ -188,16 +188,15 @@ common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::stri
       change.columns = ColumnsFrom(*it);
   }
   auto op = envelope.value("op", std::string());
-  if (op.size() != 1 || std::string("crudt").find(op[0]) == std::string::npos) {
-    return common::InvalidArgument(fmt::format("unknown op '{}'", op));
-  }
-  change.op = op[0];
+  auto parsed_op = common::ChangeOpFromLetter(op);
+  if (!parsed_op.ok()) return parsed_op.status();
+  change.op = *parsed_op;
   // Moved out, not copied: the envelope is discarded after this.
   if (auto it = envelope.find("source"); it != envelope.end()) change.source = std::move(*it);
-  if (change.op == 't') return change;
+  if (change.op == common::ChangeOp::kTruncate) return change;
   change.key = key.empty() ? json(nullptr) : common::ParseJsonFast(key);
   if (!change.key.is_object()) return common::InvalidArgument("message key is not a JSON object");
-  if (change.op == 'd') {
+  if (change.op == common::ChangeOp::kDelete) {
     change.after = nullptr;
     return change;
   }
@@ -208,7 +207,8 @@ common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::stri
   if (auto it = envelope.find("as_text"); it != envelope.end() && it->is_array())
     for (const auto& name : *it)
       if (name.is_string()) change.as_text.push_back(name.get<std::string>());
-  if (change.op == 'u') change.old_key = OldKey(change, envelope.value("before", json()));
+  if (change.op == common::ChangeOp::kUpdate)
+    change.old_key = OldKey(change, envelope.value("before", json()));
   return change;
 }
 

@@ -121,7 +121,9 @@ common::Result<RowTransform> RowTransform::Create(const json& config) {
 }
 
 bool RowTransform::Keeps(const TargetChange& change) const {
-  if (filter_.is_null() || change.op == 'd' || change.op == 't') return true;
+  if (filter_.is_null() || change.op == common::ChangeOp::kDelete ||
+      change.op == common::ChangeOp::kTruncate)
+    return true;
   const auto col = filter_["column"].get<std::string>();
   const auto op = filter_["op"].get<std::string>();
   json v =

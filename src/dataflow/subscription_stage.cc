@@ -292,7 +292,7 @@ common::Status SubscriptionStage::Deliver() {
       after["error"] = r.error;
       after["subscription_id"] = spec_.id;
       after["failed_at"] = now + "+00";
-      rows.push_back({'c', key, after, kErrorColumns});
+      rows.push_back({common::ChangeOp::kCreate, key, after, kErrorColumns});
     }
     auto written = error_target_->Apply(rows);
     if (!written.ok()) return written.status();

@@ -4,6 +4,7 @@
 
 #include "connectors/types/config_validation.h"
 #include "events/events_topic.h"
+#include "model/config_keys.h"
 #include "model/sql_util.h"
 
 namespace sluice::model {
@@ -92,6 +93,41 @@ bool Produces(pqxx::work& tx, const ConnectorRow& c, const std::string& topic) {
 }
 
 }  // namespace
+
+std::vector<SubjectTopicProducer> SubjectTopicProducers(pqxx::work& tx,
+                                                        const secrets::KeyRing& keys,
+                                                        const std::string& topic) {
+  std::vector<SubjectTopicProducer> out;
+  auto add = [&](const pqxx::row& r) {
+    out.push_back({sql::GetUuid(r[0]), sql::GetOptUuid(r[1])});
+  };
+  for (const auto& r : tx.exec_params(
+           "SELECT DISTINCT c.id::text, c.team_id::text FROM connector c JOIN datamodel d ON "
+           "d.source_connector_id = c.id WHERE $1 IN (d.source_topic, d.target_topic)",
+           topic))
+    add(r);
+  // Configurations are stored encrypted: the topic of each source is read
+  // from its decrypted configuration.
+  for (const auto& r :
+       tx.exec("SELECT id::text, team_id::text, connector_type, json_configuration::text FROM "
+               "connector WHERE way = 'source' AND connector_type IN ('postgresql', 'kafka')")) {
+    nlohmann::json config;
+    try {
+      config = DecryptStored(nlohmann::json::parse(r[3].as<std::string>()), keys);
+    } catch (const std::exception&) {
+      continue;  // a key this process lacks: not this caller's to prove
+    }
+    if (!config.is_object()) continue;
+    bool produces = false;
+    if (r[2].as<std::string>() == "kafka") {
+      produces = config.value("topic", std::string()) == topic;
+    } else {
+      produces = topic.starts_with(config.value("topic_prefix", std::string("sluice")) + ".");
+    }
+    if (produces) add(r);
+  }
+  return out;
+}
 
 std::string DefaultTopicPrefix(const common::Uuid& connector_id) {
   std::string hex = connector_id.ToString();

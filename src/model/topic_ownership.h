@@ -38,6 +38,19 @@ struct TopicProducer {
 std::vector<TopicProducer> TopicProducers(pqxx::work& tx, const secrets::KeyRing& keys,
                                           const common::Uuid& env, const std::string& topic);
 
+// The source connectors, of any env (the schema registry is global), that
+// may write the registry subjects of `topic`: those with a datamodel whose
+// source or target topic it is, a kafka source reading it, and PostgreSQL
+// sources whose "<topic_prefix>." starts it. A configuration `keys` cannot
+// open proves nothing and is left out. May name a connector twice.
+struct SubjectTopicProducer {
+  common::Uuid connector_id;
+  std::optional<common::Uuid> team_id;  // none: a superuser's
+};
+std::vector<SubjectTopicProducer> SubjectTopicProducers(pqxx::work& tx,
+                                                        const secrets::KeyRing& keys,
+                                                        const std::string& topic);
+
 // The prefix a new PostgreSQL source gets when it names none: the owner-
 // unique part is the connector's id.
 std::string DefaultTopicPrefix(const common::Uuid& connector_id);

@@ -111,11 +111,10 @@ std::string ChangeEventEncoder::value_subject() const {
 }
 
 Result<json> ChangeEventEncoder::Envelope(const Change& c) const {
-  bool needs_after = c.op != ChangeOp::kDelete && c.op != ChangeOp::kTruncate;
-  bool needs_before = c.op == ChangeOp::kDelete;
+  bool needs_after = common::WritesRow(c.op);
+  bool needs_before = c.op == common::ChangeOp::kDelete;
   if (needs_after && !c.after) {
-    return InvalidArgument(std::string("op '") + static_cast<char>(c.op) +
-                           "' needs an after image");
+    return InvalidArgument(std::string("op '") + common::Letter(c.op) + "' needs an after image");
   }
   if (needs_before && !c.before) return InvalidArgument("op 'd' needs a before image");
   // Row images keyed by the Avro-safe column names, so both formats agree.
@@ -142,7 +141,7 @@ Result<json> ChangeEventEncoder::Envelope(const Change& c) const {
   json envelope = {{"before", image(c.before)},
                    {"after", image(c.after)},
                    {"source", std::move(source)},
-                   {"op", std::string(1, static_cast<char>(c.op))},
+                   {"op", std::string(1, common::Letter(c.op))},
                    {"ts_ms", c.ts_ms}};
   if (table_.track_unchanged) {
     json unchanged = json::array();

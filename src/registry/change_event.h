@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/change_op.h"
 #include "common/status.h"
 #include "registry/avro_schema.h"
 
@@ -41,14 +42,6 @@ struct TableSpec {
   bool track_unchanged = false;
 };
 
-enum class ChangeOp : char {
-  kCreate = 'c',
-  kUpdate = 'u',
-  kDelete = 'd',
-  kRead = 'r',
-  kTruncate = 't',  // no row images
-};
-
 struct ChangeSource {
   std::optional<std::int64_t> lsn;  // position in the source's log; absent if it has none
   std::int64_t ts_ms = 0;           // when the source committed the change
@@ -56,7 +49,7 @@ struct ChangeSource {
 };
 
 struct Change {
-  ChangeOp op = ChangeOp::kCreate;
+  common::ChangeOp op = common::ChangeOp::kCreate;
   // Row images as {column: value} in the datum form of avro_codec.h. c and r
   // need `after`, d needs `before`, u needs `after` (and `before` if known).
   std::optional<nlohmann::json> before;

@@ -139,7 +139,7 @@ TEST_F(ConnectPolicyApi, AMemberCannotReachTheControlDatabase) {
   guard::ProtectInProcess(guard::ControlDatabaseEndpoint(h_.url()));
   connectors::targets::PostgresTarget worker_side(
       {guard::ConninfoFromConfig(Pg(control)), "public", "user", true});
-  auto applied = worker_side.Apply({{'u',
+  auto applied = worker_side.Apply({{common::ChangeOp::kUpdate,
                                      {{"id", member_.id.ToString()}},
                                      {{"id", member_.id.ToString()}, {"is_superuser", true}},
                                      {},

@@ -1,10 +1,10 @@
 #include "backfill_harness.h"
 #include "backfill/repository.h"
+#include "support/pipeline_checks.h"
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -119,17 +119,7 @@ BackfillRun BackfillHarness::RunRow(const common::Uuid& id) {
   return db_->Transact([&](pqxx::work& tx) { return *Repository::FindRun(tx, id); });
 }
 
-std::string BackfillHarness::LoaderLogs() {
-  std::string out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_)) {
-    if (e.path().extension() != ".log") continue;
-    std::ifstream in(e.path());
-    std::string all((std::istreambuf_iterator<char>(in)), {});
-    out += "--- " + e.path().filename().string() + "\n" +
-           all.substr(all.size() > 2000 ? all.size() - 2000 : 0);
-  }
-  return out;
-}
+std::string BackfillHarness::LoaderLogs() { return sluice::testing::LogTails(dir_, 2000); }
 
 pid_t BackfillHarness::StartServe(const std::vector<std::string>& args) {
   auto data_dir = (dir() / "data").string();

@@ -95,7 +95,8 @@ TEST_F(LoaderTest, TheStreamsBatchWaitsForALoaderChunkHoldingTheFence) {
       {"id", "int8", true}, {"label", "text"}, {"amount", "numeric"}, {"at", "timestamptz"}};
   auto applied = std::async(std::launch::async, [&] {
     PostgresTarget stream({target_url(), "public", "w_copy", false});
-    return stream.Apply({{'c', {{"id", 1}}, {{"id", 1}, {"label", "streamed"}}, cols, ""}});
+    return stream.Apply(
+        {{common::ChangeOp::kCreate, {{"id", 1}}, {{"id", 1}, {"label", "streamed"}}, cols, ""}});
   });
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (WaitingAdvisoryLocks() == 0 && std::chrono::steady_clock::now() < deadline)
@@ -144,7 +145,7 @@ TEST_F(LoaderTest, ALargeTableLoadedWhileWritesGoOnEqualsTheSource) {
       auto upserts = [&](const pqxx::result& r, std::vector<TargetChange>& batch) {
         for (const auto& row : r) {
           auto after = json::parse(row[0].c_str());
-          batch.push_back({'u', {{"id", after["id"]}}, after, cols, ""});
+          batch.push_back({common::ChangeOp::kUpdate, {{"id", after["id"]}}, after, cols, ""});
         }
       };
       while (!done) {
@@ -157,7 +158,8 @@ TEST_F(LoaderTest, ALargeTableLoadedWhileWritesGoOnEqualsTheSource) {
                 batch);
         for (const auto& row : tx.exec(fmt::format(
                  "DELETE FROM big WHERE id BETWEEN {} AND {} RETURNING id", lo + 50, lo + 55)))
-          batch.push_back({'d', {{"id", row[0].as<std::int64_t>()}}, nullptr, cols, ""});
+          batch.push_back(
+              {common::ChangeOp::kDelete, {{"id", row[0].as<std::int64_t>()}}, nullptr, cols, ""});
         upserts(tx.exec(fmt::format("INSERT INTO big AS t SELECT g, 'new ' || g, g, now() FROM "
                                     "generate_series({}, {}) g RETURNING {}",
                                     next_id, next_id + 20, kImage)),

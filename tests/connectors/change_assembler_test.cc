@@ -57,7 +57,7 @@ TEST_F(AssemblerTest, UpdateWithUnchangedToastKeepsColumnMarkedUnchanged) {
   Commit();
   ASSERT_EQ(sink_.events.size(), 1u);
   const auto& e = sink_.events[0];
-  EXPECT_EQ(e.op, Op::kUpdate);
+  EXPECT_EQ(e.op, common::ChangeOp::kUpdate);
   EXPECT_FALSE(e.after.contains("body"));  // absent, not null
   EXPECT_EQ(e.unchanged_columns, std::vector<std::string>{"body"});
   EXPECT_EQ(e.key, nlohmann::json({{"id", 5}}));
@@ -96,7 +96,7 @@ TEST_F(AssemblerTest, OldKeyTupleBecomesKeyOnlyBefore) {
   ASSERT_EQ(sink_.events.size(), 2u);
   EXPECT_EQ(sink_.events[0].before, nlohmann::json({{"id", 4}}));
   EXPECT_EQ(sink_.events[0].key, nlohmann::json({{"id", 5}}));
-  EXPECT_EQ(sink_.events[1].op, Op::kDelete);
+  EXPECT_EQ(sink_.events[1].op, common::ChangeOp::kDelete);
   EXPECT_EQ(sink_.events[1].key, nlohmann::json({{"id", 5}}));
   EXPECT_TRUE(sink_.events[1].after.is_null());
 }
@@ -133,7 +133,7 @@ TEST_F(AssemblerTest, TruncateIsEmittedPerRelation) {
   Feed(MessageBuilder('T').U32(1).U8(0).U32(1).Build());
   Commit();
   ASSERT_EQ(sink_.events.size(), 1u);
-  EXPECT_EQ(sink_.events[0].op, Op::kTruncate);
+  EXPECT_EQ(sink_.events[0].op, common::ChangeOp::kTruncate);
   EXPECT_EQ(sink_.events[0].topic, "pfx.shop.docs");
 }
 
@@ -348,7 +348,7 @@ TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersSt
     EXPECT_EQ(text.after_json, tree.after.dump(-1, ' ', false, kReplace)) << "row " << i;
     EXPECT_EQ(text.key_json, tree.key.dump(-1, ' ', false, kReplace)) << "row " << i;
     EXPECT_TRUE(text.after.is_null());
-    EXPECT_EQ(text.op, Op::kCreate);
+    EXPECT_EQ(text.op, common::ChangeOp::kCreate);
     EXPECT_EQ(text.lsn, tree.lsn);
     EXPECT_EQ(text.commit_lsn, tree.commit_lsn);
   }
@@ -407,7 +407,7 @@ TEST(AssemblerJsonText, ValuesWithoutAnExactJsonFormGoAsTheirText) {
     EXPECT_EQ(after(1)["flag"], true);
     EXPECT_EQ(after(1)["arr"], nlohmann::json({1, 2}));
     EXPECT_EQ(sink.events[1].text_columns, std::vector<std::string>{"j"});
-    EXPECT_EQ(sink.events[2].op, Op::kUpdate);
+    EXPECT_EQ(sink.events[2].op, common::ChangeOp::kUpdate);
     EXPECT_EQ(sink.events[2].after["flag"], "maybe");
     EXPECT_EQ(sink.events[2].text_columns.size(), 4u);
   }

@@ -52,12 +52,12 @@ class MemorySink : public ChangeSink {
     std::map<std::string, nlohmann::json> rows;
     for (const auto& e : events) {
       if (e.topic != topic) continue;
-      if (e.op == Op::kTruncate) {
+      if (e.op == common::ChangeOp::kTruncate) {
         rows.clear();
         continue;
       }
       std::string key = e.key.dump();
-      if (e.op == Op::kDelete) {
+      if (e.op == common::ChangeOp::kDelete) {
         rows.erase(key);
         continue;
       }

@@ -86,7 +86,7 @@ class PostgresSourceTest : public ::testing::Test {
       ASSERT_TRUE(st.ok()) << st.ToString();
     }
   }
-  static std::size_t Count(const MemorySink& sink, Op op) {
+  static std::size_t Count(const MemorySink& sink, common::ChangeOp op) {
     std::size_t n = 0;
     for (const auto& e : sink.events) n += e.op == op ? 1 : 0;
     return n;
@@ -130,7 +130,7 @@ TEST_F(PostgresSourceTest, SnapshotEmitsExistingRowsAsReadsInKeyChunks) {
   ASSERT_TRUE(source->snapshot_done());
   ASSERT_EQ(sink.events.size(), 5u);
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(sink.events[i].op, Op::kRead);
+    EXPECT_EQ(sink.events[i].op, common::ChangeOp::kRead);
     EXPECT_EQ(sink.events[i].key, json({{"id", i + 1}}));
     EXPECT_EQ(sink.events[i].after["v"], "v" + std::to_string(i + 1));
     EXPECT_EQ(sink.events[i].topic, "sluice.public.items");
@@ -151,13 +151,13 @@ TEST_F(PostgresSourceTest, StreamEmitsInsertUpdateDeleteKeyedByPrimaryKey) {
   Exec("DELETE FROM items WHERE id = 1");
   PollUntil(source, [&] { return sink.events.size() >= 5; });
   ASSERT_EQ(sink.events.size(), 5u);
-  EXPECT_EQ(sink.events[0].op, Op::kCreate);
-  EXPECT_EQ(sink.events[2].op, Op::kUpdate);
+  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kCreate);
+  EXPECT_EQ(sink.events[2].op, common::ChangeOp::kUpdate);
   EXPECT_EQ(sink.events[2].after, json({{"id", 1}, {"v", "c"}}));
   EXPECT_TRUE(sink.events[2].before.is_null());         // key unchanged: no old tuple
   EXPECT_EQ(sink.events[3].before, json({{"id", 2}}));  // key changed: old key
   EXPECT_EQ(sink.events[3].key, json({{"id", 3}}));
-  EXPECT_EQ(sink.events[4].op, Op::kDelete);
+  EXPECT_EQ(sink.events[4].op, common::ChangeOp::kDelete);
   EXPECT_EQ(sink.events[4].key, json({{"id", 1}}));
   EXPECT_NE(sink.events[4].lsn, 0u);
   EXPECT_GT(sink.events[4].commit_time_micros, 0);
@@ -175,7 +175,7 @@ TEST_F(PostgresSourceTest, UpdateWithUnchangedToastKeepsColumnMarkedUnchanged) {
   Exec("UPDATE docs SET n = 1 WHERE id = 1");
   PollUntil(source, [&] { return sink.events.size() >= 2; });
   const auto& update = sink.events[1];
-  ASSERT_EQ(update.op, Op::kUpdate);
+  ASSERT_EQ(update.op, common::ChangeOp::kUpdate);
   EXPECT_FALSE(update.after.contains("body"));  // not NULL: absent and marked
   EXPECT_EQ(update.unchanged_columns, std::vector<std::string>{"body"});
   EXPECT_EQ(update.after["n"], 1);
@@ -211,7 +211,7 @@ TEST_F(PostgresSourceTest, TruncateIsEmitted) {
   Exec("TRUNCATE items");
   Exec("INSERT INTO items VALUES (2)");
   PollUntil(source, [&] { return sink.events.size() >= 3; });
-  EXPECT_EQ(sink.events[1].op, Op::kTruncate);
+  EXPECT_EQ(sink.events[1].op, common::ChangeOp::kTruncate);
   EXPECT_EQ(sink.events[1].topic, "sluice.public.items");
   EXPECT_EQ(sink.Materialize("sluice.public.items"), TableRows("items", "id"));
 }
@@ -274,11 +274,11 @@ TEST_F(PostgresSourceTest, AllCommonTypesMapToJson) {
   for (const auto& e : sink.events) {  // the snapshot read and the streamed insert agree
     json after = e.after;
     after.erase("id");
-    EXPECT_EQ(after, expected) << OpName(e.op) << ": " << after.dump();
+    EXPECT_EQ(after, expected) << common::Letter(e.op) << ": " << after.dump();
     EXPECT_EQ(e.text_columns, std::vector<std::string>{"j"});
   }
-  EXPECT_EQ(sink.events[0].op, Op::kRead);
-  EXPECT_EQ(sink.events[1].op, Op::kCreate);
+  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kRead);
+  EXPECT_EQ(sink.events[1].op, common::ChangeOp::kCreate);
 }
 
 TEST_F(PostgresSourceTest, FlushLsnAdvancesOnlyAfterSinkAck) {
@@ -395,7 +395,7 @@ TEST_F(PostgresSourceTest, SnapshotThenStreamMissesNothing) {
   stop = true;
   writer.join();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(Count(sink, Op::kRead), sink.events.size());
+  EXPECT_EQ(Count(sink, common::ChangeOp::kRead), sink.events.size());
   auto want = TableRows("items", "id");
   PollUntil(source, [&] { return sink.Materialize("sluice.public.items") == want; });
   EXPECT_GE(writes.load(), 50);
@@ -448,7 +448,8 @@ TEST_F(PostgresSourceTest, RestartWithUnknownSnapshotProgressReadsTablesAgain) {
   auto& second = NewSink();
   auto* restarted = Source(o, &second);
   ASSERT_TRUE(restarted->Start().ok());
-  EXPECT_EQ(Count(second, Op::kRead), 11u);  // everything again: duplicates, never a gap
+  EXPECT_EQ(Count(second, common::ChangeOp::kRead),
+            11u);  // everything again: duplicates, never a gap
   PollUntil(restarted, [&] { return second.events.size() >= 12; });  // and the stream replays
   EXPECT_EQ(second.Materialize("sluice.public.items"), TableRows("items", "id"));
 }
@@ -472,8 +473,8 @@ TEST_F(PostgresSourceTest, FinishedSnapshotProgressSkipsTheSnapshotOnRestart) {
   ASSERT_TRUE(restarted->Start().ok());
   Exec("INSERT INTO items VALUES (3)");
   PollUntil(restarted, [&] { return !second.events.empty(); });
-  EXPECT_EQ(second.events[0].op, Op::kCreate);
-  EXPECT_EQ(Count(second, Op::kRead), 0u);
+  EXPECT_EQ(second.events[0].op, common::ChangeOp::kCreate);
+  EXPECT_EQ(Count(second, common::ChangeOp::kRead), 0u);
 }
 
 TEST_F(PostgresSourceTest, IdleSlotAdvances) {
@@ -612,7 +613,7 @@ TEST_F(PostgresSourceTest, ProtocolVersion1StreamsToo) {
   ASSERT_TRUE(source->Start().ok());
   Exec("INSERT INTO items VALUES (1)");
   PollUntil(source, [&] { return sink.events.size() >= 1; });
-  EXPECT_EQ(sink.events[0].op, Op::kCreate);
+  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kCreate);
 }
 
 TEST_F(PostgresSourceTest, ExistingPublicationIsReusedAndCompleted) {
@@ -693,11 +694,11 @@ TEST_F(PostgresSourceTest, TablesWithoutAKeyFollowTheChosenModeAndThePreCheckSay
   ASSERT_EQ(sink.events.size(), 5u);
   EXPECT_EQ(sink.events[0].key, json({{"tid", 1}, {"delta", 5}, {"filler", nullptr}}));
   EXPECT_EQ(sink.events[1].key, json({{"a", 1}}));
-  EXPECT_EQ(sink.events[2].op, Op::kUpdate);
+  EXPECT_EQ(sink.events[2].op, common::ChangeOp::kUpdate);
   EXPECT_EQ(sink.events[2].before, json({{"tid", 1}, {"delta", 5}, {"filler", nullptr}}));
   EXPECT_EQ(sink.events[2].key, json({{"tid", 1}, {"delta", 6}, {"filler", nullptr}}));
   EXPECT_EQ(sink.events[3].key, json({{"a", 1}}));
-  EXPECT_EQ(sink.events[4].op, Op::kDelete);
+  EXPECT_EQ(sink.events[4].op, common::ChangeOp::kDelete);
   EXPECT_EQ(sink.events[4].key, json({{"tid", 1}, {"delta", 6}, {"filler", nullptr}}));
   ASSERT_EQ(sink.schemas.size(), 2u) << "the stream agrees with the snapshot on the key";
   EXPECT_EQ(sink.schemas[1].KeyColumns(), std::vector<std::string>{"a"});

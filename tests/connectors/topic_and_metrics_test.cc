@@ -22,11 +22,11 @@ TEST(TopicNaming, IllegalCharactersAreReplaced) {
 
 TEST(ProductionMetrics, CountsPerTopicPerInterval) {
   ProductionMetrics m(1000);
-  m.Record("a", Op::kRead);
-  m.Record("a", Op::kCreate);
-  m.Record("a", Op::kUpdate);
-  m.Record("b", Op::kDelete);
-  m.Record("b", Op::kTruncate);
+  m.Record("a", common::ChangeOp::kRead);
+  m.Record("a", common::ChangeOp::kCreate);
+  m.Record("a", common::ChangeOp::kUpdate);
+  m.Record("b", common::ChangeOp::kDelete);
+  m.Record("b", common::ChangeOp::kTruncate);
   auto first = m.TakeInterval(2000);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].topic, "a");
@@ -36,7 +36,7 @@ TEST(ProductionMetrics, CountsPerTopicPerInterval) {
             nlohmann::json({{"total", 3}, {"r", 1}, {"c", 1}, {"u", 1}, {"d", 0}}));
   EXPECT_EQ(first[1].counts.total, 2);  // the truncate counts as produced
   EXPECT_EQ(first[1].counts.d, 1);
-  m.Record("a", Op::kCreate);
+  m.Record("a", common::ChangeOp::kCreate);
   auto second = m.TakeInterval(3000);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].from_ts, 2000);

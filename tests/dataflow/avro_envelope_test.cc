@@ -70,7 +70,7 @@ class AvroEnvelope : public ::testing::Test {
   std::shared_ptr<RegistryClient> client_;
 };
 
-connectors::ChangeEvent Event(connectors::Op op) {
+connectors::ChangeEvent Event(common::ChangeOp op) {
   connectors::ChangeEvent e;
   e.op = op;
   e.table = {"public", "orders"};
@@ -82,7 +82,7 @@ connectors::ChangeEvent Event(connectors::Op op) {
 }
 
 TEST_F(AvroEnvelope, EveryTypeDecodesToWhatTheJsonFormatCarries) {
-  auto e = Event(connectors::Op::kCreate);
+  auto e = Event(common::ChangeOp::kCreate);
   e.after = {{"id", 9007199254740993LL},
              {"Name Col", "héllo"},
              {"amount", "12345678901234567890.125"},
@@ -101,7 +101,7 @@ TEST_F(AvroEnvelope, EveryTypeDecodesToWhatTheJsonFormatCarries) {
 }
 
 TEST_F(AvroEnvelope, UnchangedToastedColumnsStayAbsent) {
-  auto e = Event(connectors::Op::kUpdate);
+  auto e = Event(common::ChangeOp::kUpdate);
   e.after = {{"id", 9007199254740993LL},
              {"Name Col", "x"},
              {"amount", nullptr},
@@ -114,10 +114,10 @@ TEST_F(AvroEnvelope, UnchangedToastedColumnsStayAbsent) {
 }
 
 TEST_F(AvroEnvelope, DeletesAndTruncatesDecode) {
-  auto d = Event(connectors::Op::kDelete);
+  auto d = Event(common::ChangeOp::kDelete);
   d.before = {{"id", 9007199254740993LL}};
   ExpectSameAsJson(d, Orders());
-  auto t = Event(connectors::Op::kTruncate);
+  auto t = Event(common::ChangeOp::kTruncate);
   t.key = nullptr;
   ExpectSameAsJson(t, Orders());
 }

@@ -17,7 +17,7 @@ connectors::TableSchema Schema() {
 
 TEST(Envelope, RoundTripsAnUpdateWithItsColumns) {
   connectors::ChangeEvent e;
-  e.op = connectors::Op::kUpdate;
+  e.op = common::ChangeOp::kUpdate;
   e.table = {"public", "orders"};
   e.topic = "t";
   e.key = {{"id", 7}};
@@ -25,7 +25,7 @@ TEST(Envelope, RoundTripsAnUpdateWithItsColumns) {
   auto encoded = EncodeEnvelope(e, Schema());
   auto decoded = DecodeEnvelope(encoded.key, encoded.value);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(decoded->op, 'u');
+  EXPECT_EQ(decoded->op, common::ChangeOp::kUpdate);
   EXPECT_EQ(decoded->key, (json{{"id", 7}}));
   EXPECT_EQ(decoded->after["name"], "x");
   ASSERT_EQ(decoded->columns.size(), 2u);
@@ -37,7 +37,7 @@ TEST(Envelope, RoundTripsAnUpdateWithItsColumns) {
 // UTF-8; encoding must not throw (the worker would crash-loop on the row).
 TEST(Envelope, TextThatIsNotUtf8IsCarriedWithReplacementCharacters) {
   connectors::ChangeEvent e;
-  e.op = connectors::Op::kCreate;
+  e.op = common::ChangeOp::kCreate;
   e.table = {"public", "orders"};
   e.key = {{"id", "k\xff"}};
   e.after = {{"id", 1}, {"name", "caf\xe9"}};
@@ -50,7 +50,7 @@ TEST(Envelope, TextThatIsNotUtf8IsCarriedWithReplacementCharacters) {
 
 TEST(Envelope, DebeziumFieldsArePresent) {
   connectors::ChangeEvent e;
-  e.op = connectors::Op::kCreate;
+  e.op = common::ChangeOp::kCreate;
   e.table = {"public", "orders"};
   e.key = {{"id", 1}};
   e.after = {{"id", 1}};
@@ -72,7 +72,7 @@ TEST(Envelope, GarbageIsRefusedWithAReason) {
 // differs, or whose strings merely look like the marker, decode the same.
 TEST(Envelope, ColumnsAnywhereAndMarkerLookalikesDecodeTheSame) {
   connectors::ChangeEvent e;
-  e.op = connectors::Op::kCreate;
+  e.op = common::ChangeOp::kCreate;
   e.table = {"public", "orders"};
   e.key = {{"id", 1}};
   e.after = {{"id", 1}, {"name", ",\"columns\":[]}"}};
@@ -102,7 +102,7 @@ TEST(Envelope, ColumnsAnywhereAndMarkerLookalikesDecodeTheSame) {
 
 TEST(Envelope, ValuesCarriedAsTextAreNamedAndKeepTheirText) {
   connectors::ChangeEvent e;
-  e.op = connectors::Op::kCreate;
+  e.op = common::ChangeOp::kCreate;
   e.table = {"public", "orders"};
   e.key = {{"id", 7}};
   e.after = {{"id", 7}, {"name", R"({"n": 1e400})"}};
@@ -118,7 +118,7 @@ TEST(Envelope, ValuesCarriedAsTextAreNamedAndKeepTheirText) {
 
 TEST(Envelope, AnUpdateThatChangedTheKeyCarriesTheOldKey) {
   connectors::ChangeEvent e;
-  e.op = connectors::Op::kUpdate;
+  e.op = common::ChangeOp::kUpdate;
   e.table = {"public", "orders"};
   e.key = {{"id", 30}};
   e.before = {{"id", 3}};  // pgoutput's old-key tuple

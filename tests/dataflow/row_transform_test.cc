@@ -9,7 +9,7 @@ using connectors::targets::TargetChange;
 using nlohmann::json;
 
 TargetChange Row() {
-  return {'c',
+  return {common::ChangeOp::kCreate,
           {{"id", 1}},
           {{"id", 1}, {"name", "Ada"}, {"secret", "x"}, {"amount", "12.5"}, {"status", "paid"}},
           {{"id", "int4", true},
@@ -55,7 +55,7 @@ TEST(RowTransform, FilterDropsRowsButNeverDeletes) {
   auto t = *RowTransform::Create(
       {{"filter", {{"column", "status"}, {"op", "eq"}, {"value", "refunded"}}}});
   EXPECT_FALSE(t.Keeps(Row()));
-  TargetChange del{'d', {{"id", 1}}, nullptr, {}};
+  TargetChange del{common::ChangeOp::kDelete, {{"id", 1}}, nullptr, {}};
   EXPECT_TRUE(t.Keeps(del));
 }
 

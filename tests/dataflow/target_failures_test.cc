@@ -188,15 +188,6 @@ class TargetFailures : public ::testing::Test {
     });
   }
   std::string Logs() { return LogTails(dir_, {"target.log"}, 4000); }
-  template <typename Pred>
-  bool Eventually(Pred pred, std::chrono::seconds limit = 60s) {
-    auto deadline = Steady::now() + limit;
-    while (Steady::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return pred();
-  }
   static std::set<int> Range(int from, int to) {
     std::set<int> out;
     for (int i = from; i <= to; ++i) out.insert(i);
@@ -254,7 +245,7 @@ TEST_F(TargetFailures, Http401Then503ThenRecoveryDeliversEveryChange) {
     return 200;
   });
   StartTarget(HttpTarget());
-  EXPECT_TRUE(Eventually([&] { return Delivered() == Range(1, 1000); }, 90s))
+  EXPECT_TRUE(WaitUntil([&] { return Delivered() == Range(1, 1000); }, 90s))
       << Delivered().size() << " of 1000 delivered\n"
       << Logs();
   // Visible while it lasted, in the webhook's words.
@@ -263,7 +254,7 @@ TEST_F(TargetFailures, Http401Then503ThenRecoveryDeliversEveryChange) {
   EXPECT_EQ(Events("subscription.record_rejected"), 0);
   EXPECT_EQ(Events("subscription.record_skipped"), 0);
   EXPECT_EQ(Events("subscription.stopped"), 0);
-  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+  EXPECT_TRUE(WaitUntil([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
 }
 
 // One record of a batch of 50 is refused: the batch is bisected, 49 land,
@@ -281,11 +272,13 @@ TEST_F(TargetFailures, A422OnOneRecordOfABatchParksOnlyThatRecord) {
               {{"error_table", "orders_errors"}, {"error_target_url", target_db_.url()}});
   auto want = Range(1, 50);
   want.erase(17);
-  EXPECT_TRUE(Eventually([&] {
-    return Delivered() == want &&
-           Count(target_db_.url(), "SELECT count(*) FROM orders_errors") == 1;
-  })) << Delivered().size()
-      << " delivered\n"
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Delivered() == want &&
+               Count(target_db_.url(), "SELECT count(*) FROM orders_errors") == 1;
+      },
+      60s))
+      << Delivered().size() << " delivered\n"
       << Logs();
   pqxx::connection c(target_db_.url());
   auto parked = pqxx::nontransaction(c).exec1("SELECT \"offset\", key, error FROM orders_errors");
@@ -293,7 +286,7 @@ TEST_F(TargetFailures, A422OnOneRecordOfABatchParksOnlyThatRecord) {
   EXPECT_STREQ(parked[1].c_str(), R"({"id":17})");
   EXPECT_NE(std::string(parked[2].c_str()).find("name is not acceptable"), std::string::npos);
   EXPECT_EQ(Delivered().count(17), 0u);
-  EXPECT_TRUE(Eventually([&] { return Events("subscription.record_rejected") == 1; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Events("subscription.record_rejected") == 1; }, 10s));
 }
 
 // No error table and on_refusal left at its default: the subscription stops
@@ -310,16 +303,19 @@ TEST_F(TargetFailures, WithoutAnErrorTableARefusalStopsTheSubscriptionUntilResta
     return 200;
   });
   StartTarget(HttpTarget());
-  ASSERT_TRUE(Eventually([&] {
-    auto row = Row();
-    return row.state == runtime::WorkerState::kError && row.reason &&
-           row.reason->find("stopped") != std::string::npos;
-  })) << Logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto row = Row();
+        return row.state == runtime::WorkerState::kError && row.reason &&
+               row.reason->find("stopped") != std::string::npos;
+      },
+      60s))
+      << Logs();
   auto reason = *Row().reason;
   EXPECT_NE(reason.find(R"(key {"id":17})"), std::string::npos) << reason;
   EXPECT_NE(reason.find(topic_ + "/0/16"), std::string::npos) << reason;
   EXPECT_NE(reason.find("name is not acceptable"), std::string::npos) << reason;
-  EXPECT_TRUE(Eventually([&] { return Events("subscription.stopped", R"({"id":17})") >= 1; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Events("subscription.stopped", R"({"id":17})") >= 1; }, 10s));
   EXPECT_EQ(Events("subscription.record_skipped"), 0);
   EXPECT_EQ(Delivered().count(17), 0u);
   // Stopped means stopped: later changes wait.
@@ -329,10 +325,10 @@ TEST_F(TargetFailures, WithoutAnErrorTableARefusalStopsTheSubscriptionUntilResta
   // The receiver is fixed and the subscription restarted (its worker).
   fixed = true;
   kill(*supervisor_->Pid("target"), SIGKILL);
-  EXPECT_TRUE(Eventually([&] { return Delivered() == Range(1, 60); }, 60s))
+  EXPECT_TRUE(WaitUntil([&] { return Delivered() == Range(1, 60); }, 60s))
       << Delivered().size() << " of 60 delivered\n"
       << Logs();
-  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+  EXPECT_TRUE(WaitUntil([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
 }
 
 // on_refusal: skip commits past the refused record, counted skipped, with an event.
@@ -348,11 +344,11 @@ TEST_F(TargetFailures, OnRefusalSkipGoesPastTheRecordWithAnEvent) {
   StartTarget(HttpTarget(), {{"on_refusal", "skip"}});
   auto want = Range(1, 50);
   want.erase(17);
-  EXPECT_TRUE(Eventually([&] { return Delivered() == want; })) << Logs();
-  EXPECT_TRUE(Eventually([&] { return Events("subscription.record_skipped") == 1; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Delivered() == want; }, 60s)) << Logs();
+  EXPECT_TRUE(WaitUntil([&] { return Events("subscription.record_skipped") == 1; }, 10s));
   Produce(51, 60);
   want.merge(Range(51, 60));
-  EXPECT_TRUE(Eventually([&] { return Delivered() == want; })) << Logs();
+  EXPECT_TRUE(WaitUntil([&] { return Delivered() == want; }, 60s)) << Logs();
   EXPECT_EQ(Events("subscription.stopped"), 0);
 }
 
@@ -369,7 +365,7 @@ TEST_F(TargetFailures, RetryAfterIsHonoured) {
     return 200;
   });
   StartTarget(HttpTarget());
-  ASSERT_TRUE(Eventually([&] { return Delivered() == Range(1, 10); })) << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return Delivered() == Range(1, 10); }, 60s)) << Logs();
   auto requests = Requests();
   ASSERT_GE(requests.size(), 2u);
   EXPECT_EQ(requests[0].status, 503);
@@ -388,9 +384,9 @@ TEST_F(TargetFailures, AReplayAfterKill9CarriesTheSameIdempotencyKey) {
     return 200;
   });
   StartTarget(HttpTarget());
-  ASSERT_TRUE(Eventually([&] { return calls.load() >= 1; })) << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return calls.load() >= 1; }, 60s)) << Logs();
   kill(*supervisor_->Pid("target"), SIGKILL);
-  ASSERT_TRUE(Eventually([&] { return Requests().size() >= 2; }, 60s)) << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return Requests().size() >= 2; }, 60s)) << Logs();
   auto requests = Requests();
   EXPECT_FALSE(requests[0].idempotency_key.empty());
   EXPECT_EQ(requests[1].idempotency_key, requests[0].idempotency_key);
@@ -414,20 +410,26 @@ TEST_F(TargetFailures, APostgresDataErrorWithoutAnErrorTableStopsAtTheRow) {
       "<> 'n17'))");
   Produce(1, 50);
   StartTarget({{"type", "postgresql"}, {"url", target_db_.url()}});
-  ASSERT_TRUE(Eventually([&] {
-    auto row = Row();
-    return row.state == runtime::WorkerState::kError && row.reason &&
-           row.reason->find("not_n17") != std::string::npos;
-  })) << Logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto row = Row();
+        return row.state == runtime::WorkerState::kError && row.reason &&
+               row.reason->find("not_n17") != std::string::npos;
+      },
+      60s))
+      << Logs();
   EXPECT_NE(Row().reason->find(R"(key {"id":17} at )" + topic_ + "/0/16"), std::string::npos)
       << *Row().reason;
   EXPECT_EQ(Count(target_db_.url(), "SELECT count(*) FROM orders"), 49);
-  EXPECT_TRUE(Eventually([&] { return Events("subscription.stopped", "not_n17") >= 1; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return Events("subscription.stopped", "not_n17") >= 1; }, 10s));
   Sql(target_db_.url(), "ALTER TABLE orders DROP CONSTRAINT not_n17");
   kill(*supervisor_->Pid("target"), SIGKILL);
-  EXPECT_TRUE(Eventually([&] {
-    return Count(target_db_.url(), "SELECT count(*) FROM orders WHERE name = 'n' || id") == 50;
-  })) << Logs();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Count(target_db_.url(), "SELECT count(*) FROM orders WHERE name = 'n' || id") == 50;
+      },
+      60s))
+      << Logs();
 }
 
 // The JSONL target's disk is full (its file is a /dev/full node): an outage in the
@@ -440,23 +442,29 @@ TEST_F(TargetFailures, AFullDiskUnderAJsonlTargetIsAnOutageAndLosesNothing) {
     GTEST_SKIP() << "mknod needs CAP_MKNOD: " << strerror(errno);
   Produce(1, 20);
   StartTarget({{"type", "jsonl"}, {"root", dir_.string()}, {"directory", "jsonl"}});
-  EXPECT_TRUE(Eventually([&] {
-    auto row = Row();
-    return row.state == runtime::WorkerState::kError && row.reason &&
-           row.reason->find("No space left on device") != std::string::npos;
-  })) << Logs();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto row = Row();
+        return row.state == runtime::WorkerState::kError && row.reason &&
+               row.reason->find("No space left on device") != std::string::npos;
+      },
+      60s))
+      << Logs();
   std::filesystem::remove(files / "orders.jsonl");
   std::set<int> lines;
-  EXPECT_TRUE(Eventually([&] {
-    lines.clear();
-    std::ifstream in(files / "orders.jsonl");
-    for (std::string l; std::getline(in, l);) lines.insert(json::parse(l)["key"]["id"].get<int>());
-    return lines == Range(1, 20);
-  })) << lines.size()
-      << " of 20\n"
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        lines.clear();
+        std::ifstream in(files / "orders.jsonl");
+        for (std::string l; std::getline(in, l);)
+          lines.insert(json::parse(l)["key"]["id"].get<int>());
+        return lines == Range(1, 20);
+      },
+      60s))
+      << lines.size() << " of 20\n"
       << Logs();
   EXPECT_EQ(Events("subscription.stopped"), 0);
-  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+  EXPECT_TRUE(WaitUntil([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
 }
 
 // REVOKE INSERT on the target table is an outage: the worker says so in
@@ -472,27 +480,34 @@ TEST_F(TargetFailures, PostgresPermissionDeniedIsAnOutageAndLosesNothing) {
   std::string url = ClusterUrlAs(target_db_.name(), role_, "writer-pw");
   Produce(1, 200);
   StartTarget({{"type", "postgresql"}, {"url", url}});
-  ASSERT_TRUE(Eventually([&] {
-    return Count(target_db_.url(), "SELECT count(*) FROM orders") == 200;
-  })) << Logs();
+  ASSERT_TRUE(
+      WaitUntil([&] { return Count(target_db_.url(), "SELECT count(*) FROM orders") == 200; }, 60s))
+      << Logs();
   Sql(target_db_.url(), "REVOKE INSERT ON public.orders FROM " + role_);
   Produce(201, 400);
-  EXPECT_TRUE(Eventually([&] {
-    auto row = Row();
-    return row.state == runtime::WorkerState::kError && row.reason &&
-           row.reason->find("permission denied") != std::string::npos;
-  })) << Logs();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto row = Row();
+        return row.state == runtime::WorkerState::kError && row.reason &&
+               row.reason->find("permission denied") != std::string::npos;
+      },
+      60s))
+      << Logs();
   std::this_thread::sleep_for(3s);
   Sql(target_db_.url(), "GRANT INSERT ON public.orders TO " + role_);
-  EXPECT_TRUE(Eventually([&] {
-    return Count(target_db_.url(),
-                 "SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 400 AND name = 'n' || id") ==
-           400;
-  })) << Logs();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Count(
+                   target_db_.url(),
+                   "SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 400 AND name = 'n' || id") ==
+               400;
+      },
+      60s))
+      << Logs();
   EXPECT_GE(Events("worker.error", "permission denied"), 1);
   EXPECT_EQ(Events("subscription.stopped"), 0);
   EXPECT_EQ(Events("subscription.record_rejected"), 0);
-  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+  EXPECT_TRUE(WaitUntil([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
 }
 
 // The target database's disk fills up (its table lives on a 512 KiB tmpfs):
@@ -525,30 +540,36 @@ TEST_F(TargetFailures, PostgresDiskFullIsAnOutageAndLosesNothing) {
       "CREATE TABLE public.orders (id int PRIMARY KEY, name text) TABLESPACE " + tablespace);
   Produce(1, 200);
   StartTarget({{"type", "postgresql"}, {"url", target_db_.url()}});
-  ASSERT_TRUE(Eventually([&] {
-    return Count(target_db_.url(), "SELECT count(*) FROM orders") == 200;
-  })) << Logs();
+  ASSERT_TRUE(
+      WaitUntil([&] { return Count(target_db_.url(), "SELECT count(*) FROM orders") == 200; }, 60s))
+      << Logs();
   // About 1 MiB of rows: more than the file system has left.
   Produce(201, 20000);
-  EXPECT_TRUE(Eventually([&] {
-    auto row = Row();
-    return row.state == runtime::WorkerState::kError && row.reason &&
-           row.reason->find("No space left on device") != std::string::npos;
-  })) << Logs();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto row = Row();
+        return row.state == runtime::WorkerState::kError && row.reason &&
+               row.reason->find("No space left on device") != std::string::npos;
+      },
+      60s))
+      << Logs();
   long while_full = Count(target_db_.url(), "SELECT count(*) FROM orders");
   EXPECT_LT(while_full, 20000);
   ASSERT_EQ(::mount("tmpfs", space.c_str(), "tmpfs", MS_REMOUNT, "size=64m,mode=0700"), 0)
       << std::strerror(errno);
-  EXPECT_TRUE(Eventually([&] {
-    return Count(target_db_.url(),
-                 "SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 20000 AND name = 'n' || id") ==
-           20000;
-  })) << Logs();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Count(target_db_.url(),
+                     "SELECT count(*) FROM orders WHERE id BETWEEN 1 AND 20000 AND name = 'n' || "
+                     "id") == 20000;
+      },
+      60s))
+      << Logs();
   EXPECT_GE(Events("worker.error", "No space left on device"), 1);
   EXPECT_EQ(Events("subscription.stopped"), 0);
   EXPECT_EQ(Events("subscription.record_rejected"), 0);
   EXPECT_EQ(Events("subscription.record_skipped"), 0);
-  EXPECT_TRUE(Eventually([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
+  EXPECT_TRUE(WaitUntil([&] { return Row().state == runtime::WorkerState::kLive; }, 30s));
   supervisor_.reset();
   Sql(target_db_.url(), "DROP TABLE public.orders");
   Sql(ClusterUrl("postgres"), "DROP TABLESPACE " + tablespace);
@@ -573,7 +594,7 @@ TEST_F(TargetFailures, AWorkerErrorEventNamesThePodAndItsLaunchNumber) {
                        : std::pair<std::string, int>{r[0][0].c_str(), r[0][1].as<int>()};
     });
   };
-  ASSERT_TRUE(Eventually([&] { return event().second >= 0; }, 60s)) << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return event().second >= 0; }, 60s)) << Logs();
   EXPECT_EQ(event(), (std::pair<std::string, int>{"tf-target-7d9f-0", 1})) << Logs();
 
   // The back end relaunches the shard: a new UUID generation, number 2.
@@ -585,10 +606,12 @@ TEST_F(TargetFailures, AWorkerErrorEventNamesThePodAndItsLaunchNumber) {
     return w;
   });
   StartTarget(HttpTarget(), json::object(), {"SLUICE_POD_NAME=tf-target-7d9f-1"});
-  EXPECT_TRUE(Eventually([&] {
-    return event() == std::pair<std::string, int>{"tf-target-7d9f-1", 2};
-  })) << event().first
-      << " " << event().second << "\n"
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return event() == std::pair<std::string, int>{"tf-target-7d9f-1", 2};
+      },
+      60s))
+      << event().first << " " << event().second << "\n"
       << Logs();
 }
 

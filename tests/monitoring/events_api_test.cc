@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 
 class EventsApi : public MonitoringHarness {
  protected:
-  std::vector<std::string> Codes(const Reply& r) {
+  std::vector<std::string> Codes(const HttpResult& r) {
     std::vector<std::string> out;
     for (const auto& e : r.body["items"]) out.push_back(e["code"]);
     return out;
@@ -212,7 +212,7 @@ TEST_F(EventsApi, EventsAreReadThroughTheTeamTheyWereRecordedFor) {
   ASSERT_EQ(Call("GET", path, nullptr, old_member).body["items"].size(), 1u);
 
   // Moved: the new team sees the connector but none of the old team's history.
-  db_->Transact([&](pqxx::work& tx) {
+  db().Transact([&](pqxx::work& tx) {
     tx.exec_params("UPDATE connector SET team_id = $1 WHERE id = $2", other_team, source_);
   });
   auto for_new = Call("GET", path, nullptr, new_member);

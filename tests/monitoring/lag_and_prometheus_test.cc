@@ -95,7 +95,7 @@ TEST_F(LagApi, PrometheusPageParsesAndCarriesLagRatesAndHeartbeats) {
   IngestProduction(topic_, Ms(now - 20s), Ms(now - 10s), 30, now - 1s);
   IngestConsumption(subscription_, Ms(now - 20s), Ms(now - 10s), 20, 3, 11, now - 1s);
 
-  httplib::Client cli("127.0.0.1", server_->port());
+  httplib::Client cli("127.0.0.1", server().port());
   auto anonymous = cli.Get("/metrics");
   ASSERT_TRUE(anonymous);
   EXPECT_EQ(anonymous->status, 401);
@@ -132,7 +132,7 @@ TEST_F(LagApi, PrometheusPageParsesAndCarriesLagRatesAndHeartbeats) {
   // A server configured with a scrape token accepts it, and nothing else.
   api::ApiOptions opts;
   opts.metrics_token = "scrape-secret-1";
-  api::ApiServer scraped(*db_, auth::SecretKey::Random(), keys(), opts);
+  api::ApiServer scraped(db(), auth::SecretKey::Random(), keys(), opts);
   ASSERT_TRUE(scraped.Start("127.0.0.1", 0).ok());
   httplib::Client cli2("127.0.0.1", scraped.port());
   auto ok = cli2.Get("/metrics", {{"Authorization", "Bearer scrape-secret-1"}});

@@ -124,11 +124,11 @@ TEST_F(MetricsApi, DaySeriesReadsTheRollupsOnceRawRowsArePruned) {
                    two_days_ago + 1h + 10s);
   IngestConsumption(subscription_, Ms(two_days_ago + 1h), Ms(two_days_ago + 1h + 10s), 33, 0,
                     std::nullopt, two_days_ago + 1h + 10s);
-  metrics::MetricRollup rollup(*db_);
+  metrics::MetricRollup rollup(db());
   auto day = store::sql::EpochDay(two_days_ago);
   ASSERT_TRUE(rollup.RollupDay(day, common::Clock::now()).ok());
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec("DELETE FROM production_metric");
     tx.exec("DELETE FROM consumption_metric");
@@ -152,7 +152,7 @@ TEST_F(MetricsApi, TheSubscriptionDetailReadsRawRowsOnlyWhileThePipelineSummaryU
   auto today = std::chrono::floor<std::chrono::days>(common::Clock::now());
   auto two_days_ago = today - std::chrono::days(2);
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     // A rollup row with no raw rows behind it (as after retention pruned them).
     tx.exec_params(

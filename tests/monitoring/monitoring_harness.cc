@@ -6,7 +6,7 @@
 namespace sluice::testing {
 
 void MonitoringHarness::SetUp() {
-  ApiHarness::SetUp();
+  ApiTest::SetUp();
   source_ = NewConnector(team_id_, "src", "postgresql-source");
   target_ = NewConnector(team_id_, "dst", "jsonl-target");
   // The topics are the source's: "<its topic_prefix>.public.<table>".
@@ -43,7 +43,7 @@ void MonitoringHarness::SetUp() {
 }
 
 void MonitoringHarness::UseBroker(const std::string& bootstrap) {
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   tx.exec_params("UPDATE env SET retention_configuration = $1::json WHERE id = $2",
                  Json{{"bootstrap_servers", bootstrap}}.dump(), env_id_);
@@ -75,7 +75,7 @@ void MonitoringHarness::Record(events::Level level, const std::string& code,
     ev.resource.subscription_id = common::Uuid::Parse(subscription);
     ev.resource.subscription_name = "sub";
   }
-  events::EventStore store(*db_);
+  events::EventStore store(db());
   auto r = store.Record(ev);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
 }
@@ -89,7 +89,7 @@ void MonitoringHarness::IngestProduction(const std::string& topic, std::int64_t 
   s.to_ts = to_ms;
   s.events.total = total;
   s.events.c = total;
-  auto st = db_->Transact([&](pqxx::work& tx) { return metrics::IngestProduction(tx, {s}, at); });
+  auto st = db().Transact([&](pqxx::work& tx) { return metrics::IngestProduction(tx, {s}, at); });
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -106,7 +106,7 @@ void MonitoringHarness::IngestConsumption(const std::string& subscription, std::
   s.delivered = delivered;
   s.errored = errored;
   s.consumer_lag = lag;
-  auto st = db_->Transact([&](pqxx::work& tx) { return metrics::IngestConsumption(tx, {s}, at); });
+  auto st = db().Transact([&](pqxx::work& tx) { return metrics::IngestConsumption(tx, {s}, at); });
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 

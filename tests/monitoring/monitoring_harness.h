@@ -9,13 +9,13 @@
 #include <optional>
 #include <string>
 
+#include "api/api_harness.h"
 #include "common/time.h"
-#include "config_api/api_harness.h"
 #include "events/resource_event.h"
 
 namespace sluice::testing {
 
-class MonitoringHarness : public ApiHarness {
+class MonitoringHarness : public ApiTest {
  protected:
   void SetUp() override;
 

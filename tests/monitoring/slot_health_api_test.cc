@@ -14,7 +14,7 @@ class SlotHealthApi : public MonitoringHarness {
   void Report(const dataflow::SlotReport& r) {
     dataflow::PodIdentity pod{common::Uuid::V4(), *common::Uuid::Parse(source_), common::Uuid::V4(),
                               0};
-    auto st = db_->Transact([&](pqxx::work& tx) { return dataflow::ApplySlotReport(tx, pod, r); });
+    auto st = db().Transact([&](pqxx::work& tx) { return dataflow::ApplySlotReport(tx, pod, r); });
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   static dataflow::SlotReport Reading(std::int64_t lag, const std::string& level,
@@ -30,7 +30,7 @@ class SlotHealthApi : public MonitoringHarness {
     return r;
   }
   int Events(const std::string& code) {
-    return db_->Transact([&](pqxx::work& tx) {
+    return db().Transact([&](pqxx::work& tx) {
       return tx
           .exec_params(
               "SELECT coalesce(sum(count), 0) FROM resource_event WHERE code = $1 AND "
@@ -40,7 +40,7 @@ class SlotHealthApi : public MonitoringHarness {
     });
   }
   std::map<std::string, double> Scrape() {
-    httplib::Client cli("127.0.0.1", server_->port());
+    httplib::Client cli("127.0.0.1", server().port());
     auto res = cli.Get("/metrics", {{"Authorization", "Bearer " + root_token_}});
     EXPECT_TRUE(res && res->status == 200);
     return res ? ParsePrometheus(res->body) : std::map<std::string, double>{};
@@ -89,7 +89,7 @@ TEST_F(SlotHealthApi, ALevelChangeIsOneEventAndBackUnderIsRecorded) {
   EXPECT_EQ(Events("source.slot_lag_critical"), 1);
   Report(Reading(5, "ok"));
   EXPECT_EQ(Events("source.slot_lag_cleared"), 1);
-  auto reason = db_->Transact([&](pqxx::work& tx) {
+  auto reason = db().Transact([&](pqxx::work& tx) {
     return tx.exec_params("SELECT reason, level FROM resource_event WHERE code = $1",
                           "source.slot_lag_critical")[0];
   });
@@ -104,7 +104,7 @@ TEST_F(SlotHealthApi, ALostSlotIsAnEventNamingIt) {
   lost.lost_reason = "replication slot sluice_slot_a is lost (wal_status = lost)";
   Report(lost);
   EXPECT_EQ(Events("source.slot_lost"), 1);
-  auto row = db_->Transact([&](pqxx::work& tx) {
+  auto row = db().Transact([&](pqxx::work& tx) {
     return tx.exec_params("SELECT message, details::text FROM resource_event WHERE code = $1",
                           "source.slot_lost")[0];
   });

@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <map>
 #include <pqxx/pqxx>
 #include <thread>
@@ -125,26 +123,7 @@ class DatamodelSkippedTest : public ::testing::Test {
       if (e["code"] == "datamodel.record_skipped") out[e["reason"].get<std::string>()] = e;
     return out;
   }
-  bool WaitUntil(const std::function<bool()>& pred, std::chrono::seconds limit = 120s) {
-    for (auto deadline = std::chrono::steady_clock::now() + limit;
-         std::chrono::steady_clock::now() < deadline;) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(250ms);
-    }
-    return pred();
-  }
-  std::string Logs() {
-    std::string out;
-    if (!std::filesystem::exists(run_dir_)) return out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(run_dir_)) {
-      if (e.path().extension() != ".log") continue;
-      std::ifstream in(e.path());
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out += "--- " + e.path().filename().string() + "\n" +
-             all.substr(all.size() > 2000 ? all.size() - 2000 : 0);
-    }
-    return out;
-  }
+  std::string Logs() { return testing::LogTails(run_dir_, 2000); }
   std::string SourceWorkerState() {
     return api_.db().Transact([&](pqxx::work& tx) {
       auto r = tx.exec_params("SELECT state::text FROM worker WHERE connector_id = $1",
@@ -177,15 +156,17 @@ TEST_F(DatamodelSkippedTest, UnreadableRecordsAreOneWarnEventPerReasonWithTheirC
   Send(R"({"id":2})", R"({"id":2,"name":"after the bad ones"})");
   Flush();
   Start();
-  ASSERT_TRUE(WaitUntil([&] { return TargetHolds(1) && TargetHolds(2); }))
+  ASSERT_TRUE(testing::WaitUntil([&] { return TargetHolds(1) && TargetHolds(2); }, 120s))
       << "the good records around the bad ones did not land\n"
       << Logs();
   std::map<std::string, json> skipped;
-  ASSERT_TRUE(WaitUntil([&] {
-    skipped = SkippedEvents();
-    return skipped.count(kNotJson) && skipped.count(kNoKey);
-  })) << json(skipped).dump()
-      << "\n"
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        skipped = SkippedEvents();
+        return skipped.count(kNotJson) && skipped.count(kNoKey);
+      },
+      120s))
+      << json(skipped).dump() << "\n"
       << Logs();
   const auto first_seen = std::chrono::steady_clock::now();
   const json& not_json = skipped[kNotJson];
@@ -206,7 +187,7 @@ TEST_F(DatamodelSkippedTest, UnreadableRecordsAreOneWarnEventPerReasonWithTheirC
   for (int i = 0; i < 500; ++i) Send(R"({"id":95})", "not json " + std::to_string(i));
   Send(R"({"id":3})", R"({"id":3,"name":"after the flood"})");
   Flush();
-  ASSERT_TRUE(WaitUntil([&] { return TargetHolds(3); })) << Logs();
+  ASSERT_TRUE(testing::WaitUntil([&] { return TargetHolds(3); }, 120s)) << Logs();
   EXPECT_EQ(SourceWorkerState(), "LIVE");
   // Time for a report the worker would make at once to land.
   std::this_thread::sleep_for(3s);
@@ -214,7 +195,8 @@ TEST_F(DatamodelSkippedTest, UnreadableRecordsAreOneWarnEventPerReasonWithTheirC
     EXPECT_EQ(SkippedEvents()[kNotJson]["count"], 1)
         << "the flood was reported before the interval";
   }
-  ASSERT_TRUE(WaitUntil([&] { return SkippedEvents()[kNotJson].value("count", 0) >= 2; }, 60s))
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return SkippedEvents()[kNotJson].value("count", 0) >= 2; }, 60s))
       << json(SkippedEvents()).dump() << "\n"
       << Logs();
   auto after = SkippedEvents()[kNotJson];

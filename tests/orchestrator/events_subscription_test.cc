@@ -8,8 +8,6 @@
 // about a connector it has since deleted included.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <functional>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -23,6 +21,7 @@
 #include "orchestrator/orchestrator.h"
 #include "runtime/worker_repository.h"
 #include "store/database.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::orchestrator {
@@ -148,26 +147,7 @@ class EventsSubscriptionTest : public ::testing::Test {
       if (c == code) return true;
     return false;
   }
-  bool WaitUntil(const std::function<bool()>& pred, std::chrono::seconds limit = 120s) {
-    for (auto deadline = std::chrono::steady_clock::now() + limit;
-         std::chrono::steady_clock::now() < deadline;) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(250ms);
-    }
-    return pred();
-  }
-  std::string Logs() {
-    std::string out;
-    if (!std::filesystem::exists(run_dir_)) return out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(run_dir_)) {
-      if (e.path().extension() != ".log") continue;
-      std::ifstream in(e.path());
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out += "--- " + e.path().filename().string() + "\n" +
-             all.substr(all.size() > 1500 ? all.size() - 1500 : 0);
-    }
-    return out;
-  }
+  std::string Logs() { return testing::LogTails(run_dir_, 1500); }
 
   testing::BrokerProcess broker_;
   testing::TestDatabase plane_, target_;
@@ -207,16 +187,19 @@ TEST_F(EventsSubscriptionTest, ATeamReceivesOnlyItsOwnEventsDeletedConnectorsInc
   Record(a_.team, a_.source, "a.secret");
   Record(b_.team, b_.source, "b.own");
   StartEverything();
-  ASSERT_TRUE(WaitUntil([&] {
-    return Holds(a_.table, "a.secret") && Holds(a_.table, "a.about_deleted_connector") &&
-           Holds(b_.table, "b.own");
-  })) << "a: "
-      << Rows(a_.table).size() << " rows, b: " << Rows(b_.table).size() << " rows\n"
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return Holds(a_.table, "a.secret") && Holds(a_.table, "a.about_deleted_connector") &&
+               Holds(b_.table, "b.own");
+      },
+      120s))
+      << "a: " << Rows(a_.table).size() << " rows, b: " << Rows(b_.table).size() << " rows\n"
       << Logs();
   // More of team A's events while both readers run.
   Record(a_.team, a_.source, "a.later");
   Record(b_.team, b_.source, "b.later");
-  ASSERT_TRUE(WaitUntil([&] { return Holds(a_.table, "a.later") && Holds(b_.table, "b.later"); }))
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return Holds(a_.table, "a.later") && Holds(b_.table, "b.later"); }, 120s))
       << Logs();
   std::this_thread::sleep_for(2s);  // anything still in flight lands
   for (const auto& [code, team] : Rows(b_.table)) {

@@ -17,6 +17,7 @@
 #include "license/license_repository.h"
 #include "orchestrator/orchestrator.h"
 #include "runtime/worker_repository.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 #include "support/tls_cert.h"
 
@@ -110,17 +111,7 @@ class ExternalKafka : public ::testing::Test {
     }
     return pred();
   }
-  std::string WorkerLogs() {
-    std::string out;
-    for (const auto& e : std::filesystem::directory_iterator(dir_ / "run")) {
-      if (e.path().extension() != ".log") continue;
-      std::ifstream in(e.path());
-      std::string all((std::istreambuf_iterator<char>(in)), {});
-      out += "--- " + e.path().filename().string() + "\n" +
-             all.substr(all.size() > 2000 ? all.size() - 2000 : 0);
-    }
-    return out;
-  }
+  std::string WorkerLogs() { return testing::LogTails(dir_ / "run", 2000); }
 
   std::filesystem::path dir_;
   testing::TestCert cert_;

@@ -23,7 +23,7 @@ TableSpec Orders() {
 
 Change Insert() {
   Change c;
-  c.op = ChangeOp::kCreate;
+  c.op = common::ChangeOp::kCreate;
   c.after = json{{"id", 1}, {"note", "hi"}, {"placed_at", 1700000000000000}};
   c.source.lsn = 123456;
   c.source.ts_ms = 1700000000000;
@@ -75,7 +75,7 @@ TEST(ChangeEvent, JsonEventIsTheSameEnvelopeAsText) {
   auto enc = ChangeEventEncoder::Create(Orders(), EventFormat::kJson);
   ASSERT_TRUE(enc.ok());
   Change del;
-  del.op = ChangeOp::kDelete;
+  del.op = common::ChangeOp::kDelete;
   del.before = json{{"id", 9}, {"note", nullptr}};
   auto text = enc->Encode(del, 0);
   ASSERT_TRUE(text.ok()) << text.status().message();
@@ -90,7 +90,8 @@ TEST(ChangeEvent, JsonEventIsTheSameEnvelopeAsText) {
 TEST(ChangeEvent, EveryOpRoundTripsInAvro) {
   auto enc = ChangeEventEncoder::Create(Orders(), EventFormat::kAvro);
   auto schema = avro::Schema::Parse(enc->schema_text());
-  for (ChangeOp op : {ChangeOp::kCreate, ChangeOp::kUpdate, ChangeOp::kDelete, ChangeOp::kRead}) {
+  for (common::ChangeOp op : {common::ChangeOp::kCreate, common::ChangeOp::kUpdate,
+                              common::ChangeOp::kDelete, common::ChangeOp::kRead}) {
     Change c = Insert();
     c.op = op;
     c.before = json{{"id", 1}, {"note", "old"}};
@@ -105,9 +106,9 @@ TEST(ChangeEvent, EveryOpRoundTripsInAvro) {
 TEST(ChangeEvent, OpWithoutItsRowImageIsRejected) {
   auto enc = ChangeEventEncoder::Create(Orders(), EventFormat::kAvro);
   Change c;
-  c.op = ChangeOp::kCreate;
+  c.op = common::ChangeOp::kCreate;
   EXPECT_FALSE(enc->Encode(c, 1).ok());
-  c.op = ChangeOp::kDelete;
+  c.op = common::ChangeOp::kDelete;
   EXPECT_FALSE(enc->Encode(c, 1).ok());
 }
 

@@ -64,7 +64,7 @@ TEST(ConfluentClient, PythonClientRegistersFetchesAndDecodesOurChangeEvents) {
   int id = json::parse(reg->body)["id"];
 
   Change c;
-  c.op = ChangeOp::kCreate;
+  c.op = common::ChangeOp::kCreate;
   c.after = json{{"id", 42},
                  {"note", "héllo"},
                  {"amount", 9.5},

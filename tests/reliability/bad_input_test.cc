@@ -12,8 +12,8 @@
 #include <pqxx/pqxx>
 #include <string>
 
+#include "api/api_harness.h"
 #include "api/authenticate.h"
-#include "config_api/api_harness.h"
 #include "reliability/record.h"
 
 namespace sluice::testing {
@@ -24,14 +24,14 @@ const std::vector<std::string> kTables = {"env",          "team",      "service_
                                           "connector",    "datamodel", "pipeline",
                                           "subscription", "\"user\""};
 
-class HttpBadInput : public ApiHarness {
+class HttpBadInput : public ApiTest {
  protected:
   void TearDown() override {
     RecordReliability("bad_input", {{"requests_refused_cleanly", refused_}});
-    ApiHarness::TearDown();
+    ApiTest::TearDown();
   }
   void SetUp() override {
-    ApiHarness::SetUp();
+    ApiTest::SetUp();
     source_ = NewConnector(team_id_, "src", "postgresql-source");
     target_ = NewConnector(team_id_, "dst", "jsonl-target");
     auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
@@ -41,7 +41,7 @@ class HttpBadInput : public ApiHarness {
   }
 
   std::map<std::string, long> Counts() {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     std::map<std::string, long> out;
     for (const auto& t : kTables) out[t] = tx.exec1("SELECT count(*) FROM " + t)[0].as<long>();
@@ -51,7 +51,7 @@ class HttpBadInput : public ApiHarness {
   // One raw request: the exact bytes and content type given.
   httplib::Result Raw(const std::string& method, const std::string& path, const std::string& body,
                       const std::string& content_type, const std::string& token = "") {
-    httplib::Client cli("127.0.0.1", server_->port());
+    httplib::Client cli("127.0.0.1", server().port());
     cli.set_read_timeout(30, 0);
     cli.set_write_timeout(30, 0);
     httplib::Headers h{{"Authorization", "Bearer " + (token.empty() ? root_token_ : token)}};
@@ -196,13 +196,13 @@ TEST_F(HttpBadInput, ValidDeepOrHugeJsonOnEveryCreateRouteIsRefusedAndTheServerS
   // 404 first, or ignore its body (logout), but never 5xx, and never dies.
   const auto any_id = common::Uuid::V4();
   // The protocols' own tokens, so their handlers get as far as the body.
-  const auto& signer = server_->context().signer;
+  const auto& signer = server().context().signer;
   const std::string worker_token = api::IssueWorkerToken(
       signer, common::Uuid::V4(), common::Uuid::V4(), common::Uuid::V4(), std::chrono::hours(1));
   const std::string loader_token = api::IssueLoaderToken(signer, any_id, 1, std::chrono::hours(1));
   // Logout revokes the caller's session (the root token here): it goes last.
   std::vector<const api::Route*> routes;
-  for (const auto& route : server_->router().routes())
+  for (const auto& route : server().router().routes())
     if (route.method == "POST" || route.method == "PATCH") routes.push_back(&route);
   std::stable_partition(routes.begin(), routes.end(), [](const api::Route* r) {
     return r->segments.empty() || r->segments.back() != "logout";

@@ -224,15 +224,6 @@ class Faults : public ::testing::Test {
           .as<long>();
     });
   }
-  template <typename Pred>
-  bool Eventually(Pred pred, std::chrono::seconds limit = 30s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(200ms);
-    }
-    return pred();
-  }
 
   // While this file exists the broker's appends fail with ENOSPC (its
   // --test-disk-full-while-exists hook: a simulated full disk).
@@ -271,8 +262,7 @@ TEST_F(Faults, EveryProcessKilledInTurnDuringAStreamLosesNothing) {
 
 TEST_F(Faults, TargetDatabaseAwayFor30SecondsIsReportedAndLosesNothing) {
   StartWorkers();
-  ASSERT_TRUE(Eventually([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s))
-      << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s)) << Logs();
   // The database refuses every connection, and the ones open are cut.
   Target("ALTER DATABASE " + target_db_.name() + " ALLOW_CONNECTIONS false");
   Target("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
@@ -296,7 +286,8 @@ TEST_F(Faults, TargetDatabaseAwayFor30SecondsIsReportedAndLosesNothing) {
   EXPECT_GE(EventCount("worker.error", target_row_.connector_id), 1);
   Target("ALTER DATABASE " + target_db_.name() + " ALLOW_CONNECTIONS true");
   EXPECT_TRUE(ConvergesAfter(1));
-  EXPECT_TRUE(Eventually([&] { return RowOf(target_row_).state == runtime::WorkerState::kLive; }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return RowOf(target_row_).state == runtime::WorkerState::kLive; }, 30s));
 }
 
 TEST_F(Faults, SourceDatabaseRestartMidStreamLosesNothing) {
@@ -330,8 +321,7 @@ TEST_F(Faults, PowerCutsUnderTheBrokerDuringAStreamLoseNothing) {
   std::printf("power cuts: seed %u (SLUICE_POWER_CUT_SEED)\n", seed);
   std::mt19937 rng(seed);
   StartWorkers();
-  ASSERT_TRUE(Eventually([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s))
-      << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s)) << Logs();
   constexpr int kCuts = 20;
   int round = 0, converged = 0;
   long lost_total = 0;
@@ -378,8 +368,7 @@ TEST_F(Faults, PowerCutsUnderTheBrokerDuringAStreamLoseNothing) {
 // with nothing lost and the source is live again.
 TEST_F(Faults, BrokerDiskFullDuringAStreamLosesNothing) {
   StartWorkers();
-  ASSERT_TRUE(Eventually([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s))
-      << Logs();
+  ASSERT_TRUE(WaitUntil([&] { return Count(target_db_.url(), "orders_copy") > 0; }, 60s)) << Logs();
   std::ofstream(disk_full_).put('x');
   // Full until the source says so (its stall report comes after 10 s
   // without an acknowledgement), at most 40 s.
@@ -403,7 +392,8 @@ TEST_F(Faults, BrokerDiskFullDuringAStreamLosesNothing) {
   EXPECT_GE(EventCount("worker.error", source_row_.connector_id), 1);
   std::filesystem::remove(disk_full_);
   EXPECT_TRUE(ConvergesAfter(1));
-  EXPECT_TRUE(Eventually([&] { return RowOf(source_row_).state == runtime::WorkerState::kLive; }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return RowOf(source_row_).state == runtime::WorkerState::kLive; }, 30s));
   RecordReliability("faults", {{"disk_full", 1}});
 }
 

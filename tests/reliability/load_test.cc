@@ -13,8 +13,8 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "api/api_harness.h"
 #include "api/authenticate.h"
-#include "config_api/api_harness.h"
 #include "events/event_store.h"
 #include "reliability/record.h"
 #include "runtime/worker_repository.h"
@@ -25,12 +25,12 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-class Load : public ApiHarness {
+class Load : public ApiTest {
  protected:
   // n started workers of one source connector, each with its pod token.
   std::vector<std::pair<runtime::Worker, std::string>> Workers(int n) {
     auto connector = *common::Uuid::Parse(NewConnector(team_id_, "load-src", "postgresql-source"));
-    auto rows = db_->Transact([&](pqxx::work& tx) {
+    auto rows = db().Transact([&](pqxx::work& tx) {
       auto ws = runtime::WorkerRepository::EnsureShards(tx, connector, n);
       for (auto& w : ws) {
         w.Start(common::Clock::now(), std::nullopt);
@@ -40,7 +40,7 @@ class Load : public ApiHarness {
     });
     std::vector<std::pair<runtime::Worker, std::string>> out;
     for (const auto& w : rows)
-      out.emplace_back(w, api::IssueWorkerToken(server_->context().signer, w.id, w.connector_id,
+      out.emplace_back(w, api::IssueWorkerToken(server().context().signer, w.id, w.connector_id,
                                                 w.launch_generation, 1h));
     return out;
   }
@@ -63,7 +63,7 @@ TEST_F(Load, TwoHundredConcurrentClientsAreAllAnswered) {
   auto until = Clock::now() + kFor;
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&, i] {
-      httplib::Client cli("127.0.0.1", server_->port());
+      httplib::Client cli("127.0.0.1", server().port());
       cli.set_connection_timeout(30s);
       cli.set_read_timeout(30s);
       // Half list connectors as a user, half heartbeat as a pod.
@@ -112,7 +112,7 @@ TEST_F(Load, HundredWorkersReportingAtOnceNeitherDeadlockNorLoseAReport) {
   std::vector<std::thread> pods;
   for (const auto& [w, token] : workers) {
     pods.emplace_back([&, token = token] {
-      httplib::Client cli("127.0.0.1", server_->port());
+      httplib::Client cli("127.0.0.1", server().port());
       cli.set_read_timeout(60s);
       httplib::Headers headers = {{"Authorization", "Bearer " + token}};
       auto check = [&](const httplib::Result& res) {
@@ -135,7 +135,7 @@ TEST_F(Load, HundredWorkersReportingAtOnceNeitherDeadlockNorLoseAReport) {
   RecordReliability("load", {{"worker_reports", static_cast<double>(reports.load())},
                              {"worker_report_failures", static_cast<double>(failures.load())}});
   EXPECT_EQ(failures.load(), 0) << "e.g. " << example;
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   auto live = pqxx::work(c).exec1(
       "SELECT count(*) FROM worker WHERE state = 'LIVE' AND last_heartbeat_at IS NOT NULL")[0];
   EXPECT_EQ(live.as<int>(), 100);
@@ -143,7 +143,7 @@ TEST_F(Load, HundredWorkersReportingAtOnceNeitherDeadlockNorLoseAReport) {
 
 TEST_F(Load, ACrashLoopOf1000RestartsIsOneEventRowCounting1000) {
   auto w = Workers(1)[0].first;
-  auto ids = db_->Transact([&](pqxx::work& tx) {
+  auto ids = db().Transact([&](pqxx::work& tx) {
     auto r = tx.exec_params1("SELECT env_id, team_id FROM connector WHERE id = $1",
                              w.connector_id.ToString());
     return std::pair{*common::Uuid::Parse(r[0].c_str()), *common::Uuid::Parse(r[1].c_str())};
@@ -168,7 +168,7 @@ TEST_F(Load, ACrashLoopOf1000RestartsIsOneEventRowCounting1000) {
         ev.resource.connector_name = "load-src";
         ev.pod = "shard-0";
         try {
-          db_->Transact([&](pqxx::work& tx) {
+          db().Transact([&](pqxx::work& tx) {
             if (!events::EventStore::Record(tx, ev, {}).ok()) failed++;
           });
         } catch (const std::exception&) {
@@ -178,7 +178,7 @@ TEST_F(Load, ACrashLoopOf1000RestartsIsOneEventRowCounting1000) {
     });
   }
   for (auto& t : threads) t.join();
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   auto rows = tx.exec1(
       "SELECT count(*), coalesce(sum(count), 0) FROM resource_event WHERE code = 'worker.crashed'");

@@ -8,21 +8,12 @@
 #include <thread>
 
 #include "runtime/process_supervisor.h"
+#include "support/pipeline_checks.h"
 
 namespace sluice::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
 
 TEST(ProcessSupervisor, KilledProcessIsRestarted) {
   ProcessSupervisor supervisor({.initial_backoff = 50ms});
@@ -32,10 +23,12 @@ TEST(ProcessSupervisor, KilledProcessIsRestarted) {
   auto first = supervisor.Pid("sleeper");
   ASSERT_TRUE(first);
   kill(*first, SIGKILL);
-  ASSERT_TRUE(WaitFor([&] {
-    auto pid = supervisor.Pid("sleeper");
-    return pid && *pid != *first;
-  }));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto pid = supervisor.Pid("sleeper");
+        return pid && *pid != *first;
+      },
+      10s, 20ms));
   EXPECT_EQ(killed_by.load(), SIGKILL);
   EXPECT_EQ(supervisor.Restarts("sleeper"), 1);
 }
@@ -48,7 +41,7 @@ TEST(ProcessSupervisor, CrashLoopIsCountedAndBacksOff) {
     ++exits;
   });
   supervisor.Ensure("crasher", {{"/bin/false"}, {}, ""});
-  ASSERT_TRUE(WaitFor([&] { return exits >= 4; }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return exits >= 4; }, 10s, 20ms));
   // Backoff doubles from 20 ms: 20+40+80+160+320+640 ms = 1.26 s for 6
   // restarts, so within the next 0.3 s at most a couple more happen, where
   // a loop without backoff would restart dozens of times.

@@ -74,14 +74,40 @@ std::string TextRows(const std::string& url, const std::string& sql) {
                                        << (context ? context() : std::string());
 }
 
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
+               std::chrono::milliseconds every) {
+  for (auto deadline = std::chrono::steady_clock::now() + limit;
+       std::chrono::steady_clock::now() < deadline;) {
+    if (done()) return true;
+    std::this_thread::sleep_for(every);
+  }
+  return done();
+}
+
+namespace {
+
+std::string Tail(const std::filesystem::path& file, const std::string& heading, std::size_t tail) {
+  std::ifstream in(file);
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  return "--- " + heading + "\n" + all.substr(all.size() > tail ? all.size() - tail : 0);
+}
+
+}  // namespace
+
 std::string LogTails(const std::filesystem::path& dir,
                      std::initializer_list<std::string_view> names, std::size_t tail) {
   std::string out;
-  for (auto name : names) {
-    std::ifstream in(dir / std::string(name));
-    std::string all((std::istreambuf_iterator<char>(in)), {});
-    out +=
-        "--- " + std::string(name) + "\n" + all.substr(all.size() > tail ? all.size() - tail : 0);
+  for (auto name : names) out += Tail(dir / std::string(name), std::string(name), tail);
+  return out;
+}
+
+std::string LogTails(const std::filesystem::path& dir, std::size_t tail) {
+  std::string out;
+  std::error_code missing;
+  for (std::filesystem::recursive_directory_iterator it(dir, missing), end; !missing && it != end;
+       it.increment(missing)) {
+    if (it->path().extension() == ".log")
+      out += Tail(it->path(), it->path().filename().string(), tail);
   }
   return out;
 }

@@ -43,8 +43,16 @@ std::string TextRows(const std::string& url, const std::string& sql);
                                         const std::string& target_sql, std::chrono::seconds limit,
                                         const std::function<std::string()>& context);
 
+// Asks `done` every `every` until it holds or `limit` has passed, and once
+// more at the deadline; whether it held.
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
+               std::chrono::milliseconds every = std::chrono::milliseconds(250));
+
 // The last `tail` bytes of each of `dir`/<name>, headed by its name.
 std::string LogTails(const std::filesystem::path& dir,
                      std::initializer_list<std::string_view> names, std::size_t tail = 3000);
+// The same of every *.log under `dir`, subfolders included (a worker's
+// or loader's run directory); "" when `dir` does not exist.
+std::string LogTails(const std::filesystem::path& dir, std::size_t tail = 3000);
 
 }  // namespace sluice::testing

@@ -23,7 +23,11 @@ namespace {
 using nlohmann::json;
 
 TargetChange Change(int id) {
-  return {'c', {{"id", id}}, {{"id", id}, {"name", "n"}}, {}, "t/0/" + std::to_string(id)};
+  return {common::ChangeOp::kCreate,
+          {{"id", id}},
+          {{"id", id}, {"name", "n"}},
+          {},
+          "t/0/" + std::to_string(id)};
 }
 
 TEST(JsonlTarget, AppendsOneLinePerChangeWithItsPosition) {
@@ -47,7 +51,8 @@ TEST(JsonlTarget, AKeyChangeIsADeleteOfTheOldKeyThenTheUpsert) {
   auto target =
       MakeTarget("jsonl", {{"root", dir.string()}, {"directory", "out"}}, "public", "orders");
   ASSERT_TRUE(target.ok());
-  TargetChange moved{'u', {{"id", 30}}, {{"id", 30}, {"name", "n"}}, {}, "t/0/9"};
+  TargetChange moved{
+      common::ChangeOp::kUpdate, {{"id", 30}}, {{"id", 30}, {"name", "n"}}, {}, "t/0/9"};
   moved.old_key = {{"id", 3}};
   moved.as_text = {"name"};
   ASSERT_TRUE((*target)->Apply({Change(3), moved}).ok());

@@ -11,13 +11,14 @@
 namespace sluice::connectors::targets {
 namespace {
 
+using common::ChangeOp;
 using nlohmann::json;
 
 const std::vector<TargetColumn> kColumns = {
     {"id", "int4", true},     {"name", "text", false}, {"amount", "numeric", false},
     {"tags", "_text", false}, {"doc", "jsonb", false}, {"at", "timestamptz", false}};
 
-TargetChange Upsert(int id, const std::string& name, char op = 'c') {
+TargetChange Upsert(int id, const std::string& name, ChangeOp op = ChangeOp::kCreate) {
   return {op,
           {{"id", id}},
           {{"id", id},
@@ -28,7 +29,7 @@ TargetChange Upsert(int id, const std::string& name, char op = 'c') {
            {"at", "2026-12-01 10:00:00+00"}},
           kColumns};
 }
-TargetChange Delete(int id) { return {'d', {{"id", id}}, nullptr, kColumns}; }
+TargetChange Delete(int id) { return {ChangeOp::kDelete, {{"id", id}}, nullptr, kColumns}; }
 
 class PostgresTargetTest : public ::testing::Test {
  protected:
@@ -70,7 +71,7 @@ TEST_F(PostgresTargetTest, CreatesTheTableWithSourceTypesAndKey) {
 
 TEST_F(PostgresTargetTest, UpdatesAndDeletesApplyByKey) {
   Apply({Upsert(1, "a"), Upsert(2, "b"), Upsert(3, "c")});
-  Apply({Upsert(1, "a2", 'u'), Delete(2)});
+  Apply({Upsert(1, "a2", ChangeOp::kUpdate), Delete(2)});
   auto rows = Query("SELECT id, name FROM orders ORDER BY id");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_STREQ(rows[0][1].c_str(), "a2");
@@ -78,8 +79,9 @@ TEST_F(PostgresTargetTest, UpdatesAndDeletesApplyByKey) {
 }
 
 TEST_F(PostgresTargetTest, ReplayingABatchEndsInTheSameState) {
-  std::vector<TargetChange> batch = {Upsert(1, "a"), Upsert(1, "b", 'u'), Delete(1),
-                                     Upsert(1, "c"), Upsert(2, "x"),      Delete(2)};
+  std::vector<TargetChange> batch = {Upsert(1, "a"), Upsert(1, "b", ChangeOp::kUpdate),
+                                     Delete(1),      Upsert(1, "c"),
+                                     Upsert(2, "x"), Delete(2)};
   Apply(batch);
   Apply(batch);  // at-least-once delivery replays it
   auto rows = Query("SELECT id, name FROM orders ORDER BY id");
@@ -89,8 +91,10 @@ TEST_F(PostgresTargetTest, ReplayingABatchEndsInTheSameState) {
 
 TEST_F(PostgresTargetTest, UnchangedColumnsAbsentFromAnUpdateKeepTheirValue) {
   Apply({Upsert(1, "a")});
-  TargetChange partial{
-      'u', {{"id", 1}}, {{"id", 1}, {"amount", "99"}}, kColumns};  // name unchanged (TOAST)
+  TargetChange partial{ChangeOp::kUpdate,
+                       {{"id", 1}},
+                       {{"id", 1}, {"amount", "99"}},
+                       kColumns};  // name unchanged (TOAST)
   Apply({partial});
   auto row = Query("SELECT name, amount::text FROM orders WHERE id = 1");
   EXPECT_STREQ(row[0][0].c_str(), "a");
@@ -98,7 +102,10 @@ TEST_F(PostgresTargetTest, UnchangedColumnsAbsentFromAnUpdateKeepTheirValue) {
 }
 
 TEST_F(PostgresTargetTest, TruncateEmptiesTheTableInOrder) {
-  Apply({Upsert(1, "a"), Upsert(2, "b"), {'t', nullptr, nullptr, {}}, Upsert(3, "c")});
+  Apply({Upsert(1, "a"),
+         Upsert(2, "b"),
+         {ChangeOp::kTruncate, nullptr, nullptr, {}},
+         Upsert(3, "c")});
   auto rows = Query("SELECT id FROM orders");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0].as<int>(), 3);
@@ -195,7 +202,8 @@ TEST_F(PostgresTargetTest, UnreachableTargetIsAnErrorNotARejection) {
 
 TEST_F(PostgresTargetTest, BulkSnapshotOfManyRowsLandsInOneBatch) {
   std::vector<TargetChange> batch;
-  for (int i = 0; i < 5000; ++i) batch.push_back(Upsert(i, "r" + std::to_string(i), 'r'));
+  for (int i = 0; i < 5000; ++i)
+    batch.push_back(Upsert(i, "r" + std::to_string(i), ChangeOp::kRead));
   Apply(batch);
   EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 5000);
 }
@@ -210,7 +218,7 @@ TargetChange Tricky(int id, const std::string& suffix = "") {
   json name = id % 10 == 0
                   ? json(nullptr)
                   : json("tab\there \\ back\nline \"quoted\" ,{} " + suffix + std::to_string(id));
-  return {'c',
+  return {ChangeOp::kCreate,
           {{"id", id}},
           {{"id", id},
            {"name", name},
@@ -360,7 +368,8 @@ TextRows Plain(int from, int to, const std::string& suffix = "") {
 std::vector<TargetChange> Decoded(const TextRows& rows) {
   std::vector<TargetChange> out;
   for (std::size_t i = 0; i < rows.keys.size(); ++i)
-    out.push_back({'c', json::parse(rows.keys[i]), json::parse(rows.images[i]), kPlainColumns});
+    out.push_back(
+        {ChangeOp::kCreate, json::parse(rows.keys[i]), json::parse(rows.images[i]), kPlainColumns});
   return out;
 }
 
@@ -415,7 +424,7 @@ TEST_F(PostgresTargetTest, AKeyChangeMovesTheRowAndLeavesNoGhost) {
   Apply({Upsert(1, "a"), Upsert(3, "c")});
   // The update sends only the new key and what changed (amount); name is
   // an unchanged TOASTed value it did not send.
-  TargetChange moved{'u', {{"id", 30}}, {{"id", 30}, {"amount", "7"}}, kColumns};
+  TargetChange moved{ChangeOp::kUpdate, {{"id", 30}}, {{"id", 30}, {"amount", "7"}}, kColumns};
   moved.old_key = {{"id", 3}};
   Apply({moved});
   auto rows = Query("SELECT id, name, amount::text FROM orders ORDER BY id");
@@ -429,7 +438,7 @@ TEST_F(PostgresTargetTest, AKeyChangeMovesTheRowAndLeavesNoGhost) {
                "1,30");
   // Within one batch, changes before and after the move keep their order:
   // 1 moves to 3, then a new 1 is inserted, and 30 is deleted.
-  TargetChange again{'u', {{"id", 3}}, {{"id", 3}, {"name", "from1"}}, kColumns};
+  TargetChange again{ChangeOp::kUpdate, {{"id", 3}}, {{"id", 3}, {"name", "from1"}}, kColumns};
   again.old_key = {{"id", 1}};
   Apply({Upsert(2, "b"), again, Upsert(1, "new1"), Delete(30)});
   EXPECT_STREQ(
@@ -441,7 +450,7 @@ TEST_F(PostgresTargetTest, ValuesCarriedAsTextReachJsonAndOtherColumnsAsTheirTex
   const std::vector<TargetColumn> columns = {
       {"id", "int4", true}, {"j", "json", false},  {"jb", "jsonb", false},   {"m", "money", false},
       {"b", "bit", false},  {"p", "point", false}, {"r", "int4range", false}};
-  auto row = [&](int id, char op) {
+  auto row = [&](int id, ChangeOp op) {
     TargetChange c{op,
                    {{"id", id}},
                    {{"id", id},
@@ -455,12 +464,12 @@ TEST_F(PostgresTargetTest, ValuesCarriedAsTextReachJsonAndOtherColumnsAsTheirTex
     c.as_text = {"j", "jb"};
     return c;
   };
-  Apply({row(1, 'c')});
+  Apply({row(1, ChangeOp::kCreate)});
   std::vector<TargetChange> bulk;
-  for (int i = 2; i < 1500; ++i) bulk.push_back(row(i, 'r'));  // the COPY path
+  for (int i = 2; i < 1500; ++i) bulk.push_back(row(i, ChangeOp::kRead));  // the COPY path
   Apply(bulk);
   EXPECT_EQ(target_.copied_batches(), 1);
-  Apply({row(1, 'u')});
+  Apply({row(1, ChangeOp::kUpdate)});
   auto types = Query(
       "SELECT string_agg(data_type, ',' ORDER BY ordinal_position) FROM "
       "information_schema.columns WHERE table_name = 'orders'");
@@ -478,7 +487,7 @@ TEST_F(PostgresTargetTest, ValuesCarriedAsTextReachJsonAndOtherColumnsAsTheirTex
     EXPECT_STREQ(r[0][5].c_str(), "[1,5)");
   }
   // A JSON string that is not carried as text stays a JSON string.
-  TargetChange plain{'c', {{"id", 5000}}, {{"id", 5000}, {"jb", "abc"}}, columns};
+  TargetChange plain{ChangeOp::kCreate, {{"id", 5000}}, {{"id", 5000}, {"jb", "abc"}}, columns};
   Apply({plain});
   EXPECT_STREQ(Query("SELECT jb::text FROM orders WHERE id = 5000")[0][0].c_str(), "\"abc\"");
 }
@@ -488,15 +497,16 @@ TEST_F(PostgresTargetTest, AWholeRowKeyTakesNullsAndMatchesThem) {
   // column is the key, and some are NULL.
   const std::vector<TargetColumn> columns = {{"tid", "int4", true}, {"filler", "bpchar", true}};
   PostgresTarget history({db_.url(), "public", "history", true});
-  auto change = [&](char op, json key, json old_key = nullptr) {
-    TargetChange c{op, key, op == 'd' ? json(nullptr) : key, columns};
+  auto change = [&](ChangeOp op, json key, json old_key = nullptr) {
+    TargetChange c{op, key, op == ChangeOp::kDelete ? json(nullptr) : key, columns};
     c.old_key = std::move(old_key);
     return c;
   };
   json a = {{"tid", 1}, {"filler", nullptr}}, b = {{"tid", 2}, {"filler", nullptr}};
   json b2 = {{"tid", 2}, {"filler", "x"}};
   for (int replay = 0; replay < 2; ++replay) {
-    auto r = history.Apply({change('c', a), change('c', b), change('u', b2, b), change('d', a)});
+    auto r = history.Apply({change(ChangeOp::kCreate, a), change(ChangeOp::kCreate, b),
+                            change(ChangeOp::kUpdate, b2, b), change(ChangeOp::kDelete, a)});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_TRUE(r->empty()) << r->front().error;
   }

@@ -26,13 +26,13 @@ class Scheduler : public WarehouseApiTest {
     return r.body.value("id", "");
   }
   void Exec(const std::string& sql) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec(sql);
     tx.commit();
   }
   int Count(const std::string& sql) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     return tx.exec(sql)[0][0].as<int>();
   }
@@ -42,8 +42,8 @@ TEST_F(Scheduler, MissedSlotsCollapseIntoOneRun) {
   std::string id = NewTask("ten-minutely", "select 'tick' as t");
   // Nothing ran for three hours: eighteen slots missed.
   Exec("UPDATE task SET next_run_at = (now() at time zone 'utc') - interval '3 hours'");
-  warehouse::RunExecutor executor(*db_);
-  warehouse::TaskScheduler scheduler(*db_, executor, {&keys()});
+  warehouse::RunExecutor executor(db());
+  warehouse::TaskScheduler scheduler(db(), executor, {&keys()});
   auto now = common::Clock::now();
   auto fired = scheduler.FireDue(now);
   ASSERT_TRUE(fired.ok()) << fired.status().message();
@@ -73,8 +73,8 @@ TEST_F(Scheduler, PausedAndFutureTasksDoNotFire) {
   ASSERT_EQ(Post("/api/v1/tasks/" + paused + "/pause", nullptr).status, 200);
   Exec("UPDATE task SET next_run_at = (now() at time zone 'utc') - interval '1 hour' WHERE id = '" +
        paused + "'");
-  warehouse::RunExecutor executor(*db_);
-  warehouse::TaskScheduler scheduler(*db_, executor, {&keys()});
+  warehouse::RunExecutor executor(db());
+  warehouse::TaskScheduler scheduler(db(), executor, {&keys()});
   EXPECT_EQ(scheduler.FireDue(common::Clock::now())->size(), 0u);
   EXPECT_EQ(Count("SELECT count(*) FROM warehouse_script_run"), 0);
 }
@@ -84,7 +84,7 @@ TEST_F(Scheduler, TwoSchedulersNeverFireTheSameSlotTwice) {
   for (int i = 0; i < kTasks; ++i)
     NewTask("task-" + std::to_string(i), "select " + std::to_string(i));
   // Two back ends: each its own pool, executor and scheduler.
-  store::Database db_a(tdb_->url()), db_b(tdb_->url());
+  store::Database db_a(url()), db_b(url());
   warehouse::RunExecutor exec_a(db_a), exec_b(db_b);
   warehouse::TaskScheduler a(db_a, exec_a, {&keys(), 5});
   warehouse::TaskScheduler b(db_b, exec_b, {&keys(), 5});
@@ -126,8 +126,8 @@ TEST_F(Scheduler, TwoSchedulersNeverFireTheSameSlotTwice) {
 TEST_F(Scheduler, ASlotIsSkippedWhileThePreviousRunGoes) {
   std::string id = NewTask("slow", "select pg_sleep(120)");
   Exec("UPDATE task SET next_run_at = (now() at time zone 'utc') - interval '1 minute'");
-  warehouse::RunExecutor executor(*db_);
-  warehouse::TaskScheduler scheduler(*db_, executor, {&keys()});
+  warehouse::RunExecutor executor(db());
+  warehouse::TaskScheduler scheduler(db(), executor, {&keys()});
   auto first = scheduler.FireDue(common::Clock::now());
   ASSERT_EQ(first->size(), 1u);
   WaitStatement(first->front().run_id.ToString(), 0, "running");

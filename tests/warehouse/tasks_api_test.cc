@@ -175,7 +175,7 @@ TEST_F(TasksApi, WarehouseDeleteIsRestrictedWhileATaskUsesIt) {
   EXPECT_NE(m.find("delete or move the task first"), std::string::npos) << m;
   // The FK itself restricts too, for any writer that skips the API.
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     EXPECT_THROW(tx.exec_params("DELETE FROM warehouse WHERE id = $1", warehouse_id_),
                  pqxx::foreign_key_violation);

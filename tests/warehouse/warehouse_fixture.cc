@@ -5,13 +5,12 @@
 namespace sluice::testing {
 
 Json ClusterWarehouseConfig(const std::string& dbname) {
-  return {{"host", "127.0.0.1"},      {"port", ClusterPort()},
-          {"database", dbname},       {"user", "postgres"},
-          {"password", ClusterPassword()}, {"sslmode", "disable"}};
+  return {{"host", "127.0.0.1"}, {"port", ClusterPort()},         {"database", dbname},
+          {"user", "postgres"},  {"password", ClusterPassword()}, {"sslmode", "disable"}};
 }
 
 void WarehouseApiTest::SetUp() {
-  ApiHarness::SetUp();
+  ApiTest::SetUp();
   if (HasFatalFailure()) return;
   work_db_ = std::make_unique<TestDatabase>();
   warehouse_id_ = NewPgWarehouse(team_id_, "local-pg");

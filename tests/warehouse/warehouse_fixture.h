@@ -8,14 +8,14 @@
 #include <memory>
 #include <string>
 
-#include "config_api/api_harness.h"
+#include "api/api_harness.h"
 
 namespace sluice::testing {
 
 // host/port/database/user of the test database `dbname` as a warehouse config.
 Json ClusterWarehouseConfig(const std::string& dbname);
 
-class WarehouseApiTest : public ApiHarness {
+class WarehouseApiTest : public ApiTest {
  protected:
   void SetUp() override;
 

@@ -70,7 +70,7 @@ TEST_F(WorkspaceApi, MultiStatementScriptKeepsEveryStatementsResult) {
                                          Json::array({"3", nullptr})}));
   EXPECT_EQ(result["truncated"], false);
   // The row says the same as the API (status projected beside the statements).
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   auto row = tx.exec_params(
       "SELECT status, json_array_length(statements), user_id IS NOT NULL FROM "
@@ -119,16 +119,15 @@ TEST_F(WorkspaceApi, CancelFromAnotherApiProcessStopsTheRun) {
 
   // A second API server with its own pool and executors: it knows nothing of
   // the run but the row, like another API process behind the load balancer.
-  store::Database other_db(tdb_->url());
+  store::Database other_db(url());
   api::ApiServer other(other_db, auth::SecretKey::Random(), keys());
   ASSERT_TRUE(other.Start("127.0.0.1", 0).ok());
   std::string other_token;
   {
     httplib::Client cli("127.0.0.1", other.port());
-    auto login =
-        cli.Post("/api/v1/auth/login",
-                 Json{{"email", "root@example.com"}, {"password", "root-password-1"}}.dump(),
-                 "application/json");
+    auto login = cli.Post("/api/v1/auth/login",
+                          Json{{"email", "root@example.com"}, {"password", kTestPassword}}.dump(),
+                          "application/json");
     ASSERT_TRUE(login && login->status == 200);
     other_token = Json::parse(login->body)["access_token"];
     httplib::Headers h{{"Authorization", "Bearer " + other_token}};
@@ -149,7 +148,7 @@ TEST_F(WorkspaceApi, CancelFromAnotherApiProcessStopsTheRun) {
   EXPECT_EQ(run["statements"][1]["status"], "cancelled");
   EXPECT_EQ(run["statements"][2]["status"], "skipped");
   // The backend really stopped: no pg_sleep left on the cluster.
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   EXPECT_EQ(tx.exec("SELECT count(*) FROM pg_stat_activity WHERE query = 'select pg_sleep(120)' "
                     "AND state = 'active'")[0][0]
@@ -164,7 +163,7 @@ TEST_F(WorkspaceApi, StaleHeartbeatReadsAsFailed) {
   // A run whose executor died: status still 'running', heartbeat long ago.
   std::string id = common::Uuid::V4().ToString();
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec_params(
         "INSERT INTO warehouse_script_run (id, warehouse_id, statements, status, heartbeat_at, "
@@ -184,7 +183,7 @@ TEST_F(WorkspaceApi, StaleHeartbeatReadsAsFailed) {
 
   // A fresh heartbeat reads as running.
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec_params(
         "UPDATE warehouse_script_run SET heartbeat_at = now() at time zone 'utc' WHERE id = $1",
@@ -199,9 +198,8 @@ TEST_F(WorkspaceApi, StaleHeartbeatReadsAsFailed) {
 TEST_F(WorkspaceApi, ShuttingTheServerDownInterruptsItsRuns) {
   auto run_id = StartRun(warehouse_id_, "select pg_sleep(120); select 2")["id"].get<std::string>();
   WaitStatement(run_id, 0, "running");
-  server_->Stop();
-  server_.reset();  // the routes own the executor: its runs are interrupted and joined
-  pqxx::connection c(tdb_->url());
+  api_->StopServer();  // the routes own the executor: its runs are interrupted and joined
+  pqxx::connection c(url());
   pqxx::work tx(c);
   auto row = tx.exec_params(
       "SELECT status, statements::text FROM warehouse_script_run WHERE id = $1", run_id);

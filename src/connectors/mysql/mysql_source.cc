@@ -379,7 +379,7 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
       // A re-snapshot after a purge: the target may hold rows deleted in
       // the changes that were lost, so the table starts empty.
       ChangeEvent e;
-      e.op = Op::kTruncate;
+      e.op = common::ChangeOp::kTruncate;
       e.table = schema.table;
       e.topic = schema.topic;
       e.schema_version = schema.version;
@@ -408,7 +408,7 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
       if (!rows.ok()) return rows.status();
       for (const auto& row : *rows) {
         ChangeEvent e;
-        e.op = Op::kRead;
+        e.op = common::ChangeOp::kRead;
         e.table = schema.table;
         e.topic = schema.topic;
         e.schema_version = schema.version;
@@ -628,9 +628,9 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   };
   // One event reused for the event's rows: its strings keep their buffers.
   ChangeEvent e;
-  e.op = kind == RowsKind::kWrite    ? Op::kCreate
-         : kind == RowsKind::kUpdate ? Op::kUpdate
-                                     : Op::kDelete;
+  e.op = kind == RowsKind::kWrite    ? common::ChangeOp::kCreate
+         : kind == RowsKind::kUpdate ? common::ChangeOp::kUpdate
+                                     : common::ChangeOp::kDelete;
   e.table = t.schema.table;
   e.topic = t.schema.topic;
   e.schema_version = t.schema.version;
@@ -771,7 +771,7 @@ Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
   if (auto table = TruncatedTable(statement, db);
       table && table->schema == options_.database && chosen_.count(table->name)) {
     ChangeEvent e;
-    e.op = Op::kTruncate;
+    e.op = common::ChangeOp::kTruncate;
     e.table = *table;
     e.topic = TopicForTable(options_.topic_prefix, *table);
     auto known = schemas_.find(*table);

@@ -77,16 +77,16 @@ Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start, std
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, InsertMessage>) {
           ChangeEvent e;
-          e.op = Op::kCreate;
+          e.op = common::ChangeOp::kCreate;
           return OnRow(m.xid, m.relation_id, std::move(e), 0, nullptr, &m.new_tuple);
         } else if constexpr (std::is_same_v<T, UpdateMessage>) {
           ChangeEvent e;
-          e.op = Op::kUpdate;
+          e.op = common::ChangeOp::kUpdate;
           return OnRow(m.xid, m.relation_id, std::move(e), m.old_kind,
                        m.old_kind ? &m.old_tuple : nullptr, &m.new_tuple);
         } else if constexpr (std::is_same_v<T, DeleteMessage>) {
           ChangeEvent e;
-          e.op = Op::kDelete;
+          e.op = common::ChangeOp::kDelete;
           return OnRow(m.xid, m.relation_id, std::move(e), m.old_kind, &m.old_tuple, nullptr);
         } else if constexpr (std::is_same_v<T, TruncateMessage>) {
           for (std::uint32_t id : m.relation_ids) {
@@ -96,7 +96,7 @@ Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start, std
                   fmt::format("TRUNCATE of relation {} before its Relation message", id));
             }
             ChangeEvent e;
-            e.op = Op::kTruncate;
+            e.op = common::ChangeOp::kTruncate;
             e.table = it->second.schema.table;
             e.topic = it->second.schema.topic;
             e.schema_version = it->second.schema.version;
@@ -346,7 +346,7 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
   event.topic = rel.schema.topic;
   event.schema_version = rel.schema.version;
   event.lsn = current_lsn_;
-  if (text_inserts_ && event.op == Op::kCreate && !old_tuple && new_tuple) {
+  if (text_inserts_ && event.op == common::ChangeOp::kCreate && !old_tuple && new_tuple) {
     auto rendered = RenderInsert(rel, *new_tuple, event);
     if (!rendered.ok()) return rendered.status();
     if (*rendered) return Deliver(xid, std::move(event));

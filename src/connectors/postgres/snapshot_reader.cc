@@ -142,7 +142,7 @@ Status ReadTable(pqxx::nontransaction& tx, const SnapshotOptions& options, Table
     }
     for (const auto& row : rows) {
       ChangeEvent e;
-      e.op = Op::kRead;
+      e.op = common::ChangeOp::kRead;
       e.table = schema.table;
       e.topic = schema.topic;
       e.schema_version = schema.version;

@@ -30,7 +30,7 @@ std::string Body(const std::string& table, const std::vector<TargetChange>& batc
       if (!c.position.empty()) gone["position"] = c.position;
       changes.push_back(std::move(gone));
     }
-    json j = {{"op", std::string(1, c.op)}, {"key", c.key}, {"after", c.after}};
+    json j = {{"op", std::string(1, common::Letter(c.op))}, {"key", c.key}, {"after", c.after}};
     if (!c.as_text.empty()) j["as_text"] = c.as_text;
     if (!c.position.empty()) j["position"] = c.position;
     changes.push_back(std::move(j));

@@ -65,7 +65,8 @@ common::Result<std::vector<RejectedChange>> JsonlTarget::Apply(
       if (!c.position.empty()) gone["position"] = c.position;
       lines += gone.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
-    nlohmann::json line = {{"op", std::string(1, c.op)}, {"key", c.key}, {"after", c.after}};
+    nlohmann::json line = {
+        {"op", std::string(1, common::Letter(c.op))}, {"key", c.key}, {"after", c.after}};
     if (!c.as_text.empty()) line["as_text"] = c.as_text;
     if (!c.position.empty()) line["position"] = c.position;
     lines += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -377,14 +377,14 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
                                  const std::vector<TargetChange>& batch) {
   std::size_t start = 0;
   while (start < batch.size()) {
-    if (batch[start].op == 't') {
+    if (batch[start].op == common::ChangeOp::kTruncate) {
       tx.exec(fmt::format("TRUNCATE {}", Qualified()));
       ++start;
       continue;
     }
     // A key change moves its row first, then starts a segment of its own:
     // the segment's deletes run before its upserts, which must not pass it.
-    if (batch[start].op == 'u' && batch[start].old_key.is_object()) {
+    if (batch[start].op == common::ChangeOp::kUpdate && batch[start].old_key.is_object()) {
       EnsureTable(tx, batch[start].columns);
       if (key_columns_.empty())
         throw std::runtime_error("target table has no key to apply changes by");
@@ -396,8 +396,9 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
     std::map<std::string, FoldedRow> rows;
     std::vector<TargetColumn> columns;
     std::map<std::string, std::string> types;
-    for (; end < batch.size() && batch[end].op != 't' &&
-           !(end > start && batch[end].op == 'u' && batch[end].old_key.is_object());
+    for (; end < batch.size() && batch[end].op != common::ChangeOp::kTruncate &&
+           !(end > start && batch[end].op == common::ChangeOp::kUpdate &&
+             batch[end].old_key.is_object());
          ++end) {
       const auto& change = batch[end];
       if (!change.columns.empty()) columns = change.columns;
@@ -406,7 +407,7 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
       auto [it, fresh] = rows.try_emplace(id);
       if (fresh) order.push_back(id);
       auto& row = it->second;
-      if (change.op == 'd') {
+      if (change.op == common::ChangeOp::kDelete) {
         row = FoldedRow{change.key, false, true};
         continue;
       }
@@ -502,7 +503,8 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
   bool has_text = false;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& change = batch[i];
-    if (change.op != 'c' && change.op != 'r') return common::FailedPrecondition("not insert-only");
+    if (change.op != common::ChangeOp::kCreate && change.op != common::ChangeOp::kRead)
+      return common::FailedPrecondition("not insert-only");
     if (!change.after.is_object() || !change.key.is_object())
       return common::FailedPrecondition("no row image");
     if (!change.as_text.empty()) has_text = true;

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/change_op.h"
+
 namespace sluice::connectors::targets {
 
 struct TargetColumn {
@@ -18,7 +20,7 @@ struct TargetColumn {
 };
 
 struct TargetChange {
-  char op = 'c';                      // c, u, r (upserts), d (delete), t (truncate)
+  common::ChangeOp op = common::ChangeOp::kCreate;
   nlohmann::json key;                 // primary-key columns
   nlohmann::json after;               // the row image; columns absent from it are left as they are
   std::vector<TargetColumn> columns;  // the table's columns as of this change

@@ -179,7 +179,7 @@ TEST(MysqlSource, DecodesEveryTypeFromTheBinlog) {
   ASSERT_EQ(sink.events.size(), 4u);
 
   const auto& ins = sink.events[0];
-  EXPECT_EQ(ins.op, Op::kCreate);
+  EXPECT_EQ(ins.op, common::ChangeOp::kCreate);
   EXPECT_EQ(ins.table.schema, db.name());
   EXPECT_EQ(ins.table.name, "types");
   EXPECT_EQ(ins.topic, "sluice." + db.name() + ".types");
@@ -229,14 +229,14 @@ TEST(MysqlSource, DecodesEveryTypeFromTheBinlog) {
     }
 
   const auto& upd = sink.events[2];
-  EXPECT_EQ(upd.op, Op::kUpdate);
+  EXPECT_EQ(upd.op, common::ChangeOp::kUpdate);
   EXPECT_EQ(upd.before["ti"], -128);
   EXPECT_EQ(upd.after["ti"], 5);
   EXPECT_EQ(upd.after["vc"], "changed");
   EXPECT_EQ(upd.after["tm6"], "12:34:56.000789");
 
   const auto& del = sink.events[3];
-  EXPECT_EQ(del.op, Op::kDelete);
+  EXPECT_EQ(del.op, common::ChangeOp::kDelete);
   EXPECT_EQ(del.key, json({{"id", 2}}));
   EXPECT_TRUE(del.after.is_null());
 
@@ -287,8 +287,8 @@ TEST(MysqlSource, SnapshotReadsTheSameValuesAsTheStream) {
   db.Sql("DELETE FROM types WHERE id = 1");
   db.Sql(std::string("INSERT INTO types VALUES ") + kTypesRow);
   ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 9; }));
-  EXPECT_EQ(sink.events[0].op, Op::kRead);
-  EXPECT_EQ(sink.events[8].op, Op::kCreate);
+  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kRead);
+  EXPECT_EQ(sink.events[8].op, common::ChangeOp::kCreate);
   EXPECT_EQ(sink.events[8].after, snapshot_row) << sink.events[8].after.dump() << "\n"
                                                 << snapshot_row.dump();
   EXPECT_EQ(sink.schemas.size(), 1u) << "the stream announced a schema the snapshot had not";
@@ -476,8 +476,8 @@ TEST(MysqlSource, APurgedPositionIsAClearErrorAndResnapshotIsTheWayOut) {
   ASSERT_TRUE(st.ok()) << st.message();
   // The table is truncated first: rows deleted in the lost changes must go.
   ASSERT_EQ(sink.events.size(), 3u);
-  EXPECT_EQ(sink.events[0].op, Op::kTruncate);
-  EXPECT_EQ(sink.events[1].op, Op::kRead);
+  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kTruncate);
+  EXPECT_EQ(sink.events[1].op, common::ChangeOp::kRead);
   EXPECT_EQ(sink.events[2].after["v"], "two");
   EXPECT_EQ(source.confirmed_position().file, current);
 }
@@ -519,7 +519,7 @@ TEST(MysqlSource, RowsAreDecodedWithTheSchemaInForceAtTheirPosition) {
   EXPECT_EQ(sink.events[1].after, json({{"id", 2}, {"v", "two"}, {"n", 2}}));
   EXPECT_EQ(sink.events[2].after, json({{"id", 3}, {"label", "three"}, {"n", 3}}));
   EXPECT_EQ(sink.events[3].after, json({{"id", 4}, {"n", 4}}));
-  EXPECT_EQ(sink.events[4].op, Op::kTruncate);
+  EXPECT_EQ(sink.events[4].op, common::ChangeOp::kTruncate);
   EXPECT_EQ(sink.events[4].table, (TableId{db.name(), "t"}));
   EXPECT_EQ(sink.events[5].after, json({{"id", 5}, {"n", 5}}));
   for (int i = 1; i < 6; ++i)

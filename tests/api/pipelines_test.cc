@@ -3,9 +3,9 @@
 // references across teams, ON DELETE rules and atomicity.
 #include <pqxx/pqxx>
 
+#include "api/api_harness.h"
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
-#include "config_api/api_harness.h"
 #include "kafka/admin.h"
 #include "kafka/consumer.h"
 #include "kafka/producer.h"
@@ -13,10 +13,10 @@
 namespace sluice::testing {
 namespace {
 
-class PipelinesApi : public ApiHarness {
+class PipelinesApi : public ApiTest {
  protected:
   void SetUp() override {
-    ApiHarness::SetUp();
+    ApiTest::SetUp();
     source_ = NewConnector(team_id_, "src", "postgresql-source");
     target_ = NewConnector(team_id_, "dst", "jsonl-target");
     auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
@@ -24,7 +24,7 @@ class PipelinesApi : public ApiHarness {
     ASSERT_EQ(d.status, 201) << d.body.dump();
     datamodel_ = d.body["id"];
   }
-  Reply NewSubscription(const std::string& table, bool unique = true) {
+  HttpResult NewSubscription(const std::string& table, bool unique = true) {
     return Post("/api/v1/teams/" + team_id_ + "/subscriptions",
                 {{"name", "s-" + table},
                  {"datamodel_id", datamodel_},
@@ -33,13 +33,13 @@ class PipelinesApi : public ApiHarness {
                  {"requires_unique_destination", unique}});
   }
   long Count(const std::string& table) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     return tx.exec1("SELECT count(*) FROM " + table)[0].as<long>();
   }
   // The env's broker is `broker` from now on.
   void UseBroker(const BrokerProcess& broker) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec_params(
         "UPDATE env SET retention_configuration = jsonb_build_object('bootstrap_servers', "
@@ -133,7 +133,7 @@ TEST_F(PipelinesApi, ConsumerIdDefaultsToTheSubscriptionId) {
   auto s = NewSubscription("orders");
   ASSERT_EQ(s.status, 201) << s.body.dump();
   EXPECT_EQ(s.body["consumer_id"], s.body["id"]);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   EXPECT_EQ(tx.exec1("SELECT consumer_id FROM subscription")[0].as<std::string>(),
             s.body["id"].get<std::string>());
@@ -162,7 +162,7 @@ TEST_F(PipelinesApi, OnRefusalIsStopOrSkipKeptInConfig) {
   EXPECT_EQ(skip.body["config"]["on_refusal"], "skip");
   EXPECT_EQ(Get(path).body["on_refusal"], "skip");
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     EXPECT_EQ(tx.exec1("SELECT config->>'on_refusal' FROM subscription")[0].as<std::string>(),
               "skip");
@@ -300,7 +300,7 @@ TEST_F(PipelinesApi, DeletesFollowTheSchemaRulesAndEvidenceSurvives) {
   auto s = NewSubscription("orders");
   std::string sub = s.body["id"];
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec_params(
         "INSERT INTO consumption_metric (id, subscription_id, topic, from_ts, to_ts, "
@@ -318,7 +318,7 @@ TEST_F(PipelinesApi, DeletesFollowTheSchemaRulesAndEvidenceSurvives) {
   EXPECT_EQ(Delete("/api/v1/pipelines/" + p.body["id"].get<std::string>()).status, 204);
   // The target goes; the subscription stays with its reference cleared.
   EXPECT_EQ(Delete("/api/v1/connectors/" + target_).status, 204);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   EXPECT_TRUE(tx.exec_params1("SELECT target_connector_id FROM subscription WHERE id = $1", sub)[0]
                   .is_null());

@@ -7,17 +7,17 @@
 #include <pqxx/pqxx>
 #include <sstream>
 
+#include "api/api_harness.h"
 #include "common/subprocess.h"
-#include "config_api/api_harness.h"
 #include "model/config_keys.h"
 
 namespace sluice::testing {
 namespace {
 
-class SluiceCli : public ApiHarness {
+class SluiceCli : public ApiTest {
  protected:
   void SetUp() override {
-    ApiHarness::SetUp();
+    ApiTest::SetUp();
     dir_ = ::testing::TempDir() + "/sluice_cli_" + std::to_string(::getpid());
     ::setenv("SLUICE_CREDENTIALS", (dir_ + "/credentials.json").c_str(), 1);
   }
@@ -25,7 +25,7 @@ class SluiceCli : public ApiHarness {
     args.insert(args.begin(), std::getenv("SLUICE_BIN"));
     return common::RunProcess(args);
   }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(server().port()); }
   std::string CredentialsFile() const { return dir_ + "/credentials.json"; }
   Json ReadCredentials() const {
     std::ifstream in(CredentialsFile());
@@ -43,8 +43,8 @@ class SluiceCli : public ApiHarness {
 };
 
 TEST_F(SluiceCli, LoginThenCreateListGetDeleteConnectors) {
-  auto login = Run(
-      {"login", "--url", Url(), "--email", "root@example.com", "--password", "root-password-1"});
+  auto login =
+      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", kTestPassword});
   ASSERT_EQ(login.exit_code, 0) << login.output;
   auto created = Run({"connector", "--json", "create", "--team", team_id_, "--name", "files",
                       "--type", "jsonl-target", "--config", R"({"directory":"x"})"});
@@ -65,7 +65,7 @@ TEST_F(SluiceCli, LoginThenCreateListGetDeleteConnectors) {
 
 TEST_F(SluiceCli, PipelineCreateAndList) {
   ASSERT_EQ(
-      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", "root-password-1"})
+      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", kTestPassword})
           .exit_code,
       0);
   auto p = Run({"pipeline", "create", "--team", team_id_, "--name", "nightly"});
@@ -80,7 +80,7 @@ TEST_F(SluiceCli, PipelineCreateAndList) {
 // the session.
 TEST_F(SluiceCli, SilentRefreshSavesTheRotatedRefreshTokenEachTime) {
   ASSERT_EQ(
-      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", "root-password-1"})
+      Run({"login", "--url", Url(), "--email", "root@example.com", "--password", kTestPassword})
           .exit_code,
       0);
   const std::string first = ReadCredentials()["refresh_token"];
@@ -109,11 +109,11 @@ TEST_F(SluiceCli, RotateKeyReencryptsEveryConnectorUnderTheNewKey) {
   std::string id = NewConnector(team_id_, "src", "postgresql-source");
   std::string fresh(64, 'c'), old(64, 'a');
   ::setenv("SLUICE_CONFIG_KEY", (fresh + "," + old).c_str(), 1);
-  ::setenv("SLUICE_DATABASE_URL", tdb_->url().c_str(), 1);
+  ::setenv("SLUICE_DATABASE_URL", url().c_str(), 1);
   auto r = Run({"admin", "rotate-key", "--data-dir", dir_});
   ::unsetenv("SLUICE_CONFIG_KEY");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   Json raw = Json::parse(
       tx.exec_params1("SELECT json_configuration::text FROM connector WHERE id = $1", id)[0]

@@ -3,21 +3,21 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "api/api_harness.h"
 #include "api/idempotency.h"
-#include "config_api/api_harness.h"
 #include "model/config_keys.h"
 
 namespace sluice::testing {
 namespace {
 
-class IdempotencyApi : public ApiHarness {
+class IdempotencyApi : public ApiTest {
  protected:
   std::string Path() const { return "/api/v1/teams/" + team_id_ + "/connectors"; }
   Json Body(const std::string& name) {
     return {{"name", name}, {"type", "postgresql-source"}, {"configuration", PgSourceConfig()}};
   }
   long Count(const std::string& sql) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     return tx.exec1(sql)[0].as<long>();
   }
@@ -48,7 +48,7 @@ TEST_F(IdempotencyApi, KeysAreScopedPerEndpoint) {
 
 TEST_F(IdempotencyApi, StoredResponseIsEncryptedWhole) {
   ASSERT_EQ(Post(Path(), Body("a"), {{"Idempotency-Key", "k1"}}).status, 201);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   auto row = tx.exec1(
       "SELECT endpoint, response_status, response_body::text, request_hash, "
@@ -71,7 +71,7 @@ class UnredactedRecord : public IdempotencyApi {
     Json plain;
   };
   Stored Record(const std::string& endpoint) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     auto row = tx.exec_params1(
         "SELECT response_body::text FROM idempotency_record WHERE endpoint = $1", endpoint);
@@ -159,14 +159,14 @@ TEST_F(IdempotencyApi, ExpiredRecordsAreDeletedAndNoLongerReplay) {
   ASSERT_EQ(Post(Path(), Body("a"), {{"Idempotency-Key", "old"}}).status, 201);
   ASSERT_EQ(Post(Path(), Body("b"), {{"Idempotency-Key", "new"}}).status, 201);
   {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec(
         "UPDATE idempotency_record SET expires_at = expires_at - interval '25 hours' "
         "WHERE key = 'old'");
     tx.commit();
   }
-  EXPECT_EQ(api::DeleteExpiredIdempotencyRecords(*db_), 1);
+  EXPECT_EQ(api::DeleteExpiredIdempotencyRecords(db()), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM idempotency_record"), 1);
   // A fresh request under the expired key is a new create (here: a name clash).
   EXPECT_EQ(Post(Path(), Body("a"), {{"Idempotency-Key", "old"}}).status, 409);

@@ -4,15 +4,15 @@
 // starts past its grace window, and a connector's `shards` plans its rows.
 #include <pqxx/pqxx>
 
-#include "config_api/api_harness.h"
+#include "api/api_harness.h"
 
 namespace sluice::testing {
 namespace {
 
-class LifecycleApi : public ApiHarness {
+class LifecycleApi : public ApiTest {
  protected:
   void SetUp() override {
-    ApiHarness::SetUp();
+    ApiTest::SetUp();
     source_ = NewConnector(team_id_, "src", "postgresql-source");
     for (const char* table : {"orders", "items", "users"}) {
       auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
@@ -20,11 +20,11 @@ class LifecycleApi : public ApiHarness {
       ASSERT_EQ(d.status, 201) << d.body.dump();
     }
   }
-  Reply Verb(const std::string& verb) {
+  HttpResult Verb(const std::string& verb) {
     return Post("/api/v1/connectors/" + source_ + "/" + verb, Json::object());
   }
   void GrantLicense(const std::string& last_seen_sql = "now() AT TIME ZONE 'UTC'") {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec("DELETE FROM license_state");
     tx.exec(
@@ -84,7 +84,7 @@ TEST_F(LifecycleApi, ConfiguredShardsPlanRowsAndPlaceEveryTable) {
   ASSERT_EQ(Patch("/api/v1/connectors/" + source_, {{"configuration", config}}).status, 200);
   ASSERT_EQ(Verb("start").status, 200);
   EXPECT_EQ(States().size(), 2u);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   auto placed = tx.exec1(
       "SELECT count(*) FILTER (WHERE shard_index IS NULL), count(DISTINCT shard_index) "
@@ -123,7 +123,7 @@ TEST_F(LifecycleApi, LicenseVerdictIsPushedBySuperuserOnly) {
   EXPECT_TRUE(Call("GET", "/api/v1/license", nullptr, member).body["allows_start"]);
   // One row, however many verdicts arrive.
   ASSERT_EQ(Post("/api/v1/license", {{"license_active", false}}).status, 200);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   EXPECT_EQ(pqxx::work(c).exec1("SELECT count(*) FROM license_state")[0].as<int>(), 1);
   EXPECT_EQ(Verb("resume").status, 403);
 }

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <thread>
 
+#include "api/api_harness.h"
 #include "api/authenticate.h"
-#include "config_api/api_harness.h"
 #include "runtime/worker_repository.h"
 
 namespace sluice::testing {
@@ -18,15 +18,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class WorkerProtocol : public ApiHarness {
+class WorkerProtocol : public ApiTest {
  protected:
   void SetUp() override {
-    ApiHarness::SetUp();
+    ApiTest::SetUp();
     source_ = NewConnector(team_id_, "src", "postgresql-source");
     auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
                   {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}});
     ASSERT_EQ(d.status, 201) << d.body.dump();
-    worker_ = db_->Transact([&](pqxx::work& tx) {
+    worker_ = db().Transact([&](pqxx::work& tx) {
       auto w = runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(source_), 1)[0];
       w.Start(common::Clock::now(), std::nullopt);
       runtime::WorkerRepository::Update(tx, w);
@@ -35,15 +35,15 @@ class WorkerProtocol : public ApiHarness {
     token_ = TokenFor(worker_.launch_generation);
   }
   std::string TokenFor(const common::Uuid& generation) {
-    return api::IssueWorkerToken(server_->context().signer, worker_.id, worker_.connector_id,
+    return api::IssueWorkerToken(server().context().signer, worker_.id, worker_.connector_id,
                                  generation, 1h);
   }
-  Reply Pod(const std::string& method, const std::string& path, const Json& body = nullptr,
-            const std::string& token = "") {
+  HttpResult Pod(const std::string& method, const std::string& path, const Json& body = nullptr,
+                 const std::string& token = "") {
     return Call(method, "/api/v1/worker" + path, body, token.empty() ? token_ : token);
   }
   std::string State() {
-    return db_->Transact([&](pqxx::work& tx) {
+    return db().Transact([&](pqxx::work& tx) {
       return std::string(runtime::ToString(runtime::WorkerRepository::Find(tx, worker_.id)->state));
     });
   }
@@ -75,11 +75,11 @@ TEST_F(WorkerProtocol, ReportsFollowTheWorkerRulesUnderTheRowLock) {
   EXPECT_EQ(Pod("POST", "/state", {{"state", "STOPPING"}}).status, 422);
   EXPECT_EQ(Pod("POST", "/state", {{"state", "NAPPING"}}).status, 422);
   EXPECT_EQ(Pod("POST", "/state", {{"state", "ERROR"}, {"reason", "disk full"}}).status, 204);
-  auto row = db_->Transact(
+  auto row = db().Transact(
       [&](pqxx::work& tx) { return *runtime::WorkerRepository::Find(tx, worker_.id); });
   EXPECT_EQ(row.reason, "disk full");
   // The failure is also a resource event, in the worker's words.
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   auto event = pqxx::work(c).exec1(
       "SELECT count(*), max(reason) FROM resource_event WHERE code = 'worker.error'");
   EXPECT_EQ(event[0].as<int>(), 1);
@@ -91,7 +91,7 @@ TEST_F(WorkerProtocol, ReportsFollowTheWorkerRulesUnderTheRowLock) {
 // number, so it is recognisable beside the current launch's.
 TEST_F(WorkerProtocol, PodEventsCarryThePodNameAndTheLaunchNumber) {
   auto event = [&](const std::string& code) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     return pqxx::work(c).exec_params1(
         "SELECT coalesce(pod, '<null>'), coalesce(generation, 0) FROM resource_event "
         "WHERE code = $1",
@@ -107,7 +107,7 @@ TEST_F(WorkerProtocol, PodEventsCarryThePodNameAndTheLaunchNumber) {
   EXPECT_EQ(first[1].as<int>(), 1);
 
   // The back end relaunches the shard: the next number, under a new token.
-  worker_ = db_->Transact([&](pqxx::work& tx) {
+  worker_ = db().Transact([&](pqxx::work& tx) {
     auto w = *runtime::WorkerRepository::FindForUpdate(tx, worker_.id);
     w.Start(common::Clock::now(), std::nullopt);
     runtime::WorkerRepository::Update(tx, w);
@@ -151,7 +151,7 @@ TEST_F(WorkerProtocol, MetricsAreValidatedAndIngested) {
                   {"to_ts", now},
                   {"counts", {{"total", 3}, {"r", 0}, {"c", 2}, {"u", 1}, {"d", 0}}}}}}};
   EXPECT_EQ(Pod("POST", "/metrics/production", good).status, 204);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   EXPECT_EQ(pqxx::work(c).exec1("SELECT count(*) FROM production_metric")[0].as<int>(), 1);
   auto bad = Pod("POST", "/metrics/production",
                  {{"intervals", {{{"topic", 7}, {"from_ts", "x"}, {"counts", Json::object()}}}}});
@@ -176,7 +176,7 @@ TEST_F(WorkerProtocol, MetricsAreValidatedAndIngested) {
 // another connector's datamodel is not the pod's to report on (422, no
 // event), and a bad body lists every problem.
 TEST_F(WorkerProtocol, SkippedRecordsAreAWarnEventOnlyOnThePodsOwnDatamodel) {
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   const std::string own_dm =
       pqxx::nontransaction(c)
           .exec_params1("SELECT id::text FROM datamodel WHERE source_connector_id = $1", source_)[0]
@@ -223,7 +223,7 @@ TEST_F(WorkerProtocol, SkippedRecordsAreAWarnEventOnlyOnThePodsOwnDatamodel) {
 
 TEST_F(WorkerProtocol, AHeartbeatStampsItsRowAndAReplacedGenerationsIsRefused) {
   auto stamp = [&] {
-    return db_->Transact([&](pqxx::work& tx) {
+    return db().Transact([&](pqxx::work& tx) {
       auto r =
           tx.exec_params("SELECT coalesce(last_heartbeat_at::text, '') FROM worker WHERE id = $1",
                          worker_.id.ToString());

@@ -4,7 +4,7 @@
 #include <pqxx/pqxx>
 #include <set>
 
-#include "config_api/api_harness.h"
+#include "api/api_harness.h"
 #include "model/config_keys.h"
 #include "runtime/worker_repository.h"
 #include "secrets/configuration_cipher.h"
@@ -12,11 +12,11 @@
 namespace sluice::testing {
 namespace {
 
-class ConnectorsApi : public ApiHarness {
+class ConnectorsApi : public ApiTest {
  protected:
   std::string Path() const { return "/api/v1/teams/" + team_id_ + "/connectors"; }
   Json RawConfiguration(const std::string& id) {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     return Json::parse(
         tx.exec_params1("SELECT json_configuration::text FROM connector WHERE id = $1", id)[0]
@@ -159,7 +159,7 @@ TEST_F(ConnectorsApi, WarehouseTokenIsEncryptedAtRestAndRedacted) {
   ASSERT_EQ(r.status, 201) << r.body.dump();
   EXPECT_EQ(r.body["configuration"]["token"], "********");
   EXPECT_EQ(r.body["state"], "draft");
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   pqxx::work tx(c);
   std::string raw = tx.exec1("SELECT json_configuration::text FROM warehouse")[0].as<std::string>();
   EXPECT_EQ(raw.find("dapi-xyz"), std::string::npos);
@@ -174,7 +174,7 @@ TEST_F(ConnectorsApi, RotationReencryptsEveryConfigurationUnderTheNewKey) {
   std::string id = NewConnector(team_id_, "src", "postgresql-source");
   auto old_kid = RawConfiguration(id)["kid"];
   auto rotated = *secrets::KeyRing::FromHex({std::string(64, 'b'), std::string(64, 'a')});
-  auto counts = db_->Transact(
+  auto counts = db().Transact(
       [&](pqxx::work& tx) { return model::ReencryptConfigurations(tx, rotated, true); });
   EXPECT_EQ(counts.connectors, 1);
   Json raw = RawConfiguration(id);
@@ -201,7 +201,7 @@ TEST_F(ConnectorsApi, ConnectorAndPipelineWritesAreInTheUserLogWithTheActor) {
   ASSERT_EQ(Call("PATCH", pipeline, {{"name", "p2"}}, token).status, 200);
   ASSERT_EQ(Call("DELETE", pipeline, nullptr, token).status, 204);
   ASSERT_EQ(Call("DELETE", connector, nullptr, token).status, 204);
-  pqxx::connection conn(tdb_->url());
+  pqxx::connection conn(url());
   auto rows = pqxx::work(conn).exec(
       "SELECT action FROM user_log WHERE user_email = 'writer@example.com' AND user_type = "
       "'user' AND action <> 'login' ORDER BY \"timestamp\"");
@@ -239,7 +239,7 @@ class SourceCleanupApi : public ConnectorsApi {
         Post(Path(), {{"name", name}, {"type", "postgresql-source"}, {"configuration", config}});
     EXPECT_EQ(r.status, 201) << r.body.dump();
     std::string id = r.body.value("id", "");
-    db_->Transact([&](pqxx::work& tx) {
+    db().Transact([&](pqxx::work& tx) {
       runtime::WorkerRepository::EnsureShards(tx, *common::Uuid::Parse(id), 1);
     });
     pqxx::connection c(source_.url());
@@ -288,7 +288,7 @@ TEST_F(SourceCleanupApi, AnUnreachableSourceStillDeletesTheConnectorWithAnEvent)
   auto gone = StartedSource("unreachable", "far_slot", /*port=*/1);
   ASSERT_EQ(Delete("/api/v1/connectors/" + gone).status, 204);
   EXPECT_EQ(Get("/api/v1/connectors/" + gone).status, 404);
-  pqxx::connection c(tdb_->url());
+  pqxx::connection c(url());
   auto events = pqxx::nontransaction(c).exec_params(
       "SELECT reason, details->>'slot' FROM resource_event WHERE code = "
       "'source.slot_not_dropped' AND connector_id = $1",
@@ -324,7 +324,7 @@ class SourceTablesApi : public ConnectorsApi {
     EXPECT_EQ(r.status, 201) << r.body.dump();
     return r.body.value("id", "");
   }
-  Reply Tables(const std::string& id, const std::string& token = "") {
+  HttpResult Tables(const std::string& id, const std::string& token = "") {
     return Call("GET", "/api/v1/connectors/" + id + "/tables", nullptr, token);
   }
   TestDatabase source_;

@@ -8,16 +8,16 @@
 #include <pqxx/pqxx>
 #include <regex>
 
-#include "config_api/api_harness.h"
+#include "api/api_harness.h"
 #include "metrics/retention.h"
 
 namespace sluice::testing {
 namespace {
 
-class UserLogWrites : public ApiHarness {
+class UserLogWrites : public ApiTest {
  protected:
   std::multiset<std::string> Actions() {
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     std::multiset<std::string> out;
     for (const auto& r :
@@ -102,7 +102,7 @@ double Overdue(int port, const std::string& token, const std::string& table) {
 TEST_F(UserLogWrites, RetentionIsOverdueFromTrackedSinceUntilTheFirstCatchUp) {
   {
     // First seen two hours ago, never caught up since.
-    pqxx::connection c(tdb_->url());
+    pqxx::connection c(url());
     pqxx::work tx(c);
     tx.exec(
         "INSERT INTO raw_metric_retention_state (id, table_name, tracked_since, created_at, "
@@ -111,13 +111,13 @@ TEST_F(UserLogWrites, RetentionIsOverdueFromTrackedSinceUntilTheFirstCatchUp) {
         "now() AT TIME ZONE 'UTC')");
     tx.commit();
   }
-  double before = Overdue(server_->port(), root_token_, "production_metric");
+  double before = Overdue(server().port(), root_token_, "production_metric");
   EXPECT_GE(before, 7200) << "counted from tracked_since";
   EXPECT_LT(before, 7200 + 600);
   // A prune cycle that leaves nothing deletable is the first catch-up.
-  auto cycle = metrics::RawRetention(*db_, {std::chrono::hours(24)}).RunOnce(common::Clock::now());
+  auto cycle = metrics::RawRetention(db(), {std::chrono::hours(24)}).RunOnce(common::Clock::now());
   ASSERT_TRUE(cycle[0].caught_up);
-  double after = Overdue(server_->port(), root_token_, "production_metric");
+  double after = Overdue(server().port(), root_token_, "production_metric");
   EXPECT_GE(after, 0);
   EXPECT_LT(after, 60) << "counted from the catch-up";
 }
