@@ -15,6 +15,7 @@
 
 #include "common/uuid.h"
 #include "connectors/postgres/lsn.h"
+#include "connectors/postgres/replication_connection.h"
 #include "memory_sink.h"
 #include "support/test_database.h"
 
@@ -331,6 +332,45 @@ TEST_F(PostgresSourceTest, ASlotHeldPastTheWaitIsAnErrorInTheServersWords) {
   auto st = Source(o, &sink)->Start();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("is active for PID"), std::string::npos) << st.ToString();
+}
+
+// A worker killed while its walsender was still creating the slot leaves a
+// slot that shows for a moment and then vanishes. The next worker must not
+// take it for a complete one (it would read the tables, find no slot, and its
+// successor's new slot would miss the changes in between): it waits for the
+// slot to be let go, finds it gone, and makes its own.
+TEST_F(PostgresSourceTest, ASlotStillBeingCreatedByAKilledWorkerIsNotTakenForAnExistingOne) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY); INSERT INTO items VALUES (1), (2), (3)");
+  // An open writing transaction: creating a logical slot waits for it to end.
+  pqxx::connection writer(db_.url());
+  pqxx::work open_tx(writer);
+  open_tx.exec("INSERT INTO items VALUES (100)");
+  std::thread creator([&] {
+    auto repl = ReplicationConnection::Connect(db_.url());
+    ASSERT_TRUE(repl.ok()) << repl.status().ToString();
+    EXPECT_FALSE((*repl)->CreateSlot(slot_, true).ok());  // its backend is terminated
+  });
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (Query1("SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + slot_ + "'")
+             .empty()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the half-made slot never showed";
+    std::this_thread::sleep_for(20ms);
+  }
+  auto& sink = NewSink();
+  auto* source = Source(Options({{"public", "items"}}), &sink);
+  common::Status started;
+  std::thread starter([&] { started = source->Start(); });
+  std::this_thread::sleep_for(500ms);  // the source sees the half-made slot first
+  Exec("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '" +
+       slot_ + "'");
+  creator.join();
+  open_tx.abort();  // lets the source's own slot be made
+  starter.join();
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  EXPECT_EQ(Count(sink, common::ChangeOp::kRead), 3u);
+  Exec("DELETE FROM items WHERE id = 2");
+  PollUntil(source, [&] { return Count(sink, common::ChangeOp::kDelete) >= 1; });
+  EXPECT_EQ(sink.Materialize("sluice.public.items"), TableRows("items", "id"));
 }
 
 TEST_F(PostgresSourceTest, RestartReplaysUnacknowledgedChanges) {

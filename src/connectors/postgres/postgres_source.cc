@@ -220,6 +220,7 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   }
   SLUICE_RETURN_IF_ERROR(EnsurePublication());
 
+  SLUICE_RETURN_IF_ERROR(AwaitSlotReleased());
   bool slot_exists = false;
   try {
     pqxx::work tx(*catalog_);
@@ -350,6 +351,34 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   Beat();
   spdlog::info("streaming slot {} from {}", options_.slot_name, FormatLsn(start));
   return Status::Ok();
+}
+
+// A slot another connection holds may still be in the making: a walsender
+// creating it shows it at once, and drops it if its client was killed before
+// the slot was complete. Taking such a slot for an existing one would read
+// the tables, then find no slot to stream from, and the next attempt's fresh
+// slot would miss what changed in between. So wait (up to slot_wait) until no
+// one holds it, then look: it is either complete or gone.
+Status PostgresSource::AwaitSlotReleased() {
+  auto deadline = std::chrono::steady_clock::now() + options_.slot_wait;
+  for (bool told = false;; told = true) {
+    try {
+      pqxx::nontransaction tx(*catalog_);
+      auto rows = tx.exec_params(
+          "SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS "
+          "NOT NULL",
+          options_.slot_name);
+      if (rows.empty()) return Status::Ok();
+      if (std::chrono::steady_clock::now() >= deadline)
+        return Status::Ok();  // START_REPLICATION says who holds it
+      if (!told)
+        spdlog::info("slot {} is held by another connection (pid {}); waiting for it to let go",
+                     options_.slot_name, rows[0][0].c_str());
+    } catch (const std::exception& e) {
+      return common::Unavailable(fmt::format("reading replication slots: {}", e.what()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 void PostgresSource::Beat() {

@@ -116,6 +116,7 @@ class PostgresSource {
   common::Status SendStatus(bool reply_requested);
   Lsn FlushPosition() const;
   common::Status StartOnce(bool* slot_lost);
+  common::Status AwaitSlotReleased();
   common::Status DropLostSlot(const std::string& reason);
 
   PostgresSourceOptions options_;
