@@ -18,37 +18,6 @@ using nlohmann::json;
 
 class KubernetesJobsTest : public testing::ProtocolFixture {
  protected:
-  std::unique_ptr<Launcher> MakeLauncher(testing::KubeStandIn& kube, int max_lost = 5) {
-    LauncherOptions o;
-    o.sluice_bin = std::getenv("SLUICE_BIN");
-    o.run_dir = (dir() / "run").string();
-    o.database_url = plane_url();
-    o.partitions = 2;
-    o.max_lost_attempts = max_lost;
-    runtime::KubernetesLauncherOptions k8s;
-    k8s.api.server = kube.url();
-    k8s.api.token_file = "";
-    k8s.api.ca_file = "";
-    k8s.manifests.namespace_name = "data";
-    k8s.manifests.image = "sluice:test";
-    k8s.manifests.api_url = ApiUrl();
-    o.kubernetes = k8s;
-    o.issue_loader_token = [this](const common::Uuid& item, std::int64_t attempt) {
-      return TokenFor(item, attempt);
-    };
-    return std::make_unique<Launcher>(db(), o);
-  }
-  template <typename Pred>
-  bool TickUntil(Launcher& l, Pred pred, std::chrono::seconds limit = 90s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto st = l.Tick();
-      EXPECT_TRUE(st.ok()) << st.message();
-      if (pred()) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
-  }
   static std::string JobPath(const common::Uuid& item) {
     return "/apis/batch/v1/namespaces/data/jobs/sluice-loader-" + item.ToString();
   }

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +23,7 @@
 #include "api/authenticate.h"
 #include "api/server.h"
 #include "auth/secret_key.h"
+#include "backfill/launcher.h"
 #include "backfill_harness.h"
 #include "common/subprocess.h"
 #include "secrets/key_ring.h"
@@ -171,6 +174,40 @@ class ProtocolFixture : public ::testing::Test, public BackfillHarness {
   std::string ApiUrl() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
   std::string TokenFor(const common::Uuid& item, std::int64_t attempt) {
     return api::IssueLoaderToken(server_->context().signer, item, attempt, std::chrono::hours(1));
+  }
+  // A launcher whose loaders run as Jobs on `kube` and reach the database
+  // through this fixture's API with their attempt's token.
+  std::unique_ptr<Launcher> MakeLauncher(KubeStandIn& kube, int max_lost = 5) {
+    LauncherOptions o;
+    o.sluice_bin = std::getenv("SLUICE_BIN");
+    o.run_dir = (dir() / "run").string();
+    o.database_url = plane_url();
+    o.partitions = 2;
+    o.max_lost_attempts = max_lost;
+    runtime::KubernetesLauncherOptions k8s;
+    k8s.api.server = kube.url();
+    k8s.api.token_file = "";
+    k8s.api.ca_file = "";
+    k8s.manifests.namespace_name = "data";
+    k8s.manifests.image = "sluice:test";
+    k8s.manifests.api_url = ApiUrl();
+    o.kubernetes = k8s;
+    o.issue_loader_token = [this](const common::Uuid& item, std::int64_t attempt) {
+      return TokenFor(item, attempt);
+    };
+    return std::make_unique<Launcher>(db(), o);
+  }
+  // Ticks `l` until `pred` holds (true) or `limit` passes (false).
+  template <typename Pred>
+  bool TickUntil(Launcher& l, Pred pred, std::chrono::seconds limit = std::chrono::seconds(90)) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto st = l.Tick();
+      EXPECT_TRUE(st.ok()) << st.message();
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
   }
   std::unique_ptr<api::ApiServer> server_;
 };

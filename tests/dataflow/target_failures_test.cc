@@ -176,6 +176,16 @@ class TargetFailures : public ::testing::Test {
     return plane_db().Transact(
         [&](pqxx::work& tx) { return *runtime::WorkerRepository::Find(tx, row_.id); });
   }
+  // Waits up to 60 s for the worker row to be in error for a reason naming `words`.
+  bool AwaitErrorNaming(const std::string& words) {
+    return WaitUntil(
+        [&] {
+          auto row = Row();
+          return row.state == runtime::WorkerState::kError && row.reason &&
+                 row.reason->find(words) != std::string::npos;
+        },
+        60s);
+  }
   // Occurrences of events `code` about this connector whose reason contains `words`.
   long Events(const std::string& code, const std::string& words = "") {
     return plane_db().Transact([&](pqxx::work& tx) {
@@ -303,14 +313,7 @@ TEST_F(TargetFailures, WithoutAnErrorTableARefusalStopsTheSubscriptionUntilResta
     return 200;
   });
   StartTarget(HttpTarget());
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        auto row = Row();
-        return row.state == runtime::WorkerState::kError && row.reason &&
-               row.reason->find("stopped") != std::string::npos;
-      },
-      60s))
-      << Logs();
+  ASSERT_TRUE(AwaitErrorNaming("stopped")) << Logs();
   auto reason = *Row().reason;
   EXPECT_NE(reason.find(R"(key {"id":17})"), std::string::npos) << reason;
   EXPECT_NE(reason.find(topic_ + "/0/16"), std::string::npos) << reason;
@@ -410,14 +413,7 @@ TEST_F(TargetFailures, APostgresDataErrorWithoutAnErrorTableStopsAtTheRow) {
       "<> 'n17'))");
   Produce(1, 50);
   StartTarget({{"type", "postgresql"}, {"url", target_db_.url()}});
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        auto row = Row();
-        return row.state == runtime::WorkerState::kError && row.reason &&
-               row.reason->find("not_n17") != std::string::npos;
-      },
-      60s))
-      << Logs();
+  ASSERT_TRUE(AwaitErrorNaming("not_n17")) << Logs();
   EXPECT_NE(Row().reason->find(R"(key {"id":17} at )" + topic_ + "/0/16"), std::string::npos)
       << *Row().reason;
   EXPECT_EQ(Count(target_db_.url(), "SELECT count(*) FROM orders"), 49);
@@ -442,14 +438,7 @@ TEST_F(TargetFailures, AFullDiskUnderAJsonlTargetIsAnOutageAndLosesNothing) {
     GTEST_SKIP() << "mknod needs CAP_MKNOD: " << strerror(errno);
   Produce(1, 20);
   StartTarget({{"type", "jsonl"}, {"root", dir_.string()}, {"directory", "jsonl"}});
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        auto row = Row();
-        return row.state == runtime::WorkerState::kError && row.reason &&
-               row.reason->find("No space left on device") != std::string::npos;
-      },
-      60s))
-      << Logs();
+  EXPECT_TRUE(AwaitErrorNaming("No space left on device")) << Logs();
   std::filesystem::remove(files / "orders.jsonl");
   std::set<int> lines;
   EXPECT_TRUE(WaitUntil(
@@ -485,14 +474,7 @@ TEST_F(TargetFailures, PostgresPermissionDeniedIsAnOutageAndLosesNothing) {
       << Logs();
   Sql(target_db_.url(), "REVOKE INSERT ON public.orders FROM " + role_);
   Produce(201, 400);
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        auto row = Row();
-        return row.state == runtime::WorkerState::kError && row.reason &&
-               row.reason->find("permission denied") != std::string::npos;
-      },
-      60s))
-      << Logs();
+  EXPECT_TRUE(AwaitErrorNaming("permission denied")) << Logs();
   std::this_thread::sleep_for(3s);
   Sql(target_db_.url(), "GRANT INSERT ON public.orders TO " + role_);
   EXPECT_TRUE(WaitUntil(
@@ -545,14 +527,7 @@ TEST_F(TargetFailures, PostgresDiskFullIsAnOutageAndLosesNothing) {
       << Logs();
   // About 1 MiB of rows: more than the file system has left.
   Produce(201, 20000);
-  EXPECT_TRUE(WaitUntil(
-      [&] {
-        auto row = Row();
-        return row.state == runtime::WorkerState::kError && row.reason &&
-               row.reason->find("No space left on device") != std::string::npos;
-      },
-      60s))
-      << Logs();
+  EXPECT_TRUE(AwaitErrorNaming("No space left on device")) << Logs();
   long while_full = Count(target_db_.url(), "SELECT count(*) FROM orders");
   EXPECT_LT(while_full, 20000);
   ASSERT_EQ(::mount("tmpfs", space.c_str(), "tmpfs", MS_REMOUNT, "size=64m,mode=0700"), 0)
