@@ -13,6 +13,7 @@
 #include "backfill/launcher.h"
 #include "backfill/protocol_fixture.h"
 #include "backfill/repository.h"
+#include "mysql_backfill_pairs.h"
 #include "support/mariadb_server.h"
 
 namespace sluice::backfill {
@@ -23,36 +24,8 @@ using nlohmann::json;
 
 class MysqlKubernetesJobs : public testing::ProtocolFixture {
  protected:
-  // A mysql connector over the test database and a datamodel (source_schema
-  // NULL) with a subscription into the harness's PostgreSQL destination.
   common::Uuid AddMysqlPair(const std::string& table, const std::string& target_table) {
-    const auto& server = sluice::testing::TestMariaDb();
-    auto sub = common::Uuid::V4();
-    db().Transact([&](pqxx::work& tx) {
-      auto source = common::Uuid::V4().ToString();
-      tx.exec_params(
-          "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
-          "env_id) SELECT $1, 'maria', 'mysql', $2, 'source', $3, env_id FROM team WHERE id = $3",
-          source,
-          json{{"host", "127.0.0.1"},
-               {"port", server.port},
-               {"user", server.user},
-               {"password", server.password},
-               {"database", maria_.name()}}
-              .dump(),
-          team_id().ToString());
-      auto dm = common::Uuid::V4().ToString();
-      tx.exec_params(
-          "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic, "
-          "source_schema, source_table) VALUES ($1, $2, '{}', $3, $4, NULL, $2)",
-          dm, table, source, "sluice." + maria_.name() + "." + table);
-      tx.exec_params(
-          "INSERT INTO subscription (id, name, config, transform_config, datamodel_id, "
-          "target_connector_id, error_table_enabled, target_table_name, "
-          "requires_unique_destination) VALUES ($1, $2, '{}', '{}', $3, $4, false, $5, true)",
-          sub.ToString(), table + "-sub", dm, target_id().ToString(), target_table);
-    });
-    return sub;
+    return testing::AddMysqlPair(*this, maria_, &mysql_id_, table, target_table);
   }
   std::string TargetRows(const std::string& sql) {
     pqxx::connection c(target_url());
@@ -62,6 +35,7 @@ class MysqlKubernetesJobs : public testing::ProtocolFixture {
   }
 
   sluice::testing::TestMariaDatabase maria_;
+  common::Uuid mysql_id_;
 };
 
 TEST_F(MysqlKubernetesJobs, AMysqlItemLoadsThroughAJobWhoseLoaderReadsItsSourceFromTheApi) {

@@ -16,6 +16,7 @@
 #include "backfill/launcher.h"
 #include "backfill/loader.h"
 #include "backfill/repository.h"
+#include "mysql_backfill_pairs.h"
 #include "support/mariadb_server.h"
 
 namespace sluice::backfill {
@@ -95,40 +96,8 @@ std::vector<std::pair<std::string, std::string>> NastyColumns() {
 
 class MysqlBackfill : public ::testing::Test, public testing::BackfillHarness {
  protected:
-  // A mysql connector of the harness's team over the test database, and
-  // a datamodel (source_schema NULL, as for MySQL) with a subscription
-  // into the harness's PostgreSQL destination.
   common::Uuid AddMysqlPair(const std::string& table, const std::string& target_table) {
-    const auto& server = sluice::testing::TestMariaDb();
-    auto sub = common::Uuid::V4();
-    db().Transact([&](pqxx::work& tx) {
-      if (mysql_id_.is_nil()) {
-        mysql_id_ = common::Uuid::V4();
-        tx.exec_params(
-            "INSERT INTO connector (id, name, connector_type, json_configuration, way, team_id, "
-            "env_id) SELECT $1, 'maria', 'mysql', $2, 'source', $3, env_id FROM team WHERE id = "
-            "$3",
-            mysql_id_.ToString(),
-            json{{"host", "127.0.0.1"},
-                 {"port", server.port},
-                 {"user", server.user},
-                 {"password", server.password},
-                 {"database", maria_.name()}}
-                .dump(),
-            team_id().ToString());
-      }
-      auto dm = common::Uuid::V4().ToString();
-      tx.exec_params(
-          "INSERT INTO datamodel (id, name, config, source_connector_id, source_topic, "
-          "source_schema, source_table) VALUES ($1, $2, '{}', $3, $4, NULL, $2)",
-          dm, table, mysql_id_.ToString(), "sluice." + maria_.name() + "." + table);
-      tx.exec_params(
-          "INSERT INTO subscription (id, name, config, transform_config, datamodel_id, "
-          "target_connector_id, error_table_enabled, target_table_name, "
-          "requires_unique_destination) VALUES ($1, $2, '{}', '{}', $3, $4, false, $5, true)",
-          sub.ToString(), table + "-sub", dm, target_id().ToString(), target_table);
-    });
-    return sub;
+    return testing::AddMysqlPair(*this, maria_, &mysql_id_, table, target_table);
   }
   void Launch() {
     LauncherOptions o;
