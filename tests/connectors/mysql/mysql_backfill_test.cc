@@ -96,6 +96,23 @@ std::vector<std::pair<std::string, std::string>> NastyColumns() {
 
 class MysqlBackfill : public ::testing::Test, public testing::BackfillHarness {
  protected:
+  // Launches the run, SIGKILLs `item_id`'s loader once it has reported rows,
+  // and waits for a new attempt to complete the item.
+  void KillTheLoaderMidItemThenAwaitANewAttempt(const common::Uuid& item_id, BackfillItem* done) {
+    Launch();
+    ASSERT_TRUE(TickUntil([&] { return Item(item_id).rows_written.value_or(0) > 0; }))
+        << LoaderLogs();
+    auto first = Item(item_id);
+    ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
+    auto pid = launcher_->LoaderPid(item_id);
+    ASSERT_TRUE(pid);
+    kill(*pid, SIGKILL);
+    ASSERT_TRUE(TickUntil([&] { return Events("backfill.attempt_lost") > 0; }));
+    ASSERT_TRUE(TickUntil([&] { return Item(item_id).status == ItemStatus::kCompleted; }, 240s))
+        << LoaderLogs();
+    *done = Item(item_id);
+    EXPECT_NE(done->started_at, first.started_at) << "a new attempt";
+  }
   common::Uuid AddMysqlPair(const std::string& table, const std::string& target_table) {
     return testing::AddMysqlPair(*this, maria_, &mysql_id_, table, target_table);
   }
@@ -259,19 +276,8 @@ TEST_F(MysqlBackfill, AKilledLoaderIsRequeuedAndItsNewAttemptLoadsEveryRowOnce) 
   auto sub = AddMysqlPair("big", "big_copy");
   auto runs = Trigger({sub});
   auto item_id = runs[0].items[0].id;
-  Launch();
-  ASSERT_TRUE(TickUntil([&] { return Item(item_id).rows_written.value_or(0) > 0; }))
-      << LoaderLogs();
-  auto first = Item(item_id);
-  ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
-  auto pid = launcher_->LoaderPid(item_id);
-  ASSERT_TRUE(pid);
-  kill(*pid, SIGKILL);
-  ASSERT_TRUE(TickUntil([&] { return Events("backfill.attempt_lost") > 0; }));
-  ASSERT_TRUE(TickUntil([&] { return Item(item_id).status == ItemStatus::kCompleted; }, 240s))
-      << LoaderLogs();
-  auto done = Item(item_id);
-  EXPECT_NE(done.started_at, first.started_at) << "a new attempt";
+  BackfillItem done;
+  ASSERT_NO_FATAL_FAILURE(KillTheLoaderMidItemThenAwaitANewAttempt(item_id, &done));
   EXPECT_EQ(done.rows_written, 200'000);
   EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM big_copy"), 200'000);
   std::vector<std::pair<std::string, std::string>> columns = {
@@ -319,19 +325,8 @@ TEST_P(MysqlBackfillKey, AKilledLoaderIsRequeuedAndItsNewAttemptLoadsEveryRowOnc
   ASSERT_EQ(maria_.Sql("SELECT COUNT(*) FROM k"), "150000\n") << "every key distinct";
   auto runs = Trigger({AddMysqlPair("k", "k_copy")});
   auto item_id = runs[0].items[0].id;
-  Launch();
-  ASSERT_TRUE(TickUntil([&] { return Item(item_id).rows_written.value_or(0) > 0; }))
-      << LoaderLogs();
-  auto first = Item(item_id);
-  ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
-  auto pid = launcher_->LoaderPid(item_id);
-  ASSERT_TRUE(pid);
-  kill(*pid, SIGKILL);
-  ASSERT_TRUE(TickUntil([&] { return Events("backfill.attempt_lost") > 0; }));
-  ASSERT_TRUE(TickUntil([&] { return Item(item_id).status == ItemStatus::kCompleted; }, 240s))
-      << LoaderLogs();
-  auto done = Item(item_id);
-  EXPECT_NE(done.started_at, first.started_at) << "a new attempt";
+  BackfillItem done;
+  ASSERT_NO_FATAL_FAILURE(KillTheLoaderMidItemThenAwaitANewAttempt(item_id, &done));
   EXPECT_EQ(done.rows_written, 150'000) << "no chunk read a row twice";
   EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM k_copy"), 150'000);
   std::vector<std::pair<std::string, std::string>> columns = {{key.maria_text, key.pg_text},
