@@ -11,8 +11,10 @@
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "backfill/launcher.h"
 #include "backfill/trigger.h"
 #include "store/database.h"
 #include "support/test_database.h"
@@ -46,6 +48,19 @@ class BackfillHarness {
   // md5 over the table's rows in key order ("missing" when it does not exist).
   std::string Digest(const std::string& url, const std::string& table);
   std::int64_t Scalar(const std::string& url, const std::string& sql);
+  // Ticks `launcher` until `pred` holds (true) or `limit` passes (false).
+  template <typename Pred>
+  static bool TickUntil(Launcher& launcher, Pred pred,
+                        std::chrono::seconds limit = std::chrono::seconds(90)) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto st = launcher.Tick();
+      EXPECT_TRUE(st.ok()) << st.message();
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
   BackfillItem Item(const common::Uuid& id);
   BackfillRun RunRow(const common::Uuid& id);
   std::string LoaderLogs();

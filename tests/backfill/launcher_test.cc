@@ -35,14 +35,7 @@ class LauncherTest : public ::testing::Test, public testing::BackfillHarness {
   }
   template <typename Pred>
   bool TickUntil(Pred pred, std::chrono::seconds limit = 90s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto st = launcher_->Tick();
-      EXPECT_TRUE(st.ok()) << st.message();
-      if (pred()) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
+    return BackfillHarness::TickUntil(*launcher_, pred, limit);
   }
   std::int64_t Count(const std::string& where) {
     return Scalar(plane_url(), "SELECT count(*) FROM backfill_item WHERE " + where);

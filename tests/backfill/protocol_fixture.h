@@ -197,18 +197,6 @@ class ProtocolFixture : public ::testing::Test, public BackfillHarness {
     };
     return std::make_unique<Launcher>(db(), o);
   }
-  // Ticks `l` until `pred` holds (true) or `limit` passes (false).
-  template <typename Pred>
-  bool TickUntil(Launcher& l, Pred pred, std::chrono::seconds limit = std::chrono::seconds(90)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto st = l.Tick();
-      EXPECT_TRUE(st.ok()) << st.message();
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
   std::unique_ptr<api::ApiServer> server_;
 };
 

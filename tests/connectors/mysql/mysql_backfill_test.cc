@@ -127,14 +127,7 @@ class MysqlBackfill : public ::testing::Test, public testing::BackfillHarness {
   }
   template <typename Pred>
   bool TickUntil(Pred pred, std::chrono::seconds limit = 120s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto st = launcher_->Tick();
-      EXPECT_TRUE(st.ok()) << st.message();
-      if (pred()) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
+    return BackfillHarness::TickUntil(*launcher_, pred, limit);
   }
   // The rows as text per column, in key order, one line each.
   std::string MariaRows(const std::string& table, const std::string& order,
