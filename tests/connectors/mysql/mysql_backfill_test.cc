@@ -116,6 +116,21 @@ class MysqlBackfill : public ::testing::Test, public testing::BackfillHarness {
   common::Uuid AddMysqlPair(const std::string& table, const std::string& target_table) {
     return testing::AddMysqlPair(*this, maria_, &mysql_id_, table, target_table);
   }
+  // A loader run in this process, from `table` of the test database into
+  // `target_table` of the harness's PostgreSQL destination.
+  LoaderConfig InProcessLoad(const std::string& table, const std::string& target_table) {
+    const auto& server = sluice::testing::TestMariaDb();
+    LoaderConfig c;
+    c.item_id = common::Uuid::V4().ToString();
+    c.source_type = "mysql";
+    c.mysql = launch::LoaderMysqlSource{"127.0.0.1", server.port, server.user, server.password,
+                                        maria_.name()};
+    c.source_table = table;
+    c.target_type = "postgresql";
+    c.target = {{"type", "postgresql"}, {"url", target_url()}};
+    c.target_table = target_table;
+    return c;
+  }
   void Launch() {
     LauncherOptions o;
     o.sluice_bin = std::getenv("SLUICE_BIN");
@@ -233,16 +248,7 @@ TEST_F(MysqlBackfill, AKeylessTableLoadsWithASequentialRead) {
       "CREATE TABLE nokey (a INT, b VARCHAR(10) CHARACTER SET latin1, c TEXT) DEFAULT CHARSET = "
       "utf8mb4; INSERT INTO nokey "
       "VALUES (1, 'x', NULL), (1, 'x', NULL), (NULL, NULL, '😀'), (2, 'ÿ', '')");
-  LoaderConfig c;
-  const auto& server = sluice::testing::TestMariaDb();
-  c.item_id = common::Uuid::V4().ToString();
-  c.source_type = "mysql";
-  c.mysql = launch::LoaderMysqlSource{"127.0.0.1", server.port, server.user, server.password,
-                                      maria_.name()};
-  c.source_table = "nokey";
-  c.target_type = "postgresql";
-  c.target = {{"type", "postgresql"}, {"url", target_url()}};
-  c.target_table = "nokey_copy";
+  LoaderConfig c = InProcessLoad("nokey", "nokey_copy");
   c.sequential_read = true;
   c.chunk_rows = 2;
   ASSERT_TRUE(CheckPair(c).ok());
@@ -339,16 +345,7 @@ TEST_P(MysqlBackfillKey, SmallChunksResumeAfterTheExactLastKey) {
       key.type));
   maria_.Sql(
       fmt::format("INSERT INTO k SELECT {}, CONCAT('v', seq) FROM seq_74800_to_75200", key.value));
-  LoaderConfig c;
-  const auto& server = sluice::testing::TestMariaDb();
-  c.item_id = common::Uuid::V4().ToString();
-  c.source_type = "mysql";
-  c.mysql = launch::LoaderMysqlSource{"127.0.0.1", server.port, server.user, server.password,
-                                      maria_.name()};
-  c.source_table = "k";
-  c.target_type = "postgresql";
-  c.target = {{"type", "postgresql"}, {"url", target_url()}};
-  c.target_table = "k_copy";
+  LoaderConfig c = InProcessLoad("k", "k_copy");
   c.partitions = 3;
   c.chunk_rows = 7;
   ASSERT_TRUE(CheckPair(c).ok());
