@@ -121,4 +121,20 @@ class ApiTest : public ::testing::Test {
   std::string team_id_;
 };
 
+// An ApiTest with what a pipeline is made of: a PostgreSQL source, a JSONL
+// target, and a datamodel of the source's public.orders.
+class PipelinePartsTest : public ApiTest {
+ protected:
+  void SetUp() override {
+    ApiTest::SetUp();
+    source_ = NewConnector(team_id_, "src", "postgresql-source");
+    target_ = NewConnector(team_id_, "dst", "jsonl-target");
+    auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
+                  {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}});
+    ASSERT_EQ(d.status, 201) << d.body.dump();
+    datamodel_ = d.body["id"];
+  }
+  std::string source_, target_, datamodel_;
+};
+
 }  // namespace sluice::testing

@@ -13,17 +13,8 @@
 namespace sluice::testing {
 namespace {
 
-class PipelinesApi : public ApiTest {
+class PipelinesApi : public PipelinePartsTest {
  protected:
-  void SetUp() override {
-    ApiTest::SetUp();
-    source_ = NewConnector(team_id_, "src", "postgresql-source");
-    target_ = NewConnector(team_id_, "dst", "jsonl-target");
-    auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
-                  {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}});
-    ASSERT_EQ(d.status, 201) << d.body.dump();
-    datamodel_ = d.body["id"];
-  }
   HttpResult NewSubscription(const std::string& table, bool unique = true) {
     return Post("/api/v1/teams/" + team_id_ + "/subscriptions",
                 {{"name", "s-" + table},
@@ -92,7 +83,6 @@ class PipelinesApi : public ApiTest {
     auto lag = Lag(broker, group, topic);
     return lag.empty() ? -2 : lag[0].committed;
   }
-  std::string source_, target_, datamodel_;
 };
 
 TEST_F(PipelinesApi, DatamodelTopicDefaultsToTheSourcesSpelling) {

@@ -24,20 +24,11 @@ const std::vector<std::string> kTables = {"env",          "team",      "service_
                                           "connector",    "datamodel", "pipeline",
                                           "subscription", "\"user\""};
 
-class HttpBadInput : public ApiTest {
+class HttpBadInput : public PipelinePartsTest {
  protected:
   void TearDown() override {
     RecordReliability("bad_input", {{"requests_refused_cleanly", refused_}});
     ApiTest::TearDown();
-  }
-  void SetUp() override {
-    ApiTest::SetUp();
-    source_ = NewConnector(team_id_, "src", "postgresql-source");
-    target_ = NewConnector(team_id_, "dst", "jsonl-target");
-    auto d = Post("/api/v1/connectors/" + source_ + "/datamodels",
-                  {{"name", "orders"}, {"source_schema", "public"}, {"source_table", "orders"}});
-    ASSERT_EQ(d.status, 201) << d.body.dump();
-    datamodel_ = d.body["id"];
   }
 
   std::map<std::string, long> Counts() {
@@ -107,7 +98,6 @@ class HttpBadInput : public ApiTest {
     };
   }
 
-  std::string source_, target_, datamodel_;
   int refused_ = 0;
 };
 
