@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/types.h>
 #include <chrono>
 #include <filesystem>
@@ -48,6 +49,33 @@ class BackfillHarness {
   // md5 over the table's rows in key order ("missing" when it does not exist).
   std::string Digest(const std::string& url, const std::string& table);
   std::int64_t Scalar(const std::string& url, const std::string& sql);
+  // Occurrences of resource events with `code`.
+  std::int64_t Events(const std::string& code) {
+    return Scalar(plane_url(), "SELECT count(*) FROM resource_event WHERE code = '" + code + "'");
+  }
+  // SIGKILLs `item_id`'s loader once it has reported rows, and waits for a
+  // new attempt to complete the item (`*done`): the first wait takes up to
+  // `progress_limit`, the completion up to `completion_limit`.
+  void KillTheLoaderMidItemThenAwaitANewAttempt(Launcher& launcher, const common::Uuid& item_id,
+                                                std::chrono::seconds progress_limit,
+                                                std::chrono::seconds completion_limit,
+                                                BackfillItem* done) {
+    ASSERT_TRUE(TickUntil(
+        launcher, [&] { return Item(item_id).rows_written.value_or(0) > 0; }, progress_limit))
+        << LoaderLogs();
+    auto first = Item(item_id);
+    ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
+    auto pid = launcher.LoaderPid(item_id);
+    ASSERT_TRUE(pid);
+    kill(*pid, SIGKILL);
+    ASSERT_TRUE(TickUntil(
+        launcher, [&] { return Events("backfill.attempt_lost") > 0; }, progress_limit));
+    ASSERT_TRUE(TickUntil(
+        launcher, [&] { return Item(item_id).status == ItemStatus::kCompleted; }, completion_limit))
+        << LoaderLogs();
+    *done = Item(item_id);
+    EXPECT_NE(done->started_at, first.started_at) << "a new attempt";
+  }
   // Ticks `launcher` until `pred` holds (true) or `limit` passes (false).
   template <typename Pred>
   static bool TickUntil(Launcher& launcher, Pred pred,

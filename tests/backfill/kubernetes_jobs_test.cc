@@ -24,7 +24,7 @@ class KubernetesJobsTest : public testing::ProtocolFixture {
   static std::string SecretPath(const common::Uuid& item) {
     return "/api/v1/namespaces/data/secrets/sluice-loader-" + item.ToString() + "-token";
   }
-  std::int64_t Events(const std::string& code) {
+  std::int64_t EventOccurrences(const std::string& code) {
     return Scalar(plane_url(),
                   "SELECT count(*) FROM resource_event_occurrence o JOIN "
                   "resource_event e ON e.id = o.event_id WHERE e.code = '" +
@@ -103,7 +103,7 @@ TEST_F(KubernetesJobsTest, AJobThatIsGoneOrFailedIsALostAttemptAndRequeued) {
   kube.Erase(JobPath(item_id));
   ASSERT_TRUE(launcher->Tick().ok());
   EXPECT_EQ(RunRow(run_id_).stalled_reason, "no_job");
-  EXPECT_EQ(Events("backfill.attempt_lost"), 1);
+  EXPECT_EQ(EventOccurrences("backfill.attempt_lost"), 1);
   auto second = Item(item_id);
   EXPECT_EQ(second.status, ItemStatus::kRunning) << "requeued and relaunched in the same tick";
   EXPECT_NE(second.started_at, first.started_at);
@@ -115,7 +115,7 @@ TEST_F(KubernetesJobsTest, AJobThatIsGoneOrFailedIsALostAttemptAndRequeued) {
   // Failed (its pod exited without reporting the end).
   kube.SetStatus(JobPath(item_id), {{"failed", 1}});
   ASSERT_TRUE(launcher->Tick().ok());
-  EXPECT_EQ(Events("backfill.attempt_lost"), 2);
+  EXPECT_EQ(EventOccurrences("backfill.attempt_lost"), 2);
   auto third = Item(item_id);
   EXPECT_NE(third.started_at, second.started_at);
   EXPECT_EQ(kube.Requests("DELETE", "/jobs/").size(), 1u)
@@ -126,7 +126,7 @@ TEST_F(KubernetesJobsTest, AJobThatIsGoneOrFailedIsALostAttemptAndRequeued) {
   kube.Erase(JobPath(item_id));
   ASSERT_TRUE(launcher->Tick().ok());
   EXPECT_EQ(Item(item_id).started_at, third.started_at);
-  EXPECT_EQ(Events("backfill.attempt_lost"), 2);
+  EXPECT_EQ(EventOccurrences("backfill.attempt_lost"), 2);
 }
 
 TEST_F(KubernetesJobsTest, ARestartAdoptsTheJobsThatRunInsteadOfLaunchingDuplicates) {
@@ -148,11 +148,11 @@ TEST_F(KubernetesJobsTest, ARestartAdoptsTheJobsThatRunInsteadOfLaunchingDuplica
   EXPECT_EQ(after.started_at, before.started_at) << "the same attempt";
   EXPECT_EQ(kube.Requests("PATCH", "/jobs/").size(), 1u) << "no second Job";
   EXPECT_EQ(kube.Requests("DELETE", "").size(), 0u);
-  EXPECT_EQ(Events("backfill.attempt_lost"), 0);
+  EXPECT_EQ(EventOccurrences("backfill.attempt_lost"), 0);
   EXPECT_FALSE(RunRow(run_id_).stalled_since.has_value());
   // And it does watch that Job: once gone, the attempt is lost.
   kube.Erase(JobPath(item_id));
-  ASSERT_TRUE(TickUntil(*launcher, [&] { return Events("backfill.attempt_lost") == 1; }));
+  ASSERT_TRUE(TickUntil(*launcher, [&] { return EventOccurrences("backfill.attempt_lost") == 1; }));
   EXPECT_NE(Item(item_id).started_at, before.started_at);
 }
 
@@ -221,7 +221,7 @@ TEST_F(KubernetesJobsTest, TheLostAttemptCountSurvivesARestart) {
   EXPECT_EQ(item.status, ItemStatus::kFailed);
   EXPECT_NE(item.error_reason.value_or("").find("lost 3 times"), std::string::npos)
       << item.error_reason.value_or("");
-  EXPECT_EQ(Events("backfill.attempt_lost"), 2);
+  EXPECT_EQ(EventOccurrences("backfill.attempt_lost"), 2);
 }
 
 }  // namespace

@@ -40,9 +40,6 @@ class LauncherTest : public ::testing::Test, public testing::BackfillHarness {
   std::int64_t Count(const std::string& where) {
     return Scalar(plane_url(), "SELECT count(*) FROM backfill_item WHERE " + where);
   }
-  std::int64_t Events(const std::string& code) {
-    return Scalar(plane_url(), "SELECT count(*) FROM resource_event WHERE code = '" + code + "'");
-  }
   std::unique_ptr<Launcher> launcher_;
 };
 
@@ -105,19 +102,9 @@ TEST_F(LauncherTest, AKilledLoaderIsRequeuedAndCompletes) {
   auto runs = Trigger({AddPair("k", "k_copy")});
   auto item_id = runs[0].items[0].id;
   Launch();
-  // Wait until the loader reported rows (mid-item), then kill -9 it.
-  ASSERT_TRUE(TickUntil([&] { return Item(item_id).rows_written.value_or(0) > 0; }))
-      << LoaderLogs();
-  auto first = Item(item_id);
-  ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
-  auto pid = launcher_->LoaderPid(item_id);
-  ASSERT_TRUE(pid);
-  kill(*pid, SIGKILL);
-  ASSERT_TRUE(TickUntil([&] { return Events("backfill.attempt_lost") > 0; }));
-  ASSERT_TRUE(TickUntil([&] { return Item(item_id).status == ItemStatus::kCompleted; }, 180s))
-      << LoaderLogs();
-  auto done = Item(item_id);
-  EXPECT_NE(done.started_at, first.started_at) << "a new attempt";
+  BackfillItem done;
+  ASSERT_NO_FATAL_FAILURE(
+      KillTheLoaderMidItemThenAwaitANewAttempt(*launcher_, item_id, 90s, 180s, &done));
   EXPECT_EQ(done.rows_written, 200'000);
   EXPECT_EQ(Digest(target_url(), "k_copy"), Digest(source_url(), "k"));
   // The reliability suite's faults line counts this kill -9 too.

@@ -100,18 +100,8 @@ class MysqlBackfill : public ::testing::Test, public testing::BackfillHarness {
   // and waits for a new attempt to complete the item.
   void KillTheLoaderMidItemThenAwaitANewAttempt(const common::Uuid& item_id, BackfillItem* done) {
     Launch();
-    ASSERT_TRUE(TickUntil([&] { return Item(item_id).rows_written.value_or(0) > 0; }))
-        << LoaderLogs();
-    auto first = Item(item_id);
-    ASSERT_EQ(first.status, ItemStatus::kRunning) << "still loading when killed";
-    auto pid = launcher_->LoaderPid(item_id);
-    ASSERT_TRUE(pid);
-    kill(*pid, SIGKILL);
-    ASSERT_TRUE(TickUntil([&] { return Events("backfill.attempt_lost") > 0; }));
-    ASSERT_TRUE(TickUntil([&] { return Item(item_id).status == ItemStatus::kCompleted; }, 240s))
-        << LoaderLogs();
-    *done = Item(item_id);
-    EXPECT_NE(done->started_at, first.started_at) << "a new attempt";
+    BackfillHarness::KillTheLoaderMidItemThenAwaitANewAttempt(*launcher_, item_id, 120s, 240s,
+                                                              done);
   }
   common::Uuid AddMysqlPair(const std::string& table, const std::string& target_table) {
     return testing::AddMysqlPair(*this, maria_, &mysql_id_, table, target_table);
@@ -173,9 +163,6 @@ class MysqlBackfill : public ::testing::Test, public testing::BackfillHarness {
     } catch (const std::exception& e) {
       return std::string("error: ") + e.what();
     }
-  }
-  std::int64_t Events(const std::string& code) {
-    return Scalar(plane_url(), "SELECT count(*) FROM resource_event WHERE code = '" + code + "'");
   }
 
   sluice::testing::TestMariaDatabase maria_;
