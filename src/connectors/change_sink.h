@@ -35,6 +35,10 @@ class ChangeSink {
   // source calls it now and then while it emits a long run of events
   // without returning to its caller, e.g. replaying a large transaction.
   virtual common::Status Pump() { return common::Status::Ok(); }
+  // The source has read everything its database has written so far. A sink
+  // that batches sends what it holds now: batches stay small while the
+  // source keeps up, and grow to their limit only under a backlog.
+  virtual common::Status CaughtUp() { return common::Status::Ok(); }
   // Whether this sink reads inserts as JSON text (ChangeEvent::key_json and
   // after_json) instead of trees: a source may then skip building them.
   virtual bool TakesJsonText() const { return false; }

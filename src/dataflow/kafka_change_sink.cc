@@ -75,6 +75,14 @@ Status KafkaChangeSink::Checkpoint(connectors::Lsn lsn) {
 
 Status KafkaChangeSink::Pump() { return Absorb(producer_.TakeDeliveries()); }
 
+Status KafkaChangeSink::CaughtUp() {
+  if (sent_now_below_ == next_id_) return Pump();
+  sent_now_below_ = next_id_;
+  // Bounded: a slow broker must not hold the source off the new changes.
+  producer_.SendQueuedNow(std::chrono::milliseconds(5));
+  return Pump();
+}
+
 Status KafkaChangeSink::Flush() {
   auto deliveries = producer_.Flush(std::chrono::milliseconds(60000));
   if (!deliveries.ok()) return deliveries.status();

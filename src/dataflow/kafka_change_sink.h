@@ -41,6 +41,7 @@ class KafkaChangeSink : public connectors::ChangeSink {
   // Processes the deliveries reported so far without waiting; an error once
   // any message failed (the source must restart from its confirmed LSN).
   common::Status Pump() override;
+  common::Status CaughtUp() override;
 
   std::int64_t acknowledged_messages() const { return watermark_; }
   // Messages sent and not yet acknowledged, and how long the broker has
@@ -68,7 +69,8 @@ class KafkaChangeSink : public connectors::ChangeSink {
   std::string server_;
   std::map<std::string, AvroWriter> writers_;  // by topic
   std::int64_t next_id_ = 1;
-  std::int64_t watermark_ = 0;  // every id <= watermark_ is acknowledged
+  std::int64_t sent_now_below_ = 1;  // ids below were handed to SendQueuedNow
+  std::int64_t watermark_ = 0;       // every id <= watermark_ is acknowledged
   std::set<std::int64_t> acked_above_;
   // The last acknowledgement, or the send that ended an idle spell.
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();

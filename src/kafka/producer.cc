@@ -95,6 +95,11 @@ Result<std::vector<Delivery>> Producer::Flush(std::chrono::milliseconds timeout)
   return reporter_->Take();
 }
 
+void Producer::SendQueuedNow(std::chrono::milliseconds max_wait) {
+  // librdkafka treats linger as elapsed while a flush is under way.
+  (void)producer_->flush(static_cast<int>(max_wait.count()));
+}
+
 int Producer::outstanding() const { return producer_->outq_len(); }
 
 }  // namespace sluice::kafka

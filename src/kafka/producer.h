@@ -57,6 +57,11 @@ class Producer {
   // (the outstanding ones are still reported by a later call).
   common::Result<std::vector<Delivery>> Flush(std::chrono::milliseconds timeout);
 
+  // Sends what is queued now instead of at the end of its linger: for a
+  // caller that has nothing more to send soon. Waits at most `max_wait` for
+  // the acknowledgements, which TakeDeliveries reports as usual.
+  void SendQueuedNow(std::chrono::milliseconds max_wait);
+
   int outstanding() const;
 
  private:

@@ -39,6 +39,10 @@ class MemorySink : public ChangeSink {
     AckAll();
     return common::Status::Ok();
   }
+  common::Status CaughtUp() override {
+    caught_up_after.push_back(events.size());
+    return common::Status::Ok();
+  }
   // Grants durability for everything checkpointed so far.
   void AckAll() {
     for (Lsn lsn : pending_) Acknowledge(lsn);
@@ -83,6 +87,7 @@ class MemorySink : public ChangeSink {
   std::vector<TableSchema> schemas;
   std::vector<Lsn> checkpoints;
   int flushes = 0;
+  std::vector<std::size_t> caught_up_after;  // events.size() at each CaughtUp
 
  private:
   bool auto_ack_;

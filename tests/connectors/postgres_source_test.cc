@@ -165,6 +165,20 @@ TEST_F(PostgresSourceTest, StreamEmitsInsertUpdateDeleteKeyedByPrimaryKey) {
   EXPECT_EQ(sink.Materialize("sluice.public.items"), TableRows("items", "id"));
 }
 
+// What the sink holds goes out once the source has read all that was
+// written, instead of waiting out the producer's linger (adaptive batching).
+TEST_F(PostgresSourceTest, HavingReadAllThatWasWrittenTheSourceTellsItsSinkToSendNow) {
+  Exec("CREATE TABLE items (id int PRIMARY KEY, v text)");
+  auto& sink = NewSink();
+  auto* source = Source(Options({{"public", "items"}}), &sink);
+  ASSERT_TRUE(source->Start().ok());
+  Exec("INSERT INTO items SELECT g, 'v' FROM generate_series(1, 3) g");
+  PollUntil(source, [&] { return sink.events.size() >= 3; });
+  PollUntil(source,
+            [&] { return !sink.caught_up_after.empty() && sink.caught_up_after.back() >= 3; });
+  EXPECT_EQ(sink.caught_up_after.back(), 3u);
+}
+
 TEST_F(PostgresSourceTest, UpdateWithUnchangedToastKeepsColumnMarkedUnchanged) {
   Exec(
       "CREATE TABLE docs (id int PRIMARY KEY, body text, n int); "

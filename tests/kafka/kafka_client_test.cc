@@ -89,6 +89,30 @@ TEST(KafkaProducer, EveryAcknowledgedMessageIsReportedWithItsOffset) {
   EXPECT_EQ(*offsets.rbegin(), 99);
 }
 
+// The adaptive send rests on this: a long linger batches a backlog, and a
+// caller with nothing more to send cuts it short.
+TEST(KafkaProducer, SendQueuedNowDeliversLongBeforeTheLingerEnds) {
+  BrokerProcess broker;
+  broker.Start();
+  ProducerOptions options;
+  options.linger = 20s;
+  auto p = Producer::Create(Plain(broker), options);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE((*p)->Send("now", "k", "warm-up", 1).ok());
+  ASSERT_TRUE((*p)->Flush(30s).ok());  // the connection and the topic exist
+
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*p)->Send("now", "k", "v", 2).ok());
+  std::vector<Delivery> got;
+  while (got.empty() && std::chrono::steady_clock::now() - start < 10s) {
+    (*p)->SendQueuedNow(100ms);
+    got = (*p)->TakeDeliveries();
+  }
+  ASSERT_EQ(got.size(), 1u) << "still held after 10 s of a 20 s linger";
+  EXPECT_EQ(got[0].id, 2);
+  EXPECT_TRUE(got[0].status.ok()) << got[0].status.ToString();
+}
+
 TEST(KafkaProducer, UnreachableBrokerReportsFailedDeliveriesNotAcks) {
   auto cfg = ClientConfig::FromJson(
       {{"bootstrap_servers", "127.0.0.1:" + std::to_string(sluice::testing::FreePort())}});

@@ -156,6 +156,7 @@ class MysqlSource {
   // An insert's key and after image as JSON text (ChangeSink::TakesJsonText).
   void RenderInsert(const Table& table, const RowImage& after, ChangeEvent& event) const;
   common::Status EndGroup(Lsn end);
+  common::Status SendIfCaughtUp();
   common::Status Announce(TableSchema& schema);
   void ReportPosition();
   common::Result<std::set<std::string>> JsonColumns(const std::string& table);
@@ -190,6 +191,7 @@ class MysqlSource {
   Lsn group_start_ = 0;
   std::int64_t group_time_micros_ = 0;
   Lsn last_checkpoint_ = 0;
+  Lsn caught_up_at_ = 0;  // the last checkpoint SendIfCaughtUp looked at
   Lsn idle_position_ = 0;
   std::atomic<Lsn> acked_{0};
   BinlogPosition confirmed_;

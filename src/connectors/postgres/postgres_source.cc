@@ -482,7 +482,12 @@ Status PostgresSource::Poll(std::chrono::milliseconds max_wait) {
     auto until_status = last_status_ + options_.status_interval;
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::min(deadline, until_status) - now);
-    auto data = repl_->Read(std::max(wait, std::chrono::milliseconds(0)));
+    auto data = repl_->Read(std::chrono::milliseconds(0));
+    if (data.ok() && !data->has_value()) {
+      // Everything written so far is read: what is queued goes out now.
+      SLUICE_RETURN_IF_ERROR(sink_->CaughtUp());
+      data = repl_->Read(std::max(wait, std::chrono::milliseconds(0)));
+    }
     if (!data.ok()) return data.status();
     if (data->has_value()) SLUICE_RETURN_IF_ERROR(HandleCopyData(**data));
   }

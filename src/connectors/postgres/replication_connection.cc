@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <poll.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "common/time.h"
 #include "connectors/postgres/lsn.h"
 #include "connectors/postgres/type_mapping.h"
@@ -122,17 +125,21 @@ Result<std::optional<std::string>> ReplicationConnection::Read(std::chrono::mill
     if (n == -2) {
       return common::Unavailable(fmt::format("replication stream failed: {}", ErrorOf(conn_)));
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::optional<std::string>();
+    auto left = std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              deadline - std::chrono::steady_clock::now())
+                                              .count());
+    // Looked at even with no time left: a zero timeout asks "is there data now?".
     pollfd pfd{PQsocket(conn_), POLLIN, 0};
-    int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+    int ready = poll(&pfd, 1, static_cast<int>(left));
     if (ready < 0 && errno != EINTR) {
       return common::Unavailable(fmt::format("poll on the replication socket: {}", errno));
     }
-    if (ready > 0 && PQconsumeInput(conn_) == 0) {
-      return common::Unavailable(fmt::format("replication stream failed: {}", ErrorOf(conn_)));
+    if (ready > 0) {
+      if (PQconsumeInput(conn_) == 0)
+        return common::Unavailable(fmt::format("replication stream failed: {}", ErrorOf(conn_)));
+      continue;
     }
+    if (ready == 0 && left == 0) return std::optional<std::string>();
   }
 }
 

@@ -334,6 +334,23 @@ TEST(MysqlSource, ConfirmsOnlyAcknowledgedPositionsAndResumesThere) {
   EXPECT_EQ(second.events[0].after["v"], "two");
 }
 
+// Once a commit is read and nothing more is on the wire, the source tells
+// its sink to send what it holds (adaptive batching: no linger when idle).
+TEST(MysqlSource, HavingReadAllThatWasCommittedTheSourceTellsItsSinkToSendNow) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))");
+  auto options = Options(db, {"t"});
+  options.snapshot = false;
+  MemorySink sink;
+  MysqlSource source(options, &sink);
+  ASSERT_TRUE(source.Start().ok());
+  db.Sql("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 3; }));
+  ASSERT_TRUE(PollUntil(
+      source, [&] { return !sink.caught_up_after.empty() && sink.caught_up_after.back() >= 3; }));
+  EXPECT_EQ(sink.caught_up_after.back(), 3u);
+}
+
 // Streams one insert through a source and returns the position it
 // confirmed after it (acknowledged by the sink).
 BinlogPosition PositionAfterOneInsert(TestMariaDatabase& db, MysqlSourceOptions options) {
