@@ -194,6 +194,7 @@ common::Result<std::string> DatamodelStage::EncodeValue(const TargetChange& chan
 
 common::Status DatamodelStage::RunOnce(std::chrono::milliseconds poll_timeout) {
   auto polled = consumer_->Poll(2000, poll_timeout);
+  found_nothing_ = !polled.ok() || polled->empty();
   if (!polled.ok()) {
     // Nothing was consumed (e.g. the raw topic does not exist until the
     // source's first event): wait and poll again.

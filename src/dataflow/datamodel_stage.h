@@ -74,6 +74,10 @@ class DatamodelStage {
   // uncommitted (the caller restarts the worker, which replays it).
   common::Status RunOnce(std::chrono::milliseconds poll_timeout);
   void Close() { consumer_->Close(); }
+  // A record arriving on the raw topic wakes `wakeup`.
+  void WakeOnArrival(kafka::ArrivalWakeup& wakeup) { consumer_->WakeOnArrival(wakeup); }
+  // The last RunOnce found no record.
+  bool found_nothing() const { return found_nothing_; }
   const DatamodelSpec& spec() const { return spec_; }
   std::int64_t republished() const { return republished_; }
   std::int64_t skipped() const { return skipped_; }
@@ -94,6 +98,7 @@ class DatamodelStage {
   std::shared_ptr<RegistryClient> registry_;
   AvroEnvelopeDecoder avro_in_;
   std::unique_ptr<kafka::Consumer> consumer_;
+  bool found_nothing_ = false;
   std::unique_ptr<kafka::Producer> producer_;
   // Avro output: the writer of the current column set.
   std::vector<connectors::targets::TargetColumn> avro_columns_;

@@ -93,6 +93,7 @@ std::optional<Disposition> ParseDisposition(const std::string& text) {
 common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout) {
   if (stopped_) return common::FailedPrecondition(*stopped_);
   retry_after_.reset();
+  found_nothing_ = false;
   const bool stable = target_->StableBatches();
   if (pending_.empty()) {
     if (!held_.empty()) {
@@ -112,7 +113,10 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
       });
     marked_ = false;
   }
-  if (pending_.empty()) return common::Status::Ok();
+  if (pending_.empty()) {
+    found_nothing_ = true;
+    return common::Status::Ok();
+  }
   if (stable && !marked_) {
     if (!replay_checked_) {
       SLUICE_RETURN_IF_ERROR(TrimToReplay());

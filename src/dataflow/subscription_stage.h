@@ -100,6 +100,10 @@ class SubscriptionStage {
   std::vector<RejectedRecord> TakeRejected();
   void Close() { consumer_->Close(); }
   const SubscriptionSpec& spec() const { return spec_; }
+  // A record arriving for this subscription wakes `wakeup`.
+  void WakeOnArrival(kafka::ArrivalWakeup& wakeup) { consumer_->WakeOnArrival(wakeup); }
+  // The last RunOnce found no record to deliver.
+  bool found_nothing() const { return found_nothing_; }
 
  private:
   SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
@@ -131,6 +135,7 @@ class SubscriptionStage {
   bool inserts_in_place_ = false;  // DeliverInserts has landed a batch (logged once)
   std::optional<std::chrono::milliseconds> retry_after_;
   std::optional<std::string> stopped_;
+  bool found_nothing_ = false;
   // Stable batches (Target::StableBatches): polled messages left for the
   // next batch, whether this batch's range is noted with the group's
   // offsets yet, and whether a note left by a previous run was looked for.

@@ -81,8 +81,14 @@ class DatamodelRunner {
 
  private:
   void Loop() {
-    auto timeout = std::chrono::milliseconds(stages_.size() > 1 ? 50 : 200);
+    // As the target loop: one stage blocks in its poll; several are polled
+    // without waiting, sleeping only when none had anything.
+    const bool take_turns = stages_.size() > 1;
+    if (take_turns)
+      for (auto& stage : stages_) stage->WakeOnArrival(arrival_);
+    const auto timeout = std::chrono::milliseconds(take_turns ? 0 : 200);
     while (!stop_) {
+      bool found_any = false;
       for (auto& stage : stages_) {
         common::Status st;
         try {
@@ -90,6 +96,7 @@ class DatamodelRunner {
         } catch (const std::exception& e) {
           st = common::Internal(e.what());
         }
+        if (!stage->found_nothing()) found_any = true;
         if (auto skipped = stage->TakeSkipped(); !skipped.empty()) {
           std::lock_guard lock(mu_);
           MergeSkipped(skipped_, skipped);
@@ -101,8 +108,10 @@ class DatamodelRunner {
           return;
         }
       }
+      if (take_turns && !found_any) arrival_.Wait(std::chrono::milliseconds(200));
     }
   }
+  kafka::ArrivalWakeup arrival_;  // outlives the consumers that write to it
   std::vector<std::unique_ptr<DatamodelStage>> stages_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
@@ -460,6 +469,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
 
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
+  kafka::ArrivalWakeup arrival;  // outlives the consumers that write to it
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
   auto registry = launch.registry_url
                       ? std::make_shared<RegistryClient>(
@@ -488,11 +498,17 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   for (const auto& stage : stages)
     lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
   LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
+  // One subscription blocks in its own poll. Several are each polled
+  // without waiting, and the loop sleeps only when none had anything, until
+  // a record arrives for any of them.
+  const bool take_turns = stages.size() > 1;
+  if (take_turns)
+    for (auto& stage : stages) stage->WakeOnArrival(arrival);
   while (!stop) {
     // With no subscription there is nothing to poll, and nothing would wait:
     // an idle target spun a whole core (found by bench/api).
     if (stages.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    bool ran = false;
+    bool ran = false, found_any = false;
     auto earliest = Steady::now() + std::chrono::milliseconds(200);
     for (std::size_t i = 0; i < stages.size(); ++i) {
       auto& stage = stages[i];
@@ -503,7 +519,8 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
         continue;
       }
       ran = true;
-      auto st = stage->RunOnce(std::chrono::milliseconds(stages.size() > 1 ? 50 : 200));
+      auto st = stage->RunOnce(std::chrono::milliseconds(take_turns ? 0 : 200));
+      if (!stage->found_nothing()) found_any = true;
       (void)reporter.Rejected(stage->spec(), stage->TakeRejected());
       if (st.ok()) {
         retry = {};
@@ -544,6 +561,9 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     if (!ran && !stages.empty())
       std::this_thread::sleep_until(
           std::min(earliest, Steady::now() + std::chrono::milliseconds(200)));
+    else if (take_turns && !found_any)
+      arrival.Wait(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::min(earliest - Steady::now(), Steady::duration(std::chrono::milliseconds(200)))));
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;

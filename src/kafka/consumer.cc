@@ -6,9 +6,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 namespace sluice::kafka {
 
@@ -44,7 +50,37 @@ Consumer::~Consumer() { Close(); }
 void Consumer::Close() {
   if (closed_ || !consumer_) return;
   closed_ = true;
+  if (woken_queue_) {
+    rd_kafka_queue_io_event_enable(woken_queue_, -1, nullptr, 0);
+    rd_kafka_queue_destroy(woken_queue_);
+    woken_queue_ = nullptr;
+  }
   consumer_->close();
+}
+
+void Consumer::WakeOnArrival(ArrivalWakeup& wakeup) {
+  if (woken_queue_ || closed_) return;
+  // librdkafka writes the byte when its consumer queue turns non-empty.
+  woken_queue_ = rd_kafka_queue_get_consumer(consumer_->c_ptr());
+  if (woken_queue_) rd_kafka_queue_io_event_enable(woken_queue_, wakeup.write_fd(), "1", 1);
+}
+
+ArrivalWakeup::ArrivalWakeup() {
+  if (pipe2(fds_, O_NONBLOCK | O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe for consumer wake-ups");
+}
+
+ArrivalWakeup::~ArrivalWakeup() {
+  for (int fd : fds_)
+    if (fd >= 0) close(fd);
+}
+
+void ArrivalWakeup::Wait(std::chrono::milliseconds timeout) {
+  pollfd pfd{fds_[0], POLLIN, 0};
+  (void)poll(&pfd, 1, static_cast<int>(std::max<std::int64_t>(0, timeout.count())));
+  char drain[64];
+  while (read(fds_[0], drain, sizeof drain) > 0) {
+  }
 }
 
 Status Consumer::Subscribe(const std::vector<std::string>& topics) {
