@@ -246,6 +246,59 @@ TEST_F(PostgresTargetTest, CopyPathWritesExactlyWhatTheOrdinaryPathWrites) {
   EXPECT_EQ(Query("SELECT count(*) FROM copied")[0][0].as<int>(), 1500);
 }
 
+// A catch-up of updates and deletes takes the COPY path too (staged upsert
+// plus a set-based delete in one transaction), landing what the ordinary
+// path lands: repeated keys, deletes of rows written earlier in the batch,
+// and rows deleted then written again.
+TEST_F(PostgresTargetTest, CopyPathAppliesUpdatesAndDeletesExactlyAsTheOrdinaryPath) {
+  std::vector<TargetChange> seed, mixed;
+  for (int i = 1; i <= 1500; ++i) seed.push_back(Tricky(i));
+  for (int i = 1; i <= 1500; ++i) {
+    if (i % 5 == 0) {
+      mixed.push_back(Delete(i));
+    } else if (i % 5 <= 2) {
+      auto update = Tricky(i, "v2-");
+      update.op = ChangeOp::kUpdate;
+      mixed.push_back(std::move(update));
+    }
+  }
+  for (int i = 1501; i <= 1700; ++i) mixed.push_back(Tricky(i));  // new rows
+  mixed.push_back(Delete(1600));                                  // written earlier in the batch
+  mixed.push_back(Tricky(10, "back-"));                           // deleted earlier in the batch
+  PostgresTarget copied({db_.url(), "public", "copied", true, true, 1000});
+  PostgresTarget ordinary({db_.url(), "public", "ordinary", true, true, 0});
+  for (auto* target : {&copied, &ordinary}) {
+    ASSERT_TRUE(target->Apply(seed).ok());
+    ASSERT_TRUE(target->Apply(mixed).ok());
+  }
+  EXPECT_EQ(copied.copied_batches(), 2);
+  EXPECT_EQ(ordinary.copied_batches(), 0);
+  EXPECT_EQ(TableJson("copied"), TableJson("ordinary"));
+  EXPECT_EQ(Query("SELECT count(*) FROM copied")[0][0].as<int>(), 1500 - 300 + 1 + 200 - 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM copied WHERE name LIKE '%back-10'")[0][0].as<int>(), 0)
+      << "id 10's name is NULL in every image";
+  EXPECT_EQ(Query("SELECT count(*) FROM copied WHERE id = 10")[0][0].as<int>(), 1);
+}
+
+// An update without an unchanged TOAST column must take that column from
+// an earlier image of the same batch: the ordinary path merges images, the
+// COPY path (whole images only) must not take such a batch.
+TEST_F(PostgresTargetTest, APartialImageInABatchKeepsTheColumnsAnEarlierImageCarried) {
+  std::vector<TargetChange> batch;
+  for (int i = 1; i <= 1200; ++i) {
+    auto update = Tricky(i, "v2-");
+    update.op = ChangeOp::kUpdate;
+    update.after.erase("doc");  // unchanged TOAST: absent from the image
+    batch.push_back(std::move(update));
+  }
+  batch.insert(batch.begin(), Tricky(7));  // the insert that carried id 7's doc
+  Apply(batch);
+  EXPECT_EQ(target_.copied_batches(), 0);
+  EXPECT_EQ(Query("SELECT doc->'u' #>> '{}' FROM orders WHERE id = 7")[0][0].c_str(),
+            std::string("h\u00e9"));
+  EXPECT_EQ(Query("SELECT count(*) FROM orders WHERE name LIKE '%v2-7'")[0][0].as<int>(), 1);
+}
+
 TEST_F(PostgresTargetTest, CopyPathReplaysIdempotentlyAndUpdatesExistingRows) {
   std::vector<TargetChange> batch, again;
   for (int i = 1; i <= 1200; ++i) batch.push_back(Tricky(i));

@@ -494,37 +494,51 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
 }
 
 common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch) {
-  // Insert-only, folded by key (a later image of a key replaces an earlier).
-  // Images are read in place from the batch: copying each one cost more than
-  // the COPY itself (bench/cdc perf).
-  std::vector<std::size_t> order;                     // batch index of each key's last image
-  std::unordered_map<std::string, std::size_t> slot;  // key text -> its place in order
+  // Whole row images and deletes, folded by key: each key's last change
+  // alone decides its row (a whole image replaces the row, a delete removes
+  // it). Images are read in place from the batch: copying each one cost
+  // more than the COPY itself (bench/cdc perf). Truncates, key changes and
+  // partial images (unchanged TOAST) take the ordinary path.
+  std::vector<std::size_t> last;                      // batch index of each key's last change
+  std::unordered_map<std::string, std::size_t> slot;  // key text -> its place in last
   const std::vector<TargetColumn>* described = nullptr;
   bool has_text = false;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& change = batch[i];
-    if (change.op != common::ChangeOp::kCreate && change.op != common::ChangeOp::kRead)
-      return common::FailedPrecondition("not insert-only");
-    if (!change.after.is_object() || !change.key.is_object())
+    if (change.op == common::ChangeOp::kTruncate) return common::FailedPrecondition("a truncate");
+    if (change.old_key.is_object()) return common::FailedPrecondition("a key change");
+    if (!change.key.is_object()) return common::FailedPrecondition("no key");
+    if (change.op != common::ChangeOp::kDelete && !change.after.is_object())
       return common::FailedPrecondition("no row image");
     if (!change.as_text.empty()) has_text = true;
     if (!change.columns.empty()) described = &change.columns;
-    auto [it, fresh] = slot.try_emplace(change.key.dump(), order.size());
+    auto [it, fresh] = slot.try_emplace(change.key.dump(), last.size());
     if (fresh)
-      order.push_back(i);
+      last.push_back(i);
     else
-      order[it->second] = i;
+      last[it->second] = i;
   }
+  std::vector<std::size_t> order;  // the keys whose row is written
+  json deletes = json::array();
+  for (std::size_t i : last) {
+    if (batch[i].op == common::ChangeOp::kDelete)
+      deletes.push_back(batch[i].key);
+    else
+      order.push_back(i);
+  }
+  if (order.empty()) return common::FailedPrecondition("nothing to copy");
   std::vector<TargetColumn> columns = described ? *described : std::vector<TargetColumn>();
   std::map<std::string, std::string> types;
   for (const auto& c : columns) types[c.name] = c.source_type;
-  // One column list for every row (each image's own keys, in its sorted
-  // order, holding the row's key), else the ordinary path's per-signature
-  // statements are what keeps absent columns at their defaults.
+  // One column list for every image of the batch, folded away or not (each
+  // image's own keys, in its sorted order, holding the row's key). Else the
+  // ordinary path's per-signature statements are what keeps absent columns
+  // at their defaults, and its merge of images what keeps an unchanged
+  // TOAST value an earlier image of the batch carried.
   std::vector<std::string> names;
   for (const auto& [k, v] : batch[order.front()].after.items()) names.push_back(k);
-  for (std::size_t i : order) {
-    const auto& change = batch[i];
+  for (const auto& change : batch) {
+    if (change.op == common::ChangeOp::kDelete) continue;
     if (change.after.size() != names.size()) return common::FailedPrecondition("mixed column sets");
     std::size_t j = 0;
     for (const auto& [k, v] : change.after.items())
@@ -554,7 +568,7 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
     }
     rows.push_back('\n');
   }
-  return CopyRows(columns, text);
+  return CopyRows(columns, text, deletes);
 }
 
 common::Result<bool> PostgresTarget::InsertJsonRows(const std::vector<JsonRow>& rows,
@@ -580,7 +594,7 @@ common::Result<bool> PostgresTarget::InsertJsonRows(const std::vector<JsonRow>& 
   });
   if (!text) return false;
   try {
-    auto copied = CopyRows(columns, *text);
+    auto copied = CopyRows(columns, *text, json());
     if (copied.ok()) return true;
     if (copied.code() == common::Code::kUnavailable) return copied;
     return false;
@@ -594,7 +608,7 @@ common::Result<bool> PostgresTarget::InsertJsonRows(const std::vector<JsonRow>& 
 }
 
 common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns,
-                                        const CopyText& text) {
+                                        const CopyText& text, const json& delete_keys) {
   const auto& names = text.names;
   const auto& rows = text.rows;
   // The table is looked at (and grown) only when the batch names a column
@@ -642,7 +656,8 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   // key that is already there (a replay) is a unique violation that rolls
   // the attempt back; the staged upsert below then applies the batch, and
   // the next few batches go staged directly, as a replay comes in runs.
-  if (key_is_primary_ && staged_only_batches_ == 0) {
+  const bool deletes = delete_keys.is_array() && !delete_keys.empty();
+  if (key_is_primary_ && staged_only_batches_ == 0 && !deletes) {
     auto direct = bulk_->CopyIn(
         fence, {}, fmt::format("COPY {} ({}) FROM STDIN", Qualified(), cols), rows, {});
     if (direct.ok()) {
@@ -659,9 +674,20 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   } else if (staged_only_batches_ > 0) {
     --staged_only_batches_;
   }
+  std::vector<std::string> before = {
+      fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified())};
+  if (deletes) {
+    // Folded: no key is both deleted and written, so the order is free.
+    auto keys = delete_keys.dump(-1, ' ', false, json::error_handler_t::replace);
+    char* literal = PQescapeLiteral(bulk_->conn, keys.data(), keys.size());
+    if (!literal) return common::Unavailable("target connection lost: " + PqError(bulk_->conn));
+    before.push_back(
+        fmt::format("DELETE FROM {} t USING json_populate_recordset(NULL::{}, {}) d WHERE {}",
+                    Qualified(), Qualified(), literal, KeyMatch("t", "d")));
+    PQfreemem(literal);
+  }
   auto staged = bulk_->CopyIn(
-      fence, {fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified())},
-      fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), rows,
+      fence, before, fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), rows,
       {fmt::format("INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}",
                    Qualified(), cols, cols, conflict,
                    updates.empty() ? "NOTHING" : "UPDATE SET " + updates)});

@@ -117,8 +117,10 @@ class PostgresTarget {
   // The COPY path; FailedPrecondition when the batch does not fit it (the
   // caller then applies it the ordinary way).
   common::Status ApplyCopy(const std::vector<TargetChange>& batch);
-  // COPYs rendered rows: straight in, or staged and upserted.
-  common::Status CopyRows(const std::vector<TargetColumn>& columns, const CopyText& text);
+  // COPYs rendered rows: straight in, or staged and upserted, in the same
+  // transaction as deleting the rows of `delete_keys` (a JSON array of keys).
+  common::Status CopyRows(const std::vector<TargetColumn>& columns, const CopyText& text,
+                          const nlohmann::json& delete_keys);
   std::string Qualified() const;
 
   PostgresTargetOptions options_;
