@@ -155,6 +155,39 @@ TEST(KafkaConsumer, OnlyExplicitlyCommittedProgressSurvivesAReconnect) {
   EXPECT_EQ(again.front().value, "m4");
 }
 
+// A worker serving several subscriptions sleeps on all of them at once and
+// wakes when any one has a message, not after a timeout.
+TEST(KafkaConsumer, AnArrivalOnAnyOfSeveralConsumersWakesTheirWaiter) {
+  BrokerProcess broker;
+  broker.Start();
+  auto cfg = Plain(broker);
+  auto p = Producer::Create(cfg).value();
+  for (const auto* topic : {"first", "second"}) ASSERT_TRUE(p->Send(topic, "", "warm-up", 0).ok());
+  ASSERT_TRUE(p->Flush(30s).ok());
+  std::vector<std::unique_ptr<Consumer>> consumers;
+  for (const auto* topic : {"first", "second"}) {
+    consumers.push_back(Consumer::Create(cfg, std::string("wake-") + topic).value());
+    ASSERT_TRUE(consumers.back()->Subscribe({topic}).ok());
+    ASSERT_EQ(PollAll(*consumers.back(), 1).size(), 1u);  // assigned, and drained
+  }
+  ArrivalWakeup wakeup;
+  for (auto& c : consumers) c->WakeOnArrival(wakeup);
+
+  std::jthread late([&] {
+    std::this_thread::sleep_for(300ms);
+    (void)p->Send("second", "", "news", 1);
+    (void)p->Flush(30s);
+  });
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Message> got;
+  while (got.empty() && std::chrono::steady_clock::now() - start < 10s) {
+    wakeup.Wait(30s);  // far longer than the test allows
+    got = consumers[1]->Poll(10, 0ms).value();
+  }
+  ASSERT_EQ(got.size(), 1u) << "not woken within 10 s";
+  EXPECT_EQ(got[0].value, "news");
+}
+
 // A target often starts before its source has written the first message
 // that creates its topic: that is a wait, not an error.
 TEST(KafkaConsumer, ATopicCreatedAfterTheSubscriptionIsWaitedForNotAnError) {
