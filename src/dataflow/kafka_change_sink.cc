@@ -76,10 +76,13 @@ Status KafkaChangeSink::Checkpoint(connectors::Lsn lsn) {
 Status KafkaChangeSink::Pump() { return Absorb(producer_.TakeDeliveries()); }
 
 Status KafkaChangeSink::CaughtUp() {
-  if (sent_now_below_ == next_id_) return Pump();
-  sent_now_below_ = next_id_;
-  // Bounded: a slow broker must not hold the source off the new changes.
-  producer_.SendQueuedNow(std::chrono::milliseconds(5));
+  // Only for a whole transaction not sent yet: the rest of a transaction the
+  // source is still reading would follow at once, and forcing its first
+  // part out cost a send per read (3.6 per 10-row transaction at 10k/s).
+  if (checkpoints_.empty() || checkpoints_.back().first < sent_now_below_) return Pump();
+  // Bounded: a slow broker must not hold the source off new changes for
+  // long. What is still outstanding then is sent again at the next call.
+  if (producer_.SendQueuedNow(std::chrono::milliseconds(50))) sent_now_below_ = next_id_;
   return Pump();
 }
 

@@ -69,7 +69,7 @@ class KafkaChangeSink : public connectors::ChangeSink {
   std::string server_;
   std::map<std::string, AvroWriter> writers_;  // by topic
   std::int64_t next_id_ = 1;
-  std::int64_t sent_now_below_ = 1;  // ids below were handed to SendQueuedNow
+  std::int64_t sent_now_below_ = 1;  // ids below were sent by CaughtUp
   std::int64_t watermark_ = 0;       // every id <= watermark_ is acknowledged
   std::set<std::int64_t> acked_above_;
   // The last acknowledgement, or the send that ended an idle spell.

@@ -95,9 +95,10 @@ Result<std::vector<Delivery>> Producer::Flush(std::chrono::milliseconds timeout)
   return reporter_->Take();
 }
 
-void Producer::SendQueuedNow(std::chrono::milliseconds max_wait) {
-  // librdkafka treats linger as elapsed while a flush is under way.
-  (void)producer_->flush(static_cast<int>(max_wait.count()));
+bool Producer::SendQueuedNow(std::chrono::milliseconds max_wait) {
+  // librdkafka treats linger as elapsed while a flush is under way; a
+  // message whose topic it had not looked up yet may only be queued after.
+  return producer_->flush(static_cast<int>(max_wait.count())) == RdKafka::ERR_NO_ERROR;
 }
 
 int Producer::outstanding() const { return producer_->outq_len(); }

@@ -59,8 +59,9 @@ class Producer {
 
   // Sends what is queued now instead of at the end of its linger: for a
   // caller that has nothing more to send soon. Waits at most `max_wait` for
-  // the acknowledgements, which TakeDeliveries reports as usual.
-  void SendQueuedNow(std::chrono::milliseconds max_wait);
+  // the acknowledgements (TakeDeliveries reports them as usual); false when
+  // some are still outstanding.
+  bool SendQueuedNow(std::chrono::milliseconds max_wait);
 
   int outstanding() const;
 
