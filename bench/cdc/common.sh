@@ -46,9 +46,13 @@ uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
 # start_broker_and_registry: the broker on a free port (BPORT; BROKER is its
 # pid) and, when FORMAT is avro, a schema registry over the database $REG.
 # REGISTRY is then the workers' "registry" setting (null without one).
+# SLUICE_BENCH_BROKER_FLUSH picks the broker's --flush (durable, the
+# default: a produce is acknowledged once fdatasync'ed; or interval:MS).
+BROKER_FLUSH=${SLUICE_BENCH_BROKER_FLUSH:-durable}
 start_broker_and_registry() {
   BPORT=$(free_port)
-  "$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" >"$WORK/broker.log" 2>&1 &
+  "$BIN" --log-level warn broker --listen 127.0.0.1:$BPORT --data-dir "$WORK/broker" \
+    --flush "$BROKER_FLUSH" >"$WORK/broker.log" 2>&1 &
   BROKER=$!
   PIDS+=($BROKER)
   for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/$BPORT) 2>/dev/null && break; sleep 0.05; done

@@ -176,7 +176,7 @@ $PY - "$OUT" "$STEPS" <<PY
 import json, os, sys
 steps = json.loads(sys.argv[2])
 result = {"benchmark": "latency", "utc": "$STAMP", "format": "$FORMAT", "cpus": os.cpu_count(),
-          "loadavg_at_end": open("/proc/loadavg").read().split()[:3], "fsync": False,
+          "loadavg_at_end": open("/proc/loadavg").read().split()[:3], "fsync": False, "broker_flush": "$BROKER_FLUSH",
           "clock": "pg_xact_commit_timestamp of the source row and of the target row, one cluster",
           "steps": steps}
 json.dump(result, open(sys.argv[1], "w"), indent=2)

@@ -210,7 +210,7 @@ $PY - "$OUT" <<PY
 import json, os, sys
 n = $CHANGES_DONE
 r = {"benchmark": "cdc_mixed", "utc": "$STAMP", "format": "$FORMAT", "cpus": os.cpu_count(),
-     "loadavg_at_end": open("/proc/loadavg").read().split()[:3], "fsync": False,
+     "loadavg_at_end": open("/proc/loadavg").read().split()[:3], "fsync": False, "broker_flush": "$BROKER_FLUSH",
      "tables": 10, "widths": [$(IFS=,; echo "${WIDTHS[*]:1}")], "preload_rows_per_table": $PRELOAD,
      "mix": {"insert": 0.4, "update": 0.5, "delete": 0.1}, "tx_rows": "1..100", "changes": n,
      "pg_recvlogical_pgoutput": {"seconds": float("$RECV_SECONDS"), "changes_per_s": round(n / float("$RECV_SECONDS"))},

@@ -303,7 +303,7 @@ def rate(s): return round(rows / float(s)) if float(s) > 0 else None
 result = {
   "benchmark": "cdc", "utc": "$STAMP", "rows": rows, "tx_rows": $TX_ROWS, "format": "$FORMAT",
   "rounds": $ROUNDS,
-  "tables": $TABLES, "columns": 10, "cpus": $(nproc), "fsync": False,
+  "tables": $TABLES, "columns": 10, "cpus": $(nproc), "fsync": False, "broker_flush": "$BROKER_FLUSH",
   "source_insert": {"seconds": float("$LOAD_SECONDS"), "rows_per_s": rate("$LOAD_SECONDS")},
   "sluice_source_to_broker": {"seconds": float("$SOURCE_SECONDS"), "rows_per_s": rate("$SOURCE_SECONDS")},
   "sluice_end_to_end": {"seconds": float("$E2E_SECONDS"), "rows_per_s": rate("$E2E_SECONDS"),
