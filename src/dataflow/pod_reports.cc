@@ -303,8 +303,9 @@ common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const Slo
     ev->type = events::Type::kConnector;
     ev->code = "source.slot_lost";
     ev->summary = fmt::format(
-        "Replication slot {} was lost; it was created again and its tables "
-        "are read again",
+        "Replication slot {} was lost; it was created again, and its tables are "
+        "truncated in the targets and read again (emptier than the source until "
+        "the snapshot ends)",
         r.slot);
     ev->reason = *r.lost_reason;
     ev->details = {{"slot", r.slot}, {"shard_index", pod.shard}};

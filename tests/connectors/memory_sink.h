@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ class MemorySink : public ChangeSink {
   explicit MemorySink(bool auto_ack = true) : auto_ack_(auto_ack) {}
 
   common::Status Emit(const ChangeEvent& event) override {
+    if (fail_emits_from && events.size() >= *fail_emits_from)
+      return common::Unavailable("memory sink: failing as told");
     events.push_back(event);
     return common::Status::Ok();
   }
@@ -88,6 +91,9 @@ class MemorySink : public ChangeSink {
   std::vector<Lsn> checkpoints;
   int flushes = 0;
   std::vector<std::size_t> caught_up_after;  // events.size() at each CaughtUp
+  // Tests: every Emit fails once this many events are held (a source dying
+  // mid-way, its later events never delivered).
+  std::optional<std::size_t> fail_emits_from;
 
  private:
   bool auto_ack_;

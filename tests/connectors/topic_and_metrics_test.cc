@@ -101,5 +101,29 @@ TEST(SnapshotProgress, RoundTripsAndRejectsGarbage) {
   EXPECT_TRUE(merged.tables[1].last_key.empty());
 }
 
+// A re-snapshot's marks survive the state file: which tables still go out
+// as a truncate first, and that it must be finished.
+TEST(SnapshotProgress, AResnapshotKeepsItsTruncatesThroughJson) {
+  auto p = SnapshotProgress::Resnapshot({{"s", "t"}, {"s", "u"}});
+  p.tables[0].truncate_first = false;
+  p.tables[0].last_key = {"7"};
+  auto back = SnapshotProgress::FromJson(p.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->resnapshot);
+  EXPECT_TRUE(back->ResnapshotUnfinished());
+  EXPECT_FALSE(back->tables[0].truncate_first);
+  EXPECT_TRUE(back->tables[1].truncate_first);
+  auto merged = SnapshotProgress::For({{"s", "t"}, {"s", "u"}}, *back);
+  EXPECT_TRUE(merged.resnapshot);
+  EXPECT_TRUE(merged.tables[1].truncate_first);
+  // A first snapshot (and progress saved before this change) truncates nothing.
+  auto plain = SnapshotProgress::FromJson(nlohmann::json::parse(
+      R"({"tables":[{"schema":"s","table":"t","done":false,"last_key":[]}]})"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->resnapshot);
+  EXPECT_FALSE(plain->tables[0].truncate_first);
+  EXPECT_FALSE(SnapshotProgress::For({{"s", "t"}}, {}).tables[0].truncate_first);
+}
+
 }  // namespace
 }  // namespace sluice::connectors::postgres

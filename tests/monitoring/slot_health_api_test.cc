@@ -109,6 +109,9 @@ TEST_F(SlotHealthApi, ALostSlotIsAnEventNamingIt) {
                           "source.slot_lost")[0];
   });
   EXPECT_NE(std::string(row[0].c_str()).find("sluice_slot_a"), std::string::npos);
+  // It says the targets' tables are emptied until the re-snapshot refills them.
+  EXPECT_NE(std::string(row[0].c_str()).find("truncated in the targets"), std::string::npos)
+      << row[0].c_str();
   EXPECT_NE(std::string(row[1].c_str()).find("sluice_slot_a"), std::string::npos);
 }
 

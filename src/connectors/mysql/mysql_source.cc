@@ -227,8 +227,10 @@ Status MysqlSource::Start() {
     Status available = CheckPositionAvailable(**saved, &purged);
     if (available.ok()) continue;
     if (!purged || !options_.resnapshot_when_purged) return available;
-    spdlog::warn("mysql source: {}; resnapshot_when_purged is on: snapshotting afresh",
-                 available.message());
+    spdlog::warn(
+        "mysql source: {}; resnapshot_when_purged is on: truncating each table in the targets "
+        "and snapshotting afresh",
+        available.message());
     options_.start_position.reset();
     options_.snapshot_position.reset();
     options_.snapshot_progress.reset();
@@ -351,15 +353,16 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
           "the server reports no binlog_snapshot_file: a consistent snapshot position needs "
           "MariaDB (MySQL sources are not supported yet)");
   }
-  SnapshotProgress progress;
-  for (const auto& t : options_.tables) {
-    TableProgress tp;
-    tp.table = {options_.database, t};
-    if (options_.snapshot_progress)
-      for (const auto& old : options_.snapshot_progress->tables)
-        if (old.table == tp.table) tp = old;
-    progress.tables.push_back(tp);
-  }
+  std::vector<TableId> ids;
+  for (const auto& t : options_.tables) ids.push_back({options_.database, t});
+  // A re-snapshot after a purge: the target may hold rows deleted in the
+  // changes that were lost, so each table starts empty. The progress keeps
+  // which tables still need their truncate, so a run killed mid-way still
+  // truncates the tables it had not reached.
+  SnapshotProgress progress =
+      truncate_before_snapshot_
+          ? SnapshotProgress::Resnapshot(ids)
+          : SnapshotProgress::For(ids, options_.snapshot_progress.value_or(SnapshotProgress{}));
   for (auto& tp : progress.tables) {
     if (tp.done) continue;
     const std::string& name = tp.table.name;
@@ -376,9 +379,7 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
       schema.columns.push_back({c.name, 0, -1, PostgresTypeName(c), c.key});
     }
     SLUICE_RETURN_IF_ERROR(Announce(schema));
-    if (truncate_before_snapshot_ && tp.rows == 0 && tp.last_key.empty()) {
-      // A re-snapshot after a purge: the target may hold rows deleted in
-      // the changes that were lost, so the table starts empty.
+    if (tp.truncate_first) {
       ChangeEvent e;
       e.op = common::ChangeOp::kTruncate;
       e.table = schema.table;
@@ -386,6 +387,8 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
       e.schema_version = schema.version;
       SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
       if (metrics_) metrics_->Record(e.topic, e.op);
+      // Reported (so not sent again) only with the first chunk's flush.
+      tp.truncate_first = false;
     }
     std::string key_list;
     for (const auto& k : keys)
@@ -524,7 +527,7 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
       "binlog position {} was purged: the server no longer has {} (its oldest binlog is {}), so "
       "the changes after that position cannot be read. Re-snapshot: set the connector's "
       "on_purged_position to resnapshot (source.resnapshot_when_purged: true) and restart it; "
-      "the tables are read again. Keep binlogs longer "
+      "each table is truncated in the targets and read again. Keep binlogs longer "
       "(binlog_expire_logs_seconds) so a stopped "
       "source can catch up",
       from.ToString(), from.file, logs->empty() ? "none" : TextOrEmpty(logs->front(), 0)));

@@ -157,7 +157,13 @@ Status PostgresSource::Start() {
 }
 
 Status PostgresSource::DropLostSlot(const std::string& reason) {
-  spdlog::warn("{}; dropping it to create it again and read its tables anew", reason);
+  spdlog::warn(
+      "{}; dropping it to create it again, truncate its tables in the targets and read them anew",
+      reason);
+  // Saved before the slot goes: a source killed from here on, even before
+  // the new slot exists, still truncates and reads every table again.
+  options_.snapshot_progress = SnapshotProgress::Resnapshot(options_.tables);
+  if (options_.on_snapshot_progress) options_.on_snapshot_progress(*options_.snapshot_progress);
   try {
     pqxx::nontransaction tx(*catalog_);
     tx.exec_params(
@@ -291,20 +297,26 @@ Status PostgresSource::StartOnce(bool* slot_lost) {
   snap.max_chunks = options_.snapshot_max_chunks;
 
   Lsn start = 0;  // 0/0: from the slot's confirmed position
+  // A re-snapshot after a lost slot (this run's, or one a killed run left
+  // unfinished) is read to its end whatever the snapshot option says.
+  const bool resnapshot_unfinished =
+      options_.snapshot_progress && options_.snapshot_progress->ResnapshotUnfinished();
   if (!slot_exists) {
-    // After a lost slot every table is read again, whatever the option says.
-    bool snapshot = options_.snapshot || lost_slot_dropped_;
+    // After a lost slot every table is truncated and read again.
+    const bool resnapshot = lost_slot_dropped_ || resnapshot_unfinished;
+    bool snapshot = options_.snapshot || resnapshot;
     auto created = repl_->CreateSlot(options_.slot_name, snapshot);
     if (!created.ok()) return created.status();
     start = created->consistent_point;
     if (snapshot) {
-      progress_ = SnapshotProgress::For(options_.tables, {});
+      progress_ = resnapshot ? SnapshotProgress::Resnapshot(options_.tables)
+                             : SnapshotProgress::For(options_.tables, {});
       snap.snapshot_name = created->snapshot_name;
     } else {
       progress_ = {};
     }
   } else {
-    if (!options_.snapshot) {
+    if (!options_.snapshot && !resnapshot_unfinished) {
       progress_ = {};
     } else if (options_.snapshot_progress) {
       progress_ = SnapshotProgress::For(options_.tables, *options_.snapshot_progress);

@@ -70,7 +70,9 @@ struct PostgresSourceOptions {
   std::chrono::milliseconds heartbeat_interval{10000};
   // Called when the slot was lost (its WAL removed, e.g. past
   // max_slot_wal_keep_size) and has been dropped to be created again; every
-  // table is then read again. `reason` is in the server's words.
+  // table is then sent as a truncate event and read again (a re-snapshot,
+  // persisted through on_snapshot_progress before the slot is dropped, so a
+  // restarted source finishes it). `reason` is in the server's words.
   std::function<void(const std::string& slot, const std::string& reason)> on_slot_lost;
   // Called with a table's column changes seen in the stream (DDL at the
   // source: a column dropped, renamed, or of another type; see

@@ -31,9 +31,10 @@ json SnapshotProgress::ToJson() const {
                    {"table", t.table.name},
                    {"done", t.done},
                    {"last_key", t.last_key},
-                   {"rows", t.rows}});
+                   {"rows", t.rows},
+                   {"truncate_first", t.truncate_first}});
   }
-  return {{"tables", out}};
+  return {{"tables", out}, {"resnapshot", resnapshot}};
 }
 
 Result<SnapshotProgress> SnapshotProgress::FromJson(const json& j) {
@@ -45,8 +46,10 @@ Result<SnapshotProgress> SnapshotProgress::FromJson(const json& j) {
       tp.done = t.at("done").get<bool>();
       tp.last_key = t.at("last_key").get<std::vector<std::string>>();
       tp.rows = t.value("rows", std::int64_t{0});
+      tp.truncate_first = t.value("truncate_first", false);
       p.tables.push_back(std::move(tp));
     }
+    p.resnapshot = j.value("resnapshot", false);
   } catch (const std::exception& e) {
     return common::InvalidArgument(fmt::format("bad snapshot progress: {}", e.what()));
   }
@@ -64,6 +67,14 @@ SnapshotProgress SnapshotProgress::For(const std::vector<TableId>& tables,
     }
     p.tables.push_back(std::move(tp));
   }
+  p.resnapshot = previous.resnapshot;
+  return p;
+}
+
+SnapshotProgress SnapshotProgress::Resnapshot(const std::vector<TableId>& tables) {
+  SnapshotProgress p = For(tables, {});
+  p.resnapshot = true;
+  for (auto& t : p.tables) t.truncate_first = true;
   return p;
 }
 
@@ -116,6 +127,18 @@ Status ReadTable(pqxx::nontransaction& tx, const SnapshotOptions& options, Table
 
   while (!progress->done) {
     if (*chunks_left == 0) return Status::Ok();
+    if (progress->truncate_first) {
+      // Before any row of the table: the target empties it, the rows refill it.
+      ChangeEvent e;
+      e.op = common::ChangeOp::kTruncate;
+      e.table = schema.table;
+      e.topic = schema.topic;
+      e.schema_version = schema.version;
+      SLUICE_RETURN_IF_ERROR(sink->Emit(e));
+      if (metrics) metrics->Record(e.topic, e.op);
+      // Reported (so not sent again) only with the chunk's flush below.
+      progress->truncate_first = false;
+    }
     std::string sql = fmt::format("SELECT {} FROM {}", select_list, table_sql);
     if (chunked) {
       if (!progress->last_key.empty()) {

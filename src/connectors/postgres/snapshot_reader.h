@@ -23,17 +23,28 @@ struct TableProgress {
   // Text values of the last primary key read (in key order); empty: from the start.
   std::vector<std::string> last_key;
   std::int64_t rows = 0;
+  // A re-snapshot after a lost position: the table goes out as a truncate
+  // event before its first row (rows deleted in the lost changes must not
+  // survive in the targets). Cleared once that truncate is durable.
+  bool truncate_first = false;
 };
 
 // The resumable state of a snapshot: persist ToJson(), pass FromJson() back.
 struct SnapshotProgress {
   std::vector<TableProgress> tables;
+  // Set for a re-snapshot after a lost position: it must be finished
+  // whatever the snapshot option says, even by a restarted source.
+  bool resnapshot = false;
 
   bool Done() const;
   nlohmann::json ToJson() const;
   static common::Result<SnapshotProgress> FromJson(const nlohmann::json& j);
   // Progress for `tables`, keeping what `previous` already says about each.
   static SnapshotProgress For(const std::vector<TableId>& tables, const SnapshotProgress& previous);
+  // A re-snapshot of `tables` from the start, each truncated first.
+  static SnapshotProgress Resnapshot(const std::vector<TableId>& tables);
+  // A re-snapshot a previous run began and did not finish.
+  bool ResnapshotUnfinished() const { return resnapshot && !Done(); }
 };
 
 struct SnapshotOptions {

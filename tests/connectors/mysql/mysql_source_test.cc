@@ -453,23 +453,28 @@ std::string PurgeBinlogs(const std::string& file) {
 
 // The binlog holding a saved position purged by the server: a clear error
 // that says what happened and how to re-snapshot, never a silent skip; with
-// resnapshot_when_purged the source reads the tables afresh.
+// resnapshot_when_purged the source reads the tables afresh, each truncated
+// first, so the sink the first run filled (as a target would be) loses the
+// row deleted in the purged changes.
 TEST(MysqlSource, APurgedPositionIsAClearErrorAndResnapshotIsTheWayOut) {
   TestMariaDatabase db;
   db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)");
-  db.Sql("INSERT INTO t VALUES (1, 'one')");
+  db.Sql("INSERT INTO t VALUES (1, 'one'), (3, 'three')");
   auto options = Options(db, {"t"});
-  options.snapshot = false;
   BinlogPosition saved;
   options.on_position = [&](const BinlogPosition& p) { saved = p; };
+  const std::string topic = fmt::format("sluice.{}.t", db.name());
+  MemorySink target;
   {
-    MemorySink sink;
-    MysqlSource source(options, &sink);
+    MysqlSource source(options, &target);
     auto st = source.Start();
     ASSERT_TRUE(st.ok()) << st.message();
   }
+  ASSERT_EQ(target.Materialize(topic).size(), 2u);
   ASSERT_FALSE(saved.empty());
-  db.Sql("INSERT INTO t VALUES (2, 'two')");  // after the position: lost to the stream
+  // After the position: lost to the stream.
+  db.Sql("INSERT INTO t VALUES (2, 'two')");
+  db.Sql("DELETE FROM t WHERE id = 3");
   std::string current = PurgeBinlogs(saved.file);
 
   options.start_position = saved;
@@ -487,16 +492,85 @@ TEST(MysqlSource, APurgedPositionIsAClearErrorAndResnapshotIsTheWayOut) {
     EXPECT_TRUE(sink.events.empty());
   }
   options.resnapshot_when_purged = true;
-  MemorySink sink;
-  MysqlSource source(options, &sink);
+  const std::size_t before = target.events.size();
+  MysqlSource source(options, &target);
   auto st = source.Start();
   ASSERT_TRUE(st.ok()) << st.message();
   // The table is truncated first: rows deleted in the lost changes must go.
-  ASSERT_EQ(sink.events.size(), 3u);
-  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kTruncate);
-  EXPECT_EQ(sink.events[1].op, common::ChangeOp::kRead);
-  EXPECT_EQ(sink.events[2].after["v"], "two");
+  ASSERT_EQ(target.events.size(), before + 3);
+  EXPECT_EQ(target.events[before].op, common::ChangeOp::kTruncate);
+  EXPECT_EQ(target.events[before + 1].op, common::ChangeOp::kRead);
+  EXPECT_EQ(target.events[before + 2].after["v"], "two");
+  EXPECT_EQ(target.Materialize(topic),
+            (std::map<std::string, json>{{json{{"id", 1}}.dump(), {{"id", 1}, {"v", "one"}}},
+                                         {json{{"id", 2}}.dump(), {{"id", 2}, {"v", "two"}}}}));
   EXPECT_EQ(source.confirmed_position().file, current);
+}
+
+// A re-snapshot after a purge that dies mid-way (here: the sink fails, as a
+// killed worker's broker connection would): the next run resumes it from the
+// saved progress and still truncates the table the first had not reached.
+TEST(MysqlSource, AResnapshotKilledMidwayStillTruncatesTheTablesItHadNotReached) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE a (id INT PRIMARY KEY, v TEXT)");
+  db.Sql("CREATE TABLE b (id INT PRIMARY KEY, v TEXT)");
+  db.Sql("INSERT INTO a VALUES (1, 'one'), (2, 'two'), (3, 'three')");
+  db.Sql("INSERT INTO b VALUES (1, 'one'), (2, 'two'), (3, 'three')");
+  auto options = Options(db, {"a", "b"});
+  options.snapshot_chunk_size = 1;
+  BinlogPosition saved;
+  options.on_position = [&](const BinlogPosition& p) { saved = p; };
+  const std::string topic_a = fmt::format("sluice.{}.a", db.name());
+  const std::string topic_b = fmt::format("sluice.{}.b", db.name());
+  MemorySink target;
+  {
+    MysqlSource source(options, &target);
+    auto st = source.Start();
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  ASSERT_EQ(target.Materialize(topic_b).size(), 3u);
+  ASSERT_FALSE(saved.empty());
+  db.Sql("DELETE FROM a WHERE id = 3");
+  db.Sql("DELETE FROM b WHERE id = 2");
+  PurgeBinlogs(saved.file);
+
+  options.start_position = saved;
+  options.on_position = nullptr;
+  options.resnapshot_when_purged = true;
+  std::optional<BinlogPosition> snapshot_at;
+  std::optional<SnapshotProgress> progress;
+  options.on_snapshot_progress = [&](const BinlogPosition& at, const SnapshotProgress& p) {
+    snapshot_at = at;
+    progress = p;
+  };
+  {
+    // Dies at a's second row: a truncated and partly read, b not reached.
+    target.fail_emits_from = target.events.size() + 2;
+    MysqlSource source(options, &target);
+    EXPECT_FALSE(source.Start().ok());
+    target.fail_emits_from.reset();
+  }
+  ASSERT_TRUE(snapshot_at && progress);
+  EXPECT_TRUE(progress->ResnapshotUnfinished());
+  ASSERT_EQ(progress->tables.size(), 2u);
+  EXPECT_FALSE(progress->tables[0].truncate_first);
+  EXPECT_FALSE(progress->tables[0].done);
+  EXPECT_TRUE(progress->tables[1].truncate_first);
+
+  // What a restarted worker runs with: the saved snapshot and its progress.
+  options.start_position.reset();
+  options.snapshot_position = snapshot_at;
+  options.snapshot_progress = progress;
+  MysqlSource source(options, &target);
+  auto st = source.Start();
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto rows = [](std::initializer_list<std::pair<int, const char*>> list) {
+    std::map<std::string, json> out;
+    for (const auto& [id, v] : list) out[json{{"id", id}}.dump()] = {{"id", id}, {"v", v}};
+    return out;
+  };
+  EXPECT_EQ(target.Materialize(topic_a), rows({{1, "one"}, {2, "two"}}));
+  EXPECT_EQ(target.Materialize(topic_b), rows({{1, "one"}, {3, "three"}}));
 }
 
 // DDL mid-stream: every row event is decoded with the columns in force at
