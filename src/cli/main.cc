@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <exception>
+#include <string>
 
 #include "cli/command_registry.h"
 
@@ -23,6 +24,7 @@ int& ExitCode() {
 int main(int argc, char** argv) {
   CLI::App app{"Sluice: change-data-capture from your databases into your targets"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("sluice ") + SLUICE_VERSION);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
   for (auto& registrar : sluice::cli::Registrars()) registrar(app);

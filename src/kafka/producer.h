@@ -34,6 +34,9 @@ struct Delivery {
 struct ProducerOptions {
   bool idempotent = true;
   std::chrono::milliseconds linger{25};
+  // 0 = never: librdkafka retries until the broker answers. With
+  // idempotence the retries keep their sequence numbers, so a send the broker
+  // appends late is deduplicated; a send given up on can still land later.
   std::chrono::milliseconds delivery_timeout{120000};
   std::map<std::string, std::string> overrides;
 };

@@ -1,5 +1,6 @@
 #include "orchestrator/events_outbox.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "events/events_topic.h"
@@ -60,10 +61,19 @@ common::Result<std::set<std::int64_t>> AlreadyOnTopic(
 
 // Sends the records of the batch not yet on the topic, waits for the broker,
 // and counts the leading records it holds (sent and acknowledged, or there
-// already). Exactly once: a record on the topic is never sent again.
+// already). Exactly once: a record on the topic is never sent again, and
+// nothing is sent while an earlier send is unresolved (the broker may still
+// append it, after the read back below missed it).
 std::size_t PublishBatch(kafka::Producer& producer, kafka::TopicTail& tail,
                          const std::string& topic, const std::vector<events::OutboxRecord>& records,
                          std::chrono::milliseconds timeout, common::Status* failure) {
+  if (producer.outstanding() > 0 && !producer.Flush(timeout).ok()) {
+    *failure = common::Unavailable(fmt::format(
+        "{} earlier send(s) to {} not acknowledged yet; nothing is sent before they are",
+        producer.outstanding(), topic));
+    return 0;
+  }
+  producer.TakeDeliveries();  // an earlier pass's reports: their ids are not this batch's
   auto there = AlreadyOnTopic(tail, topic, records, timeout);
   if (!there.ok()) {
     *failure = there.status();
@@ -173,7 +183,10 @@ common::Status EventsOutbox::Rescan() {
     raw->task = std::make_unique<common::PeriodicTask>(options_.interval, [raw, env, timeout] {
       if (!raw->producer) {
         kafka::ProducerOptions po;
-        po.delivery_timeout = timeout;
+        // Never given up on (see EventsOutboxOptions::delivery_timeout); a
+        // request unanswered this long is resent on a new connection.
+        po.delivery_timeout = std::chrono::milliseconds(0);
+        po.overrides["socket.timeout.ms"] = std::to_string(timeout.count());
         auto producer = kafka::Producer::Create(raw->broker, po);
         if (!producer.ok()) {
           spdlog::warn("connector_events outbox: env {}: {}", env.ToString(),

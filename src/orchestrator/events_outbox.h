@@ -25,11 +25,15 @@ namespace sluice::orchestrator {
 struct EventsOutboxOptions {
   std::chrono::milliseconds interval{2000};  // between two passes of one env's publisher
   std::chrono::milliseconds rescan{15000};   // between two reads of the env table
-  // The broker has this long to acknowledge a batch; past it the batch is
-  // retried on the next pass. Before each send the publisher reads its topic
-  // back from the end and leaves out the occurrences already there (a
-  // publisher acked and then killed, or failed, before its cursor commit),
-  // so each occurrence is on the topic once.
+  // How long a pass waits for the broker to acknowledge a batch, and how long
+  // one request may go unanswered before the producer resends it (same
+  // producer id and sequence, which the broker deduplicates). A send is never
+  // given up on: one the broker may still append later would land twice if
+  // sent again. A batch not acknowledged by then is awaited by the next
+  // passes, which send nothing before it resolves. Before each send the
+  // publisher reads its topic back from the end and leaves out the
+  // occurrences already there (a publisher acked and then killed before its
+  // cursor commit), so each occurrence is on the topic once.
   std::chrono::milliseconds delivery_timeout{10000};
   // Grace, gap timeout and batch size of every env's publisher (its name and
   // env are set per env).

@@ -6,13 +6,20 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <pqxx/pqxx>
 #include <set>
 #include <thread>
@@ -33,15 +40,158 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::BrokerProcess;
 
+// A TCP proxy in front of a broker that advertises the proxy's address, so
+// every client connection passes through it. HoldNextProduce() makes it keep
+// back the next Produce request it sees, and the rest of that connection,
+// until a Produce request comes on another connection; the held one then
+// reaches the broker, and is answered, just before that one. That is a request
+// delayed on the way, which the broker appends after its sender stopped
+// waiting and had read the topic back, but before the sender's next send (on
+// a real Kafka: appended while a follower lags, above the high watermark
+// that a read back stops at).
+class ProduceHoldingProxy {
+ public:
+  ProduceHoldingProxy() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(listener_, 64) != 0)
+      throw std::runtime_error(std::string("proxy listen: ") + std::strerror(errno));
+    socklen_t len = sizeof a;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~ProduceHoldingProxy() {
+    stop_ = true;
+    acceptor_.join();
+    std::lock_guard lock(mu_);
+    for (auto& t : pumps_) t.join();
+    ::close(listener_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void ForwardTo(int upstream_port) { upstream_port_ = upstream_port; }
+  void HoldNextProduce() { armed_ = true; }
+  bool holding() const { return held_ > 0; }
+  // The held request reached the broker and was answered.
+  bool answered() const { return answered_; }
+
+ private:
+  void AcceptLoop() {
+    while (!stop_) {
+      pollfd p{listener_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int client = ::accept(listener_, nullptr, nullptr);
+      if (client < 0) continue;
+      int upstream = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<std::uint16_t>(upstream_port_.load()));
+      if (::connect(upstream, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(client);
+        ::close(upstream);
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      pumps_.emplace_back([this, client, upstream] { Pump(client, upstream); });
+    }
+  }
+  static bool SendAll(int fd, const std::string& bytes) {
+    for (std::size_t at = 0; at < bytes.size();) {
+      auto n = ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      at += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  // A Produce request on this connection while another holds one: the held
+  // one goes first, and this waits for its answer.
+  void LetTheHeldProduceGoFirst() {
+    if (held_ == 0 || released_.exchange(true)) return;
+    for (int i = 0; i < 200 && !answered_ && !stop_; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // One connection. Client to broker goes frame by frame (a 4-byte size, then
+  // the request, whose first two bytes are its API key; Produce is 0).
+  void Pump(int client, int upstream) {
+    std::string from_client, held;
+    bool holding = false, delivered = false, client_open = true, broken = false;
+    char buf[65536];
+    while (!stop_ && !broken) {
+      if (holding && released_) {
+        broken = !SendAll(upstream, held);
+        held.clear();
+        holding = false;
+        delivered = true;
+      }
+      if (!client_open && !holding) ::shutdown(upstream, SHUT_WR);  // the broker reads the rest
+      pollfd p[2] = {{client_open ? client : -1, POLLIN, 0}, {upstream, POLLIN, 0}};
+      if (::poll(p, 2, 50) < 0) break;
+      if (p[0].revents != 0) {
+        auto n = ::recv(client, buf, sizeof buf, 0);
+        if (n <= 0) {
+          client_open = false;  // what is held still goes to the broker
+        } else if (holding) {
+          held.append(buf, static_cast<std::size_t>(n));
+        } else {
+          from_client.append(buf, static_cast<std::size_t>(n));
+          while (!broken && from_client.size() >= 6) {
+            std::uint32_t size = 0;
+            std::memcpy(&size, from_client.data(), 4);
+            size = ntohl(size);
+            std::uint16_t api_key = 0;
+            std::memcpy(&api_key, from_client.data() + 4, 2);
+            const bool produce = ntohs(api_key) == 0;
+            if (produce && armed_.exchange(false)) {
+              holding = true;
+              held = std::move(from_client);
+              from_client.clear();
+              ++held_;
+              break;
+            }
+            if (from_client.size() < 4 + static_cast<std::size_t>(size)) break;
+            if (produce) LetTheHeldProduceGoFirst();
+            broken = !SendAll(upstream, from_client.substr(0, 4 + size));
+            from_client.erase(0, 4 + size);
+          }
+        }
+      }
+      if (p[1].revents != 0) {
+        auto n = ::recv(upstream, buf, sizeof buf, 0);
+        if (n <= 0) break;  // the broker closed: this connection is over
+        if (delivered) answered_ = true;
+        if (client_open) SendAll(client, std::string(buf, static_cast<std::size_t>(n)));
+      }
+    }
+    ::close(client);
+    ::close(upstream);
+  }
+
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<int> upstream_port_{0};
+  std::atomic<bool> stop_{false}, armed_{false}, released_{false}, answered_{false};
+  std::atomic<int> held_{0};
+  std::mutex mu_;
+  std::vector<std::thread> pumps_;
+  std::thread acceptor_;
+};
+
 class EventsOutboxTest : public ::testing::Test {
  protected:
-  common::Uuid AddEnv(const BrokerProcess& broker) {
+  common::Uuid AddEnv(const BrokerProcess& broker) { return AddEnvAt(broker.bootstrap()); }
+  common::Uuid AddEnvAt(const std::string& bootstrap) {
     auto env = common::Uuid::V4();
     db_.Transact([&](pqxx::work& tx) {
       tx.exec_params(
           "INSERT INTO env (id, name, retention_configuration) VALUES ($1, $2, $3::json)",
           env.ToString(), "env-" + env.ToString().substr(0, 8),
-          json{{"bootstrap_servers", broker.bootstrap()}}.dump());
+          json{{"bootstrap_servers", bootstrap}}.dump());
     });
     return env;
   }
@@ -283,6 +433,44 @@ TEST_F(EventsOutboxTest, ABatchAckedButNeverCommittedIsNotPublishedAgainOnRetryO
   EXPECT_EQ(ids.size(), on_a.size()) << "an occurrence is on the topic twice";
   EXPECT_EQ(seqs.size(), on_a.size());
   EXPECT_GE(handed_over.load(), 10u);
+}
+
+// The window a delivery timeout leaves: a Produce request delayed on the way
+// to the broker past the publisher's delivery timeout, which the broker
+// appends after the publisher's next read back missed it, just before the
+// publisher's next send. A publisher that gave the send up and sent the
+// occurrence again leaves it on the topic twice; one that awaits the send
+// (resent by the producer under the same producer id and sequence, which the
+// broker deduplicates) leaves it once.
+TEST_F(EventsOutboxTest, ASendHeldPastTheDeliveryTimeoutThatLandsLaterIsOnTheTopicOnce) {
+  ProduceHoldingProxy link;
+  BrokerProcess broker({"--advertise", link.address()});
+  link.ForwardTo(broker.port());
+  broker.Start();
+  auto a = AddEnvAt(link.address());
+  const auto topic = events::EnvEventsTopic(a);
+  Record(a, "before");
+  auto options = Fast();
+  options.delivery_timeout = 1000ms;
+  EventsOutbox outbox(db_, options);
+  ASSERT_EQ(WaitFor(broker, topic, 1).size(), 1u);
+  link.HoldNextProduce();
+  Record(a, "held");
+  for (int i = 0; i < 200 && !link.holding(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(link.holding());
+  for (int i = 0; i < 400 && !link.answered(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(link.answered()) << "the held request never reached the broker";
+  for (int i = 0; i < 200 && CursorOf(a) != LastSeq(); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(CursorOf(a), LastSeq());
+  Record(a, "after");
+  WaitFor(broker, topic, 3);
+  std::this_thread::sleep_for(1000ms);
+  auto values = Read(broker, topic);
+  EXPECT_EQ(Codes(values), (std::vector<std::string>{"after", "before", "held"}))
+      << "the held request was appended, and the occurrence sent again";
+  std::set<std::string> ids;
+  for (const auto& v : values) ids.insert(v.value("id", std::string()));
+  EXPECT_EQ(ids.size(), values.size()) << "an occurrence is on the topic twice";
 }
 
 // `sluice serve` publishes too, through the same background wiring as `up`.
