@@ -1,14 +1,14 @@
 // The worker protocol: what a pod asks of and tells the back end, over HTTP
 // with its scoped token (Access::kWorker). Fetching the launch config is the
 // one place decrypted connector credentials and the broker's SASL password
-// leave the back end. Every report goes through model/pod_reports, the
+// leave the back end. Every report goes through model/pipelines/pod_reports, the
 // same code a local worker uses against the database, so a refused report
 // (replaced generation, contradicting an intent) is a 409 here and the
 // pod exits.
 #include "api/routes.h"
 #include "dataflow/pod_reports.h"
 #include "model/config_keys.h"
-#include "model/pod_reports.h"
+#include "model/pipelines/pod_reports.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/heartbeat_batcher.h"
 #include "runtime/worker_repository.h"

@@ -21,7 +21,7 @@
 #include "dataflow/worker_reporter.h"
 #include "guard/connect_policy.h"
 #include "kafka/client_config.h"
-#include "model/database_reporter.h"
+#include "model/pipelines/database_reporter.h"
 
 namespace {
 

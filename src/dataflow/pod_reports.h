@@ -1,7 +1,7 @@
 // What a pod (worker) tells the back end, as it travels: who is reporting,
 // rejected records, slot readings, column changes, and the JSON of each on
 // the HTTP worker protocol. The back end's side, which writes these into the
-// data-plane database, is model/pod_reports.h.
+// data-plane database, is model/pipelines/pod_reports.h.
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 // production/consumption metrics, and DLQ events. The worker only knows this
 // interface; `sluice worker` (cli/worker_command.cc) picks the transport:
 // the back end's HTTP worker protocol (here), or the data-plane database
-// directly (model/database_reporter.h, the back end's own code), both ending
-// in model/pod_reports.
+// directly (model/pipelines/database_reporter.h, the back end's own code), both ending
+// in model/pipelines/pod_reports.
 #pragma once
 
 #include <memory>

@@ -3,7 +3,7 @@
 // safe_wal_size; a change of level is one event (warn, critical, cleared),
 // and a lost slot is an event naming it.
 #include "dataflow/pod_reports.h"
-#include "model/pod_reports.h"
+#include "model/pipelines/pod_reports.h"
 #include "monitoring/monitoring_harness.h"
 #include "monitoring/prometheus_text.h"
 

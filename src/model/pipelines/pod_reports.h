@@ -3,7 +3,7 @@
 // changes, skipped records and the source position, written into the
 // worker, metric and event rows. One implementation serves both transports
 // (a worker reporting straight into the data-plane database,
-// model/database_reporter.h, and the API's worker endpoints receiving them
+// model/pipelines/database_reporter.h, and the API's worker endpoints receiving them
 // over HTTP) so the rules (Worker::accepts_reported_state under the row
 // lock, metric validation, event folding) cannot differ between them. The
 // reports' own types and wire forms are the pod's: dataflow/pod_reports.h.

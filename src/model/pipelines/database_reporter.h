@@ -1,6 +1,6 @@
 // A worker that reports straight into the data-plane database (its launch
 // config names one: a local worker under `sluice up` or `serve`) does it
-// through the back end's own code, model/pod_reports, as the API's worker
+// through the back end's own code, model/pipelines/pod_reports, as the API's worker
 // endpoints do. `sluice worker` injects it; dataflow knows only the
 // WorkerReporter interface.
 #pragma once

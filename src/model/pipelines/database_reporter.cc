@@ -1,8 +1,8 @@
-#include "model/database_reporter.h"
+#include "model/pipelines/database_reporter.h"
 
 #include <fmt/format.h>
 
-#include "model/pod_reports.h"
+#include "model/pipelines/pod_reports.h"
 #include "store/database.h"
 
 namespace sluice::model {

@@ -1,4 +1,4 @@
-#include "model/pod_reports.h"
+#include "model/pipelines/pod_reports.h"
 
 #include <fmt/format.h>
 
