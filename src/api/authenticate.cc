@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 
-#include "model/service_accounts_repository.h"
-#include "model/sessions_repository.h"
-#include "model/users_repository.h"
+#include "model/access/service_accounts_repository.h"
+#include "model/access/sessions_repository.h"
+#include "model/access/users_repository.h"
 
 namespace sluice::api {
 

@@ -9,10 +9,10 @@
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "model/access.h"
+#include "model/access/access.h"
 #include "model/connect_checks.h"
 #include "model/json_fields.h"
-#include "model/user_log_repository.h"
+#include "model/operations/user_log_repository.h"
 
 #include "backfill/progress.h"
 #include "backfill/report.h"

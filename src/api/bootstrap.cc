@@ -6,9 +6,9 @@
 
 #include "api/http.h"
 #include "auth/password.h"
+#include "model/access/users_repository.h"
 #include "model/json_fields.h"
-#include "model/user_log_repository.h"
-#include "model/users_repository.h"
+#include "model/operations/user_log_repository.h"
 
 namespace sluice::api {
 

@@ -4,8 +4,8 @@
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "model/access.h"
-#include "model/datamodels_repository.h"
+#include "model/access/access.h"
+#include "model/pipelines/datamodels_repository.h"
 
 namespace sluice::api {
 namespace {

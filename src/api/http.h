@@ -14,8 +14,8 @@
 
 #include "common/status.h"
 #include "common/uuid.h"
+#include "model/access/principal.h"
 #include "model/error.h"
-#include "model/principal.h"
 
 namespace sluice::api {
 

@@ -6,7 +6,7 @@
 #include "api/routes.h"
 #include "license/license_refresher.h"
 #include "license/license_repository.h"
-#include "model/access.h"
+#include "model/access/access.h"
 
 namespace sluice::api {
 

@@ -14,9 +14,9 @@
 #include "metrics/prometheus.h"
 #include "metrics/series.h"
 #include "metrics/summary.h"
-#include "model/access.h"
+#include "model/access/access.h"
 #include "model/json_fields.h"
-#include "model/monitoring_repository.h"
+#include "model/metrics/monitoring_repository.h"
 
 namespace sluice::api {
 namespace {

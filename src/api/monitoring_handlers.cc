@@ -7,10 +7,10 @@
 
 #include "api/routes.h"
 #include "events/event_listing.h"
-#include "model/access.h"
-#include "model/connectors_repository.h"
+#include "model/access/access.h"
 #include "model/json_fields.h"
-#include "model/monitoring_repository.h"
+#include "model/metrics/monitoring_repository.h"
+#include "model/pipelines/connectors_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -4,9 +4,9 @@
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "model/access.h"
-#include "model/pipelines_repository.h"
-#include "model/user_log_repository.h"
+#include "model/access/access.h"
+#include "model/operations/user_log_repository.h"
+#include "model/pipelines/pipelines_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "api/authenticate.h"
-#include "model/access.h"
-#include "model/topic_ownership.h"
+#include "model/access/access.h"
+#include "model/pipelines/topic_ownership.h"
 #include "runtime/worker_repository.h"
 
 namespace sluice::api {

@@ -5,11 +5,11 @@
 #include "api/paging.h"
 #include "api/routes.h"
 #include "api/sql_util.h"
-#include "model/access.h"
+#include "model/access/access.h"
+#include "model/access/requests_repository.h"
+#include "model/access/users_repository.h"
 #include "model/json_fields.h"
-#include "model/requests_repository.h"
-#include "model/user_log_repository.h"
-#include "model/users_repository.h"
+#include "model/operations/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -11,12 +11,12 @@
 #include "api/idempotency.h"
 #include "api/paging.h"
 #include "api/routes.h"
-#include "model/access.h"
+#include "model/access/access.h"
+#include "model/access/service_accounts_repository.h"
+#include "model/access/teams_repository.h"
+#include "model/access/users_repository.h"
 #include "model/json_fields.h"
-#include "model/service_accounts_repository.h"
-#include "model/teams_repository.h"
-#include "model/user_log_repository.h"
-#include "model/users_repository.h"
+#include "model/operations/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

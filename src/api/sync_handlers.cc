@@ -8,10 +8,10 @@
 #include "api/routes.h"
 #include "api/sql_util.h"
 #include "common/hex.h"
-#include "model/access.h"
+#include "model/access/access.h"
+#include "model/access/sessions_repository.h"
+#include "model/access/users_repository.h"
 #include "model/json_fields.h"
-#include "model/sessions_repository.h"
-#include "model/users_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -2,10 +2,10 @@
 // (so one can ask to join); team admins and env admins manage them.
 #include "api/paging.h"
 #include "api/routes.h"
-#include "model/access.h"
+#include "model/access/access.h"
+#include "model/access/users_repository.h"
 #include "model/json_fields.h"
-#include "model/user_log_repository.h"
-#include "model/users_repository.h"
+#include "model/operations/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -4,9 +4,9 @@
 
 #include "api/paging.h"
 #include "api/routes.h"
-#include "model/access.h"
+#include "model/access/access.h"
 #include "model/json_fields.h"
-#include "model/user_log_repository.h"
+#include "model/operations/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

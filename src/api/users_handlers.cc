@@ -3,11 +3,11 @@
 #include "api/paging.h"
 #include "api/routes.h"
 #include "auth/password.h"
-#include "model/access.h"
+#include "model/access/access.h"
+#include "model/access/sessions_repository.h"
+#include "model/access/users_repository.h"
 #include "model/json_fields.h"
-#include "model/sessions_repository.h"
-#include "model/user_log_repository.h"
-#include "model/users_repository.h"
+#include "model/operations/user_log_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -4,12 +4,12 @@
 #include "api/paging.h"
 #include "api/routes.h"
 #include "connectors/types/config_validation.h"
-#include "model/access.h"
+#include "model/access/access.h"
 #include "model/connect_checks.h"
-#include "model/connectors_repository.h"
 #include "model/json_fields.h"
-#include "model/user_log_repository.h"
-#include "model/warehouses_repository.h"
+#include "model/operations/user_log_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/transformations/warehouses_repository.h"
 
 namespace sluice::api {
 namespace {

@@ -3,15 +3,15 @@
 // table and the pipeline itself, in one transaction: all of it or nothing.
 #include "api/idempotency.h"
 #include "api/routes.h"
-#include "model/access.h"
+#include "model/access/access.h"
 #include "model/connect_checks.h"
-#include "model/connectors_repository.h"
-#include "model/datamodels_repository.h"
 #include "model/json_fields.h"
-#include "model/pipelines_repository.h"
-#include "model/subscriptions_repository.h"
-#include "model/topic_ownership.h"
-#include "model/user_log_repository.h"
+#include "model/operations/user_log_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/pipelines/datamodels_repository.h"
+#include "model/pipelines/pipelines_repository.h"
+#include "model/pipelines/subscriptions_repository.h"
+#include "model/pipelines/topic_ownership.h"
 
 namespace sluice::api {
 namespace {

@@ -1,13 +1,14 @@
 // The worker protocol: what a pod asks of and tells the back end, over HTTP
 // with its scoped token (Access::kWorker). Fetching the launch config is the
 // one place decrypted connector credentials and the broker's SASL password
-// leave the back end. Every report goes through dataflow/pod_reports, the
+// leave the back end. Every report goes through model/pipelines/pod_reports, the
 // same code a local worker uses against the database, so a refused report
 // (replaced generation, contradicting an intent) is a 409 here and the
 // pod exits.
 #include "api/routes.h"
 #include "dataflow/pod_reports.h"
 #include "model/config_keys.h"
+#include "model/pipelines/pod_reports.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/heartbeat_batcher.h"
 #include "runtime/worker_repository.h"
@@ -57,7 +58,7 @@ Response State(ApiContext& ctx, Request& req) {
   std::optional<std::string> reason;
   if (body.contains("reason") && body["reason"].is_string()) reason = body["reason"];
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
-    return dataflow::ApplyStateReport(tx, pod, *state, reason);
+    return model::ApplyStateReport(tx, pod, *state, reason);
   });
 }
 
@@ -80,8 +81,7 @@ Response Heartbeat(ApiContext& ctx, runtime::HeartbeatBatcher& batcher, Request&
     return Response::NoContent();
   ctx.db.Transact([&](pqxx::work& tx) {
     tx.exec("SET LOCAL synchronous_commit = off");
-    auto st =
-        dataflow::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1}, observed);
+    auto st = model::ApplyHeartbeat(tx, {p.worker_id, p.connector_id, p.generation, -1}, observed);
     // No row: the connector (and so the token) was deleted.
     if (st.code() == common::Code::kNotFound)
       throw ApiError(401, "unauthenticated", "invalid or expired token");
@@ -94,7 +94,7 @@ Response Production(ApiContext& ctx, Request& req) {
   auto intervals = dataflow::IntervalsFromJson(req.Body().value("intervals", Json()));
   if (!intervals.ok()) throw ApiError(422, "invalid_metrics", intervals.status().message());
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity&) {
-    return dataflow::IngestProductionIntervals(tx, *intervals);
+    return model::IngestProductionIntervals(tx, *intervals);
   });
 }
 
@@ -114,7 +114,7 @@ Response Consumption(ApiContext& ctx, Request& req) {
   if (!counters.ok()) throw ApiError(422, "invalid_metrics", counters.status().message());
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity&) {
     auto sub = OwnSubscription(tx, req, body);
-    return dataflow::IngestDelivery(tx, sub, body.value("topic", std::string()), *counters);
+    return model::IngestDelivery(tx, sub, body.value("topic", std::string()), *counters);
   });
 }
 
@@ -124,7 +124,7 @@ Response Rejected(ApiContext& ctx, Request& req) {
   if (!records.ok()) throw ApiError(422, "invalid_records", records.status().message());
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
     auto sub = OwnSubscription(tx, req, body);
-    return dataflow::RecordRejected(tx, pod, sub, *records);
+    return model::RecordRejected(tx, pod, sub, *records);
   });
 }
 
@@ -132,7 +132,7 @@ Response Slot(ApiContext& ctx, Request& req) {
   auto report = dataflow::SlotReportFromJson(req.Body());
   if (!report.ok()) throw ApiError(422, "invalid_slot", report.status().message());
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
-    return dataflow::ApplySlotReport(tx, pod, *report);
+    return model::ApplySlotReport(tx, pod, *report);
   });
 }
 
@@ -143,7 +143,7 @@ Response ColumnChanges(ApiContext& ctx, Request& req) {
   auto changes = dataflow::ColumnChangesFromJson(body["changes"]);
   if (!changes.ok()) throw ApiError(422, "invalid_column_changes", changes.status().message());
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
-    return dataflow::RecordColumnChanges(tx, pod, *changes);
+    return model::RecordColumnChanges(tx, pod, *changes);
   });
 }
 
@@ -154,7 +154,7 @@ Response Skipped(ApiContext& ctx, Request& req) {
   auto tallies = dataflow::SkippedFromJson(body["skipped"]);
   if (!tallies.ok()) throw ApiError(422, "invalid_skipped_records", tallies.status().message());
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
-    return dataflow::RecordSkipped(tx, pod, *tallies);
+    return model::RecordSkipped(tx, pod, *tallies);
   });
 }
 
@@ -165,14 +165,14 @@ Response SaveSourcePosition(ApiContext& ctx, Request& req) {
   if (!body.is_object() || !body.contains("state") || !body["state"].is_object())
     throw ApiError(422, "invalid_source_position", "state: a JSON object is required");
   return Write(ctx, req, [&](pqxx::work& tx, const dataflow::PodIdentity& pod) {
-    return dataflow::SaveSourcePosition(tx, pod, body["state"]);
+    return model::SaveSourcePosition(tx, pod, body["state"]);
   });
 }
 
 Response LoadSourcePosition(ApiContext& ctx, Request& req) {
   Json state;
   ctx.db.Transact([&](pqxx::work& tx) {
-    state = ValueOrThrow(dataflow::LoadSourcePosition(tx, ResolvePod(tx, req)));
+    state = ValueOrThrow(model::LoadSourcePosition(tx, ResolvePod(tx, req)));
   });
   return Response::Ok(Json{{"state", state}});
 }

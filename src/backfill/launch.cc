@@ -6,7 +6,7 @@
 #include "guard/connect_policy.h"
 #include "guard/jsonl_path.h"
 #include "launch/target_launch.h"
-#include "model/connector_work.h"
+#include "model/pipelines/connector_work.h"
 #include "orchestrator/launch_builder.h"
 #include "secrets/configuration_cipher.h"
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "backfill/repository.h"
-#include "model/connector_work.h"
+#include "model/pipelines/connector_work.h"
 #include "secrets/configuration_cipher.h"
 
 namespace sluice::backfill {

@@ -8,9 +8,9 @@
 
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
-#include "model/connectors_repository.h"
-#include "model/datamodels_repository.h"
-#include "model/subscriptions_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/pipelines/datamodels_repository.h"
+#include "model/pipelines/subscriptions_repository.h"
 #include "runtime/worker_repository.h"
 #include "store/provision.h"
 

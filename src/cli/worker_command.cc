@@ -21,6 +21,7 @@
 #include "dataflow/worker_reporter.h"
 #include "guard/connect_policy.h"
 #include "kafka/client_config.h"
+#include "model/pipelines/database_reporter.h"
 
 namespace {
 
@@ -164,9 +165,9 @@ int RunWorkerCommand(const WorkerFlags& flags) {
   sigaction(SIGINT, &sa, nullptr);
   auto reporter = backend ? sluice::dataflow::MakeBackendReporter(*launch, backend->url,
                                                                   backend->token, backend->ca_file)
-                  : launch->report_database_url ? sluice::dataflow::MakeDatabaseReporter(
-                                                      *launch, *launch->report_database_url)
-                                                : sluice::dataflow::MakeNullReporter();
+                  : launch->report_database_url
+                      ? sluice::model::MakeDatabaseReporter(*launch, *launch->report_database_url)
+                      : sluice::dataflow::MakeNullReporter();
   spdlog::info("worker {} ({} shard {}) starting", launch->worker_id.ToString(), launch->kind,
                launch->shard);
   // The env's broker bootstrap, checked here too. A refusal is a

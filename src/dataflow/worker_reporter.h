@@ -1,8 +1,10 @@
 // How a worker process tells the back end about itself: state reports and
 // heartbeats (through Worker::accepts_reported_state under the row lock),
-// production/consumption metrics, and DLQ events. Local workers write to the
-// data-plane database directly; every write goes through the same domain
-// rules and repositories the API uses.
+// production/consumption metrics, and DLQ events. The worker only knows this
+// interface; `sluice worker` (cli/worker_command.cc) picks the transport:
+// the back end's HTTP worker protocol (here), or the data-plane database
+// directly (model/pipelines/database_reporter.h, the back end's own code), both ending
+// in model/pipelines/pod_reports.
 #pragma once
 
 #include <memory>
@@ -16,10 +18,6 @@
 #include "dataflow/subscription_stage.h"
 #include "dataflow/worker_launch.h"
 #include "runtime/worker_state.h"
-
-namespace sluice::store {
-class Database;
-}
 
 namespace sluice::dataflow {
 
@@ -51,23 +49,20 @@ class WorkerReporter {
                                      const DeliveryCounters& counters) = 0;
   virtual common::Status Rejected(const SubscriptionSpec& sub,
                                   const std::vector<RejectedRecord>& records) = 0;
-  // A PostgreSQL source's replication slot (dataflow/pod_reports.h).
+  // A PostgreSQL source's replication slot (dataflow/pod_reports.h; model::ApplySlotReport).
   virtual common::Status Slot(const SlotReport& report) = 0;
-  // A source table's columns changed (DDL at the source; dataflow/pod_reports.h).
+  // A source table's columns changed (DDL at the source; model::RecordColumnChanges).
   virtual common::Status ColumnChanges(const std::vector<ColumnChangeReport>& changes) = 0;
   // Records the source's datamodels skipped as unreadable, one tally per
-  // reason (dataflow/pod_reports.h RecordSkipped).
+  // reason (model::RecordSkipped).
   virtual common::Status Skipped(const std::vector<dataflow::SkippedRecords>& tallies) = 0;
   // The source's own position, kept by the back end for this connector
-  // shard (dataflow/pod_reports.h SaveSourcePosition) so a new pod resumes
+  // shard (model::SaveSourcePosition) so a new pod resumes
   // where the last one got to. Load: null when nothing was saved.
   virtual common::Result<nlohmann::json> LoadSourcePosition() = 0;
   virtual common::Status SaveSourcePosition(const nlohmann::json& state) = 0;
 };
 
-// Reports into the data-plane database at `url`.
-std::unique_ptr<WorkerReporter> MakeDatabaseReporter(const WorkerLaunch& launch,
-                                                     const std::string& url);
 // Reports to the back end's worker endpoints at `api_url` (the HTTP worker
 // protocol) with a token scoped to this pod's worker row and generation.
 // `ca_file`, when not empty, verifies an https back end.

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "model/connectors_repository.h"
+#include "model/pipelines/connectors_repository.h"
 
 namespace sluice::model {
 

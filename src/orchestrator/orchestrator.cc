@@ -8,7 +8,7 @@
 #include "events/connector_events.h"
 #include "license/license.h"
 #include "license/license_repository.h"
-#include "model/connector_work.h"
+#include "model/pipelines/connector_work.h"
 #include "runtime/launch_config.h"
 #include "runtime/worker_repository.h"
 

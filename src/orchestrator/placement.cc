@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "model/connector_work.h"
+#include "model/pipelines/connector_work.h"
 #include "runtime/shard_planner.h"
 #include "secrets/configuration_cipher.h"
 

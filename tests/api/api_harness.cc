@@ -5,8 +5,8 @@
 #include <ctime>
 
 #include "auth/password.h"
-#include "model/sessions_repository.h"
-#include "model/users_repository.h"
+#include "model/access/sessions_repository.h"
+#include "model/access/users_repository.h"
 
 namespace sluice::testing {
 

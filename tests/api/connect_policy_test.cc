@@ -12,8 +12,8 @@
 #include "connectors/targets/postgres_target.h"
 #include "guard/connect_policy.h"
 #include "guard/postgres_conninfo.h"
-#include "model/connectors_repository.h"
-#include "model/warehouses_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/transformations/warehouses_repository.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::testing {

@@ -3,6 +3,7 @@
 // safe_wal_size; a change of level is one event (warn, critical, cleared),
 // and a lost slot is an event naming it.
 #include "dataflow/pod_reports.h"
+#include "model/pipelines/pod_reports.h"
 #include "monitoring/monitoring_harness.h"
 #include "monitoring/prometheus_text.h"
 
@@ -14,7 +15,7 @@ class SlotHealthApi : public MonitoringHarness {
   void Report(const dataflow::SlotReport& r) {
     dataflow::PodIdentity pod{common::Uuid::V4(), *common::Uuid::Parse(source_), common::Uuid::V4(),
                               0};
-    auto st = db().Transact([&](pqxx::work& tx) { return dataflow::ApplySlotReport(tx, pod, r); });
+    auto st = db().Transact([&](pqxx::work& tx) { return model::ApplySlotReport(tx, pod, r); });
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   static dataflow::SlotReport Reading(std::int64_t lag, const std::string& level,

@@ -15,11 +15,11 @@
 #include "connectors/types/connector_types.h"
 #include "dataflow/worker_launch.h"
 #include "metrics/snapshot.h"
-#include "model/connectors_repository.h"
-#include "model/datamodels_repository.h"
 #include "model/json_fields.h"
-#include "model/pipelines_repository.h"
-#include "model/subscriptions_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/pipelines/datamodels_repository.h"
+#include "model/pipelines/pipelines_repository.h"
+#include "model/pipelines/subscriptions_repository.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "model/access.h"
+#include "model/access/access.h"
 
 namespace sluice::model {
 namespace {

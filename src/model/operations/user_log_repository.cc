@@ -1,4 +1,4 @@
-#include "model/user_log_repository.h"
+#include "model/operations/user_log_repository.h"
 
 #include "model/sql_util.h"
 

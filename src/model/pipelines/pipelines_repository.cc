@@ -1,7 +1,7 @@
-#include "model/pipelines_repository.h"
+#include "model/pipelines/pipelines_repository.h"
 
-#include "model/connectors_repository.h"
-#include "model/datamodels_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/pipelines/datamodels_repository.h"
 #include "model/repository_fields.h"
 #include "model/sql_util.h"
 

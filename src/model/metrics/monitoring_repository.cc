@@ -1,14 +1,14 @@
-#include "model/monitoring_repository.h"
+#include "model/metrics/monitoring_repository.h"
 
 #include <algorithm>
 
-#include "model/access.h"
-#include "model/connectors_repository.h"
-#include "model/datamodels_repository.h"
-#include "model/pipelines_repository.h"
+#include "model/access/access.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/pipelines/datamodels_repository.h"
+#include "model/pipelines/pipelines_repository.h"
+#include "model/pipelines/subscriptions_repository.h"
+#include "model/pipelines/topic_ownership.h"
 #include "model/sql_util.h"
-#include "model/subscriptions_repository.h"
-#include "model/topic_ownership.h"
 
 namespace sluice::model {
 

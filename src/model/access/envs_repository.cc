@@ -1,4 +1,4 @@
-#include "model/envs_repository.h"
+#include "model/access/envs_repository.h"
 
 #include <algorithm>
 

@@ -10,8 +10,8 @@
 
 #include "auth/authorizer.h"
 #include "common/uuid.h"
+#include "model/access/principal.h"
 #include "model/error.h"
-#include "model/principal.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::model {

@@ -1,4 +1,4 @@
-#include "model/requests_repository.h"
+#include "model/access/requests_repository.h"
 
 #include "model/sql_util.h"
 

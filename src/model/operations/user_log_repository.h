@@ -7,8 +7,8 @@
 #include <string>
 
 #include "common/uuid.h"
+#include "model/access/principal.h"
 #include "model/error.h"
-#include "model/principal.h"
 
 namespace sluice::model {
 

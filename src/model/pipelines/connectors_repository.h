@@ -11,8 +11,8 @@
 #include "auth/authorizer.h"
 #include "common/uuid.h"
 #include "connectors/types/connector_types.h"
+#include "model/access/principal.h"
 #include "model/error.h"
-#include "model/principal.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::model {

@@ -1,4 +1,4 @@
-#include "model/topic_ownership.h"
+#include "model/pipelines/topic_ownership.h"
 
 #include <algorithm>
 

@@ -7,10 +7,10 @@
 #include <pqxx/pqxx>
 
 #include "auth/authorizer.h"
-#include "model/envs_repository.h"
+#include "model/access/envs_repository.h"
+#include "model/access/principal.h"
+#include "model/access/teams_repository.h"
 #include "model/error.h"
-#include "model/principal.h"
-#include "model/teams_repository.h"
 
 namespace sluice::model {
 

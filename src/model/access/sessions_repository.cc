@@ -1,4 +1,4 @@
-#include "model/sessions_repository.h"
+#include "model/access/sessions_repository.h"
 
 #include "common/hex.h"
 

@@ -1,7 +1,7 @@
-#include "model/connectors_repository.h"
+#include "model/pipelines/connectors_repository.h"
 
 #include "connectors/types/config_validation.h"
-#include "model/access.h"
+#include "model/access/access.h"
 #include "model/config_keys.h"
 #include "model/json_fields.h"
 #include "model/repository_fields.h"

@@ -1,4 +1,4 @@
-#include "model/connector_work.h"
+#include "model/pipelines/connector_work.h"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/uuid.h"
-#include "model/envs_repository.h"
+#include "model/access/envs_repository.h"
 #include "model/error.h"
 
 namespace sluice::model {

@@ -1,8 +1,8 @@
-#include "model/warehouses_repository.h"
+#include "model/transformations/warehouses_repository.h"
 
 #include "connectors/types/config_validation.h"
 #include "model/config_keys.h"
-#include "model/connectors_repository.h"
+#include "model/pipelines/connectors_repository.h"
 #include "model/repository_fields.h"
 #include "model/sql_util.h"
 

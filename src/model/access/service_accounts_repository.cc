@@ -1,4 +1,4 @@
-#include "model/service_accounts_repository.h"
+#include "model/access/service_accounts_repository.h"
 
 #include "model/sql_util.h"
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "model/connectors_repository.h"
+#include "model/access/principal.h"
 #include "model/error.h"
 #include "model/json_fields.h"
-#include "model/principal.h"
+#include "model/pipelines/connectors_repository.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::model {
@@ -37,7 +37,7 @@ Json DatamodelJson(const DatamodelRow& d);
 void ReadDatamodelFields(FieldReader& f, DatamodelRow& d, bool create);
 // Fills source_topic/target_topic the way the source publishes when the
 // caller named none, and checks the error-table target is the team's.
-// The topics and group it names must be the team's to use (model/topic_ownership.h);
+// The topics and group it names must be the team's to use (model/pipelines/topic_ownership.h);
 // on an update (`before`: the stored row) only those it changes are checked,
 // so a row from before owners existed still takes unrelated changes.
 void CompleteDatamodel(pqxx::work& tx, const secrets::KeyRing& keys, const ConnectorRow& source,

@@ -1,4 +1,4 @@
-#include "model/teams_repository.h"
+#include "model/access/teams_repository.h"
 
 #include "model/repository_fields.h"
 #include "model/sql_util.h"

@@ -1,12 +1,12 @@
-#include "model/subscriptions_repository.h"
+#include "model/pipelines/subscriptions_repository.h"
 
 #include "model/connect_checks.h"
-#include "model/connectors_repository.h"
-#include "model/datamodels_repository.h"
-#include "model/pipelines_repository.h"
+#include "model/pipelines/connectors_repository.h"
+#include "model/pipelines/datamodels_repository.h"
+#include "model/pipelines/pipelines_repository.h"
+#include "model/pipelines/topic_ownership.h"
 #include "model/repository_fields.h"
 #include "model/sql_util.h"
-#include "model/topic_ownership.h"
 
 namespace sluice::model {
 namespace {

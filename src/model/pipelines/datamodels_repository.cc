@@ -1,10 +1,10 @@
-#include "model/datamodels_repository.h"
+#include "model/pipelines/datamodels_repository.h"
 
 #include "connectors/types/config_validation.h"
 #include "events/events_topic.h"
+#include "model/pipelines/topic_ownership.h"
 #include "model/repository_fields.h"
 #include "model/sql_util.h"
-#include "model/topic_ownership.h"
 
 namespace sluice::model {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/uuid.h"
-#include "model/connectors_repository.h"
+#include "model/pipelines/connectors_repository.h"
 #include "secrets/key_ring.h"
 
 namespace sluice::model {

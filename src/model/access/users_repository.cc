@@ -1,6 +1,6 @@
-#include "model/users_repository.h"
+#include "model/access/users_repository.h"
 
-#include "model/sessions_repository.h"
+#include "model/access/sessions_repository.h"
 #include "model/sql_util.h"
 
 namespace sluice::model {
