@@ -77,14 +77,7 @@ class SourceDdl : public ::testing::Test {
   }
 
   void Run(const std::string& name, const json& config) {
-    auto path = (dir_ / (name + ".json")).string();
-    std::ofstream(path) << config.dump(2);
-    if (!supervisor_)
-      supervisor_ = std::make_unique<runtime::ProcessSupervisor>(
-          runtime::SupervisorOptions{.initial_backoff = 200ms, .max_backoff = 2000ms});
-    supervisor_->Ensure(name, {{std::getenv("SLUICE_BIN"), "worker", "--config", path},
-                               {},
-                               (dir_ / (name + ".log")).string()});
+    sluice::testing::SuperviseWorker(supervisor_, dir_, name, config);
   }
 
   // A source worker over `tables` reporting into the plane, and a target

@@ -102,13 +102,7 @@ class EndToEnd : public ::testing::Test {
   // A worker's launch config: fresh ids, this test's broker, and `body`
   // (source or target, subscriptions, datamodels, ...) merged in.
   json WorkerConfig(const std::string& kind, const json& body) {
-    json config = {{"worker_id", common::Uuid::V4().ToString()},
-                   {"connector_id", common::Uuid::V4().ToString()},
-                   {"generation", common::Uuid::V4().ToString()},
-                   {"kind", kind},
-                   {"broker", {{"bootstrap_servers", broker_.bootstrap()}}}};
-    config.update(body);
-    return config;
+    return sluice::testing::WorkerLaunchConfig(kind, broker_.bootstrap(), body);
   }
   // A target worker into this test's target database.
   json TargetConfig(const json& subscriptions) {

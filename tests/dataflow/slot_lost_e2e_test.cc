@@ -63,25 +63,12 @@ class LostSlotEndToEnd : public ::testing::Test {
   }
 
   json WorkerConfig(const std::string& kind, const json& body) {
-    json config = {{"worker_id", common::Uuid::V4().ToString()},
-                   {"connector_id", common::Uuid::V4().ToString()},
-                   {"generation", common::Uuid::V4().ToString()},
-                   {"kind", kind},
-                   {"broker", {{"bootstrap_servers", broker_.bootstrap()}}}};
-    config.update(body);
-    return config;
+    return sluice::testing::WorkerLaunchConfig(kind, broker_.bootstrap(), body);
   }
   // `sluice worker` supervised as `name`; the same launch file on a
   // restart, so the same state file beside it.
   void RunWorker(const std::string& name, const json& config) {
-    if (!supervisor_)
-      supervisor_ = std::make_unique<runtime::ProcessSupervisor>(
-          runtime::SupervisorOptions{.initial_backoff = 200ms, .max_backoff = 2000ms});
-    auto path = (dir_ / (name + ".json")).string();
-    std::ofstream(path) << config.dump(2);
-    supervisor_->Ensure(name, {{std::getenv("SLUICE_BIN"), "worker", "--config", path},
-                               {},
-                               (dir_ / (name + ".log")).string()});
+    sluice::testing::SuperviseWorker(supervisor_, dir_, name, config);
   }
   void RunSource() {
     RunWorker(

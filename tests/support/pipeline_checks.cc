@@ -112,4 +112,29 @@ std::string LogTails(const std::filesystem::path& dir, std::size_t tail) {
   return out;
 }
 
+nlohmann::json WorkerLaunchConfig(const std::string& kind, const std::string& bootstrap,
+                                  const nlohmann::json& body) {
+  nlohmann::json config = {{"worker_id", common::Uuid::V4().ToString()},
+                           {"connector_id", common::Uuid::V4().ToString()},
+                           {"generation", common::Uuid::V4().ToString()},
+                           {"kind", kind},
+                           {"broker", {{"bootstrap_servers", bootstrap}}}};
+  config.update(body);
+  return config;
+}
+
+void SuperviseWorker(std::unique_ptr<runtime::ProcessSupervisor>& supervisor,
+                     const std::filesystem::path& dir, const std::string& name,
+                     const nlohmann::json& config) {
+  using namespace std::chrono_literals;
+  if (!supervisor)
+    supervisor = std::make_unique<runtime::ProcessSupervisor>(
+        runtime::SupervisorOptions{.initial_backoff = 200ms, .max_backoff = 2000ms});
+  auto path = (dir / (name + ".json")).string();
+  std::ofstream(path) << config.dump(2);
+  supervisor->Ensure(name, {{std::getenv("SLUICE_BIN"), "worker", "--config", path},
+                            {},
+                            (dir / (name + ".log")).string()});
+}
+
 }  // namespace sluice::testing

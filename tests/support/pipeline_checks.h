@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
+#include "runtime/process_supervisor.h"
 #include "runtime/worker.h"
 #include "store/database.h"
 
@@ -54,5 +57,18 @@ std::string LogTails(const std::filesystem::path& dir,
 // The same of every *.log under `dir`, subfolders included (a worker's
 // or loader's run directory); "" when `dir` does not exist.
 std::string LogTails(const std::filesystem::path& dir, std::size_t tail = 3000);
+
+// A worker's launch config: fresh ids, the broker at `bootstrap`, and
+// `body` (source or target, subscriptions, datamodels, ...) merged in.
+nlohmann::json WorkerLaunchConfig(const std::string& kind, const std::string& bootstrap,
+                                  const nlohmann::json& body);
+
+// `sluice worker` (SLUICE_BIN) with `config`, supervised as `name` by
+// `supervisor` (made on first use, restarting within 2 s): its launch file
+// is `dir`/<name>.json, the same on a restart so its state file is found
+// again, and its log `dir`/<name>.log.
+void SuperviseWorker(std::unique_ptr<runtime::ProcessSupervisor>& supervisor,
+                     const std::filesystem::path& dir, const std::string& name,
+                     const nlohmann::json& config);
 
 }  // namespace sluice::testing

@@ -22,6 +22,7 @@
 #include "runtime/worker_repository.h"
 #include "store/database.h"
 #include "support/mariadb_server.h"
+#include "support/pipeline_checks.h"
 #include "support/test_database.h"
 
 namespace sluice::connectors::mysql {
@@ -78,24 +79,11 @@ class MysqlEndToEnd : public ::testing::Test {
   }
 
   json WorkerConfig(const std::string& kind, const json& body) {
-    json config = {{"worker_id", common::Uuid::V4().ToString()},
-                   {"connector_id", common::Uuid::V4().ToString()},
-                   {"generation", common::Uuid::V4().ToString()},
-                   {"kind", kind},
-                   {"broker", {{"bootstrap_servers", broker_.bootstrap()}}}};
-    config.update(body);
-    return config;
+    return sluice::testing::WorkerLaunchConfig(kind, broker_.bootstrap(), body);
   }
 
   void RunWorker(const std::string& name, const json& config) {
-    if (!supervisor_)
-      supervisor_ = std::make_unique<runtime::ProcessSupervisor>(
-          runtime::SupervisorOptions{.initial_backoff = 200ms, .max_backoff = 2000ms});
-    auto path = (dir_ / (name + ".json")).string();
-    std::ofstream(path) << config.dump(2);
-    supervisor_->Ensure(name, {{std::getenv("SLUICE_BIN"), "worker", "--config", path},
-                               {},
-                               (dir_ / (name + ".log")).string()});
+    sluice::testing::SuperviseWorker(supervisor_, dir_, name, config);
   }
 
   MysqlSourceOptions SourceOptions() {
