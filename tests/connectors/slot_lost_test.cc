@@ -15,6 +15,7 @@
 #include "connectors/postgres/postgres_source.h"
 #include "memory_sink.h"
 #include "store/embedded_cluster.h"
+#include "support/test_database.h"
 
 namespace sluice::connectors::postgres {
 namespace {
@@ -27,17 +28,10 @@ class LostSlotTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = "/tmp/sluice-slot-lost-" + common::Uuid::V4().ToString().substr(0, 8);
-    store::EmbeddedClusterOptions o;
-    o.dir = dir_;
-    o.durable = false;
-    auto cluster = store::EmbeddedCluster::Start(o);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-    cluster_ = std::move(cluster).value();
-    // With the password itself: the source refuses libpq's passfile.
-    auto password = cluster_->PasswordOf("postgres");
-    ASSERT_TRUE(password.ok()) << password.status().ToString();
-    url_ = fmt::format("host=127.0.0.1 port={} dbname=postgres user=postgres password={}",
-                       cluster_->port(), *password);
+    auto own = sluice::testing::StartPrivateCluster(dir_);
+    ASSERT_TRUE(own.ok()) << own.status().ToString();
+    cluster_ = std::move(own->cluster);
+    url_ = own->url;
   }
   void TearDown() override {
     if (cluster_) (void)cluster_->Stop();

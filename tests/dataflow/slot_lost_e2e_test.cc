@@ -32,17 +32,10 @@ class LostSlotEndToEnd : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() /
            ("sluice-slot-lost-e2e-" + common::Uuid::V4().ToString().substr(0, 8));
     std::filesystem::create_directories(dir_);
-    store::EmbeddedClusterOptions o;
-    o.dir = (dir_ / "source-cluster").string();
-    o.durable = false;
-    auto cluster = store::EmbeddedCluster::Start(o);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-    cluster_ = std::move(cluster).value();
-    // With the password itself: the source refuses libpq's passfile.
-    auto password = cluster_->PasswordOf("postgres");
-    ASSERT_TRUE(password.ok()) << password.status().ToString();
-    source_url_ = fmt::format("host=127.0.0.1 port={} dbname=postgres user=postgres password={}",
-                              cluster_->port(), *password);
+    auto own = sluice::testing::StartPrivateCluster((dir_ / "source-cluster").string());
+    ASSERT_TRUE(own.ok()) << own.status().ToString();
+    cluster_ = std::move(own->cluster);
+    source_url_ = own->url;
   }
   void TearDown() override {
     supervisor_.reset();

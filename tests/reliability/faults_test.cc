@@ -61,18 +61,10 @@ class Faults : public ::testing::Test {
 
   // A source in a cluster of its own, so that it can really be restarted.
   void UseOwnSourceCluster() {
-    store::EmbeddedClusterOptions o;
-    o.dir = (dir_ / "source-pg").string();
-    o.durable = false;
-    auto cluster = store::EmbeddedCluster::Start(o);
-    ASSERT_TRUE(cluster.ok()) << cluster.status().message();
-    own_source_ = std::move(cluster).value();
-    // With the password itself: a worker's configuration may not name a
-    // passfile (the connect policy refuses it).
-    auto password = own_source_->PasswordOf("postgres");
-    ASSERT_TRUE(password.ok()) << password.status().message();
-    source_url_ = fmt::format("postgresql://postgres:{}@127.0.0.1:{}/postgres", *password,
-                              own_source_->port());
+    auto own = sluice::testing::StartPrivateCluster((dir_ / "source-pg").string());
+    ASSERT_TRUE(own.ok()) << own.status().message();
+    own_source_ = std::move(own->cluster);
+    source_url_ = own->url;
   }
 
   void Source(const std::string& sql) {

@@ -96,4 +96,19 @@ TestDatabase::~TestDatabase() {
   }
 }
 
+common::Result<PrivateCluster> StartPrivateCluster(const std::string& dir) {
+  store::EmbeddedClusterOptions o;
+  o.dir = dir;
+  o.durable = false;
+  auto cluster = store::EmbeddedCluster::Start(o);
+  if (!cluster.ok()) return cluster.status();
+  auto password = (*cluster)->PasswordOf("postgres");
+  if (!password.ok()) return password.status();
+  PrivateCluster out;
+  out.url =
+      fmt::format("postgresql://postgres:{}@127.0.0.1:{}/postgres", *password, (*cluster)->port());
+  out.cluster = std::move(cluster).value();
+  return out;
+}
+
 }  // namespace sluice::testing

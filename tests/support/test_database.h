@@ -3,9 +3,23 @@
 // database per test, cloned from a template so each costs milliseconds.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "common/status.h"
+#include "store/embedded_cluster.h"
+
 namespace sluice::testing {
+
+// A PostgreSQL cluster of a test's own, not durable, in `dir`: for a
+// server-wide setting the shared cluster must not get, or a restart. `url`
+// is its superuser's libpq URL with the password itself (a worker's or
+// source's configuration may not name a passfile).
+struct PrivateCluster {
+  std::unique_ptr<store::EmbeddedCluster> cluster;
+  std::string url;
+};
+common::Result<PrivateCluster> StartPrivateCluster(const std::string& dir);
 
 // libpq URL of database `dbname` on the test cluster, as its superuser with
 // the password (the cluster authenticates with SCRAM, like every embedded one).
