@@ -6,6 +6,7 @@
 # into the same destination DDL (primary key included). Prints rows/s of
 # both (the best of ROUNDS alternating runs each) and the ratio loader/COPY.
 #   ROWS=1000000 PARTITIONS=4 CHUNK=20000 ROUNDS=2 bash bench/backfill/run.sh
+# SLUICE_BENCH_WRAP="cmd" runs the loader under cmd (e.g. deploy/image-worker-wrap.sh).
 set -euo pipefail
 ROWS=${ROWS:-1000000}
 PARTITIONS=${PARTITIONS:-4}
@@ -64,7 +65,7 @@ for round in $(seq "${ROUNDS:-2}"); do
   if [ -z "$best_copy" ] || [ "$(echo "$s < $best_copy" | bc)" = 1 ]; then best_copy=$s; fi
   fresh
   t2=$(now)
-  "$BIN" loader --config "$DIR/loader.json" >"$DIR/loader.log" 2>&1 || { cat "$DIR/loader.log"; exit 1; }
+  ${SLUICE_BENCH_WRAP:-} "$BIN" loader --config "$DIR/loader.json" >"$DIR/loader.log" 2>&1 || { cat "$DIR/loader.log"; exit 1; }
   t3=$(now)
   loader_rows=$(psql "$DST" -qXtA -c "SELECT count(*) FROM orders_copy")
   s=$(echo "$t3 - $t2" | bc)
