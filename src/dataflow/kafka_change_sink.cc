@@ -81,9 +81,12 @@ Status KafkaChangeSink::CaughtUp() {
   // part out cost a send per read (3.6 per 10-row transaction at 10k/s).
   if (checkpoints_.empty() || checkpoints_.back().first < sent_now_below_) return Pump();
   // Bounded: a slow broker must not hold the source off new changes for
-  // long. What is still outstanding then is sent again at the next call.
-  if (producer_.SendQueuedNow(std::chrono::milliseconds(50))) sent_now_below_ = next_id_;
-  return Pump();
+  // long. What is still outstanding then (a message whose topic librdkafka
+  // had not looked up yet is queued only after) is sent again next call.
+  auto flushed = producer_.Flush(std::chrono::milliseconds(50));
+  if (!flushed.ok()) return Pump();
+  sent_now_below_ = next_id_;
+  return Absorb(*flushed);
 }
 
 Status KafkaChangeSink::Flush() {

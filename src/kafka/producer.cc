@@ -86,6 +86,7 @@ std::vector<Delivery> Producer::TakeDeliveries() {
 }
 
 Result<std::vector<Delivery>> Producer::Flush(std::chrono::milliseconds timeout) {
+  // librdkafka treats linger as elapsed while a flush is under way.
   auto rc = producer_->flush(static_cast<int>(timeout.count()));
   producer_->poll(0);
   if (rc != RdKafka::ERR_NO_ERROR) {
@@ -93,12 +94,6 @@ Result<std::vector<Delivery>> Producer::Flush(std::chrono::milliseconds timeout)
         fmt::format("flush: {} messages still unacknowledged", producer_->outq_len()));
   }
   return reporter_->Take();
-}
-
-bool Producer::SendQueuedNow(std::chrono::milliseconds max_wait) {
-  // librdkafka treats linger as elapsed while a flush is under way; a
-  // message whose topic it had not looked up yet may only be queued after.
-  return producer_->flush(static_cast<int>(max_wait.count())) == RdKafka::ERR_NO_ERROR;
 }
 
 int Producer::outstanding() const { return producer_->outq_len(); }

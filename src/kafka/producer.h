@@ -57,14 +57,9 @@ class Producer {
 
   // Waits until every queued message is acked or failed, then returns the
   // deliveries since the last call. Unavailable if the timeout passes first
-  // (the outstanding ones are still reported by a later call).
+  // (the outstanding ones are still reported by a later call). What is
+  // queued goes out at once, its linger cut short.
   common::Result<std::vector<Delivery>> Flush(std::chrono::milliseconds timeout);
-
-  // Sends what is queued now instead of at the end of its linger: for a
-  // caller that has nothing more to send soon. Waits at most `max_wait` for
-  // the acknowledgements (TakeDeliveries reports them as usual); false when
-  // some are still outstanding.
-  bool SendQueuedNow(std::chrono::milliseconds max_wait);
 
   int outstanding() const;
 
