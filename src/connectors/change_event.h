@@ -74,6 +74,9 @@ struct ChangeEvent {
   Lsn commit_lsn = 0;  // its transaction's commit record
   std::uint32_t xid = 0;
   std::int64_t commit_time_micros = 0;  // since the Unix epoch; 0 for reads
+
+  // A truncate of `schema`'s table on its topic (no position set).
+  static ChangeEvent TruncateOf(const TableSchema& schema);
 };
 
 }  // namespace sluice::connectors

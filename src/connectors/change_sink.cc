@@ -12,6 +12,15 @@ std::vector<std::string> TableSchema::KeyColumns() const {
   return keys;
 }
 
+ChangeEvent ChangeEvent::TruncateOf(const TableSchema& schema) {
+  ChangeEvent e;
+  e.op = common::ChangeOp::kTruncate;
+  e.table = schema.table;
+  e.topic = schema.topic;
+  e.schema_version = schema.version;
+  return e;
+}
+
 void ChangeSink::SetAckCallback(AckCallback callback) {
   std::lock_guard lock(mu_);
   callback_ = std::move(callback);

@@ -380,11 +380,7 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
     }
     SLUICE_RETURN_IF_ERROR(Announce(schema));
     if (tp.truncate_first) {
-      ChangeEvent e;
-      e.op = common::ChangeOp::kTruncate;
-      e.table = schema.table;
-      e.topic = schema.topic;
-      e.schema_version = schema.version;
+      auto e = ChangeEvent::TruncateOf(schema);
       SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
       if (metrics_) metrics_->Record(e.topic, e.op);
       // Reported (so not sent again) only with the first chunk's flush.

@@ -95,11 +95,7 @@ Status ChangeAssembler::Apply(const PgOutputMessage& message, Lsn wal_start, std
               return common::FailedPrecondition(
                   fmt::format("TRUNCATE of relation {} before its Relation message", id));
             }
-            ChangeEvent e;
-            e.op = common::ChangeOp::kTruncate;
-            e.table = it->second.schema.table;
-            e.topic = it->second.schema.topic;
-            e.schema_version = it->second.schema.version;
+            auto e = ChangeEvent::TruncateOf(it->second.schema);
             e.lsn = current_lsn_;
             SLUICE_RETURN_IF_ERROR(Deliver(m.xid, std::move(e)));
           }

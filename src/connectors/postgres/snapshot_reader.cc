@@ -129,11 +129,7 @@ Status ReadTable(pqxx::nontransaction& tx, const SnapshotOptions& options, Table
     if (*chunks_left == 0) return Status::Ok();
     if (progress->truncate_first) {
       // Before any row of the table: the target empties it, the rows refill it.
-      ChangeEvent e;
-      e.op = common::ChangeOp::kTruncate;
-      e.table = schema.table;
-      e.topic = schema.topic;
-      e.schema_version = schema.version;
+      auto e = ChangeEvent::TruncateOf(schema);
       SLUICE_RETURN_IF_ERROR(sink->Emit(e));
       if (metrics) metrics->Record(e.topic, e.op);
       // Reported (so not sent again) only with the chunk's flush below.
