@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "common/time.h"
 #include "connectors/mysql/mysql_source.h"
@@ -15,6 +17,7 @@
 #include "dataflow/datamodel_stage.h"
 #include "dataflow/kafka_change_sink.h"
 #include "dataflow/worker_metrics.h"
+#include "kafka/consumer.h"
 #include "kafka/producer.h"
 
 namespace sluice::dataflow {
@@ -35,6 +38,36 @@ int Fail(WorkerReporter& reporter, WorkerMetrics& wm, const common::Status& stat
   (void)reporter.ReportState(WorkerState::kError, status.message());
   return 1;
 }
+
+// How one thread takes turns at a worker's stages (subscriptions or
+// datamodels). One stage blocks in its own poll. Several are each polled
+// without waiting, and a round in which none had anything ends asleep until
+// a record arrives for any of them: taking turns at blocking on each made a
+// worker with ten subscriptions wait out nine empty polls per batch.
+class StageTurns {
+ public:
+  // Declare it before the stages: their consumers write to it until closed.
+  template <typename Stage>
+  void Serve(const std::vector<std::unique_ptr<Stage>>& stages) {
+    several_ = stages.size() > 1;
+    if (several_)
+      for (const auto& stage : stages) stage->WakeOnArrival(arrival_);
+  }
+  std::chrono::milliseconds poll_timeout() const {
+    return std::chrono::milliseconds(several_ ? 0 : 200);
+  }
+  void Ran(bool found_nothing) { found_any_ = found_any_ || !found_nothing; }
+  // Ends a round: when several stages all found nothing, sleeps up to `limit`.
+  void EndRound(std::chrono::milliseconds limit) {
+    if (several_ && !found_any_) arrival_.Wait(limit);
+    found_any_ = false;
+  }
+
+ private:
+  kafka::ArrivalWakeup arrival_;
+  bool several_ = false;
+  bool found_any_ = false;
+};
 
 // The source's datamodel stages, on their own thread so neither the WAL
 // reader nor the republishing waits on the other's polls. The records they
@@ -81,22 +114,16 @@ class DatamodelRunner {
 
  private:
   void Loop() {
-    // As the target loop: one stage blocks in its poll; several are polled
-    // without waiting, sleeping only when none had anything.
-    const bool take_turns = stages_.size() > 1;
-    if (take_turns)
-      for (auto& stage : stages_) stage->WakeOnArrival(arrival_);
-    const auto timeout = std::chrono::milliseconds(take_turns ? 0 : 200);
+    turns_.Serve(stages_);
     while (!stop_) {
-      bool found_any = false;
       for (auto& stage : stages_) {
         common::Status st;
         try {
-          st = stage->RunOnce(timeout);
+          st = stage->RunOnce(turns_.poll_timeout());
         } catch (const std::exception& e) {
           st = common::Internal(e.what());
         }
-        if (!stage->found_nothing()) found_any = true;
+        turns_.Ran(stage->found_nothing());
         if (auto skipped = stage->TakeSkipped(); !skipped.empty()) {
           std::lock_guard lock(mu_);
           MergeSkipped(skipped_, skipped);
@@ -108,10 +135,10 @@ class DatamodelRunner {
           return;
         }
       }
-      if (take_turns && !found_any) arrival_.Wait(std::chrono::milliseconds(200));
+      turns_.EndRound(std::chrono::milliseconds(200));
     }
   }
-  kafka::ArrivalWakeup arrival_;  // outlives the consumers that write to it
+  StageTurns turns_;
   std::vector<std::unique_ptr<DatamodelStage>> stages_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
@@ -469,7 +496,7 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
 
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
-  kafka::ArrivalWakeup arrival;  // outlives the consumers that write to it
+  StageTurns turns;
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
   auto registry = launch.registry_url
                       ? std::make_shared<RegistryClient>(
@@ -498,17 +525,12 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   for (const auto& stage : stages)
     lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
   LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
-  // One subscription blocks in its own poll. Several are each polled
-  // without waiting, and the loop sleeps only when none had anything, until
-  // a record arrives for any of them.
-  const bool take_turns = stages.size() > 1;
-  if (take_turns)
-    for (auto& stage : stages) stage->WakeOnArrival(arrival);
+  turns.Serve(stages);
   while (!stop) {
     // With no subscription there is nothing to poll, and nothing would wait:
     // an idle target spun a whole core (found by bench/api).
     if (stages.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    bool ran = false, found_any = false;
+    bool ran = false;
     auto earliest = Steady::now() + std::chrono::milliseconds(200);
     for (std::size_t i = 0; i < stages.size(); ++i) {
       auto& stage = stages[i];
@@ -519,8 +541,8 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
         continue;
       }
       ran = true;
-      auto st = stage->RunOnce(std::chrono::milliseconds(take_turns ? 0 : 200));
-      if (!stage->found_nothing()) found_any = true;
+      auto st = stage->RunOnce(turns.poll_timeout());
+      turns.Ran(stage->found_nothing());
       (void)reporter.Rejected(stage->spec(), stage->TakeRejected());
       if (st.ok()) {
         retry = {};
@@ -561,8 +583,8 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     if (!ran && !stages.empty())
       std::this_thread::sleep_until(
           std::min(earliest, Steady::now() + std::chrono::milliseconds(200)));
-    else if (take_turns && !found_any)
-      arrival.Wait(std::chrono::duration_cast<std::chrono::milliseconds>(
+    else
+      turns.EndRound(std::chrono::duration_cast<std::chrono::milliseconds>(
           std::min(earliest - Steady::now(), Steady::duration(std::chrono::milliseconds(200)))));
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
