@@ -5,7 +5,7 @@
 # between the same two databases of one throwaway cluster, in the same run,
 # into the same destination DDL (primary key included). Prints rows/s of
 # both (the best of ROUNDS alternating runs each) and the ratio loader/COPY.
-#   ROWS=1000000 PARTITIONS=4 CHUNK=20000 ROUNDS=2 bash bench/backfill/run.sh
+#   ROWS=1000000 PARTITIONS=4 CHUNK=20000 ROUNDS=2 COLUMNS=5 bash bench/backfill/run.sh
 # SLUICE_BENCH_WRAP="cmd" runs the loader under cmd (e.g. deploy/image-worker-wrap.sh).
 set -euo pipefail
 ROWS=${ROWS:-1000000}
@@ -32,14 +32,32 @@ WBASE=${BASE/postgres@/postgres:$PW@}
 # and not the other swung the COPY pipe by a third between runs.
 psql "$URL" -qX -c "CREATE DATABASE bf_src" -c "CREATE DATABASE bf_dst" \
   -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
-echo "populating $ROWS rows..."
-psql "$SRC" -qX -c "CREATE TABLE orders (id bigint PRIMARY KEY, label text NOT NULL,
-  amount numeric(12,2), at timestamptz, doc jsonb)" \
-  -c "INSERT INTO orders SELECT g, 'row ' || g, g * 1.25,
-      timestamptz '2024-01-01' + g * interval '1 second', jsonb_build_object('g', g, 'tag', 'x')
-      FROM generate_series(1, $ROWS) g" -c "VACUUM (FREEZE, ANALYZE) orders" >/dev/null
-DDL="CREATE TABLE orders_copy (id bigint PRIMARY KEY, label text NOT NULL, amount numeric,
-  at timestamptz, doc jsonb)"
+# COLUMNS=5 (default): id, label, amount, at, doc. COLUMNS=N>5: id, label,
+# then N-2 columns cycling integer, text, numeric(12,2), timestamptz and
+# boolean, the width mix of bench/cdc/mixed.sh's widest table.
+COLUMNS=${COLUMNS:-5}
+if [ "$COLUMNS" -le 5 ]; then
+  SRC_COLS="id bigint PRIMARY KEY, label text NOT NULL, amount numeric(12,2), at timestamptz, doc jsonb"
+  VALUES="g, 'row ' || g, g * 1.25, timestamptz '2024-01-01' + g * interval '1 second',
+      jsonb_build_object('g', g, 'tag', 'x')"
+  DST_COLS="id bigint PRIMARY KEY, label text NOT NULL, amount numeric, at timestamptz, doc jsonb"
+  COLUMN_NAMES="id, label, amount, at, doc"
+else
+  TYPES=(integer text "numeric(12,2)" timestamptz boolean)
+  EXPRS=("(g % 100000)::integer" "'t-' || g" "(g * 1.25)::numeric(12,2)"
+    "timestamptz '2024-01-01' + g * interval '1 second'" "g % 2 = 0")
+  SRC_COLS="id bigint PRIMARY KEY, label text NOT NULL" VALUES="g, 'row ' || g" COLUMN_NAMES="id, label"
+  for c in $(seq 3 "$COLUMNS"); do
+    k=$(( (c - 3) % 5 ))
+    SRC_COLS+=", c$c ${TYPES[$k]}" VALUES+=", ${EXPRS[$k]}" COLUMN_NAMES+=", c$c"
+  done
+  DST_COLS=$SRC_COLS
+fi
+echo "populating $ROWS rows of $COLUMNS columns..."
+psql "$SRC" -qX -c "CREATE TABLE orders ($SRC_COLS)" \
+  -c "INSERT INTO orders SELECT $VALUES FROM generate_series(1, $ROWS) g" \
+  -c "VACUUM (FREEZE, ANALYZE) orders" >/dev/null
+DDL="CREATE TABLE orders_copy ($DST_COLS)"
 now() { date +%s.%N; }
 
 cat >"$DIR/loader.json" <<JSON
@@ -57,7 +75,7 @@ best_copy="" best_loader="" copy_rows=0 loader_rows=0
 for round in $(seq "${ROUNDS:-2}"); do
   fresh
   t0=$(now)
-  psql "$SRC" -qX -c "COPY (SELECT id, label, amount, at, doc FROM orders) TO STDOUT" |
+  psql "$SRC" -qX -c "COPY (SELECT $COLUMN_NAMES FROM orders) TO STDOUT" |
     psql "$DST" -qX -c "COPY orders_copy FROM STDIN"
   t1=$(now)
   copy_rows=$(psql "$DST" -qXtA -c "SELECT count(*) FROM orders_copy")
@@ -74,8 +92,9 @@ done
 t0=0 t1=$best_copy t2=0 t3=$best_loader
 
 awk -v rows="$ROWS" -v c0="$t0" -v c1="$t1" -v l0="$t2" -v l1="$t3" -v cr="$copy_rows" \
-  -v lr="$loader_rows" -v parts="$PARTITIONS" -v chunk="$CHUNK" 'BEGIN {
+  -v lr="$loader_rows" -v parts="$PARTITIONS" -v cols="$COLUMNS" -v chunk="$CHUNK" 'BEGIN {
   cs = c1 - c0; ls = l1 - l0;
+  printf "columns: %d\n", cols;
   printf "rows: %d (copy landed %d, loader landed %d)\n", rows, cr, lr;
   printf "COPY pipe: %.2f s, %.0f rows/s\n", cs, rows / cs;
   printf "loader (partitions=%d chunk=%d): %.2f s, %.0f rows/s\n", parts, chunk, ls, rows / ls;
