@@ -16,6 +16,8 @@
 #include "connectors/postgres/postgres_source.h"
 #include "dataflow/datamodel_stage.h"
 #include "dataflow/kafka_change_sink.h"
+#include "dataflow/stage_turns.h"
+#include "dataflow/subscription_lanes.h"
 #include "dataflow/worker_metrics.h"
 #include "kafka/consumer.h"
 #include "kafka/producer.h"
@@ -38,36 +40,6 @@ int Fail(WorkerReporter& reporter, WorkerMetrics& wm, const common::Status& stat
   (void)reporter.ReportState(WorkerState::kError, status.message());
   return 1;
 }
-
-// How one thread takes turns at a worker's stages (subscriptions or
-// datamodels). One stage blocks in its own poll. Several are each polled
-// without waiting, and a round in which none had anything ends asleep until
-// a record arrives for any of them: taking turns at blocking on each made a
-// worker with ten subscriptions wait out nine empty polls per batch.
-class StageTurns {
- public:
-  // Declare it before the stages: their consumers write to it until closed.
-  template <typename Stage>
-  void Serve(const std::vector<std::unique_ptr<Stage>>& stages) {
-    several_ = stages.size() > 1;
-    if (several_)
-      for (const auto& stage : stages) stage->WakeOnArrival(arrival_);
-  }
-  std::chrono::milliseconds poll_timeout() const {
-    return std::chrono::milliseconds(several_ ? 0 : 200);
-  }
-  void Ran(bool found_nothing) { found_any_ = found_any_ || !found_nothing; }
-  // Ends a round: when several stages all found nothing, sleeps up to `limit`.
-  void EndRound(std::chrono::milliseconds limit) {
-    if (several_ && !found_any_) arrival_.Wait(limit);
-    found_any_ = false;
-  }
-
- private:
-  kafka::ArrivalWakeup arrival_;
-  bool several_ = false;
-  bool found_any_ = false;
-};
 
 // The source's datamodel stages, on their own thread so neither the WAL
 // reader nor the republishing waits on the other's polls. The records they
@@ -494,9 +466,13 @@ int RunSource(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   return 0;
 }
 
+// At most this many lanes apply a target worker's subscriptions at once:
+// enough to keep the target database busy while the next batches decode
+// (bench/cdc/mixed.sh), few enough not to crowd a small machine.
+constexpr std::size_t kMaxSubscriptionLanes = 4;
+
 int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::atomic<bool>& stop,
               const WorkerTiming& timing, WorkerMetrics& wm) {
-  StageTurns turns;
   std::vector<std::unique_ptr<SubscriptionStage>> stages;
   auto registry = launch.registry_url
                       ? std::make_shared<RegistryClient>(
@@ -510,64 +486,47 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   if (auto st = reporter.ReportState(WorkerState::kLive, std::nullopt); !st.ok() && Refused(st)) {
     return 0;
   }
-  bool in_error = false;
-  std::string reported_error;
-  auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
-  // Per subscription: its outage backoff, when it may next try, and what
-  // is wrong with it now (empty when nothing is).
-  struct Retry {
-    std::chrono::milliseconds backoff{0};
-    Steady::time_point next_attempt{};
-    std::string failure;
-  };
-  std::vector<Retry> retries(stages.size());
   std::vector<LagProbe::Target> lag_targets;
   for (const auto& stage : stages)
     lag_targets.push_back({stage->spec().id, stage->spec().consumer_group, stage->spec().topic});
   LagProbe lag_probe(launch.broker, std::move(lag_targets), timing.metrics_every);
-  turns.Serve(stages);
-  while (!stop) {
-    // With no subscription there is nothing to poll, and nothing would wait:
-    // an idle target spun a whole core (found by bench/api).
-    if (stages.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    bool ran = false;
-    auto earliest = Steady::now() + std::chrono::milliseconds(200);
-    for (std::size_t i = 0; i < stages.size(); ++i) {
-      auto& stage = stages[i];
-      auto& retry = retries[i];
-      if (stage->stopped()) continue;  // until the subscription is restarted
-      if (Steady::now() < retry.next_attempt) {
-        earliest = std::min(earliest, retry.next_attempt);
-        continue;
+  SubscriptionLanes lanes(std::move(stages), kMaxSubscriptionLanes);
+  const auto& subscriptions = lanes.stages();
+  auto report_rejected = [&] {
+    auto rejected = lanes.TakeRejected();
+    for (std::size_t i = 0; i < rejected.size(); ++i)
+      if (!rejected[i].empty()) (void)reporter.Rejected(subscriptions[i]->spec(), rejected[i]);
+  };
+  auto report_counters = [&](std::vector<std::optional<DeliveryCounters>> taken) {
+    for (std::size_t i = 0; i < taken.size(); ++i) {
+      if (!taken[i]) continue;
+      auto& counters = *taken[i];
+      const auto& id = subscriptions[i]->spec().id;
+      // Lag as the broker sees it (log end minus committed): what a
+      // restart would still have to deliver. Unknown when it cannot be asked.
+      if (auto lag = lag_probe.Latest(id)) {
+        counters.consumer_lag = *lag;
+        wm.OnLag(id, *lag);
       }
-      ran = true;
-      auto st = stage->RunOnce(turns.poll_timeout());
-      turns.Ran(stage->found_nothing());
-      (void)reporter.Rejected(stage->spec(), stage->TakeRejected());
-      if (st.ok()) {
-        retry = {};
-      } else if (stage->stopped()) {
-        retry.failure = *stage->stopped();
-      } else {
-        // An outage: retried with capped exponential backoff, never sooner
-        // than the target asked (Retry-After). Nothing is committed
-        // meanwhile, so nothing is lost.
-        retry.backoff = std::min(std::max(retry.backoff * 2, std::chrono::milliseconds(200)),
-                                 std::chrono::milliseconds(5000));
-        auto wait = std::max(retry.backoff, stage->RetryAfter().value_or(retry.backoff));
-        retry.next_attempt = Steady::now() + wait;
-        retry.failure = st.message();
-      }
+      wm.OnDelivery(id, counters);
+      (void)reporter.Consumption(subscriptions[i]->spec(), counters);
     }
-    // The pod's state says what is wrong now, in the target's own words: a
-    // subscription stopped at a refused record first (it stays until
-    // restarted), else the latest outage. A failure that changes its words
-    // (connection lost, then refused) is reported again.
-    std::string failure;
-    for (std::size_t i = 0; i < stages.size() && failure.empty(); ++i)
-      if (stages[i]->stopped()) failure = retries[i].failure;
-    for (std::size_t i = 0; i < stages.size() && failure.empty(); ++i) failure = retries[i].failure;
-    if (!failure.empty()) {
+  };
+  bool in_error = false;
+  std::string reported_error;
+  auto last_heartbeat = Steady::now(), last_metrics = Steady::now();
+  while (!stop) {
+    lanes.WaitForNews(std::chrono::milliseconds(200));
+    if (auto broken = lanes.broken()) {
+      lanes.Stop();
+      return Fail(reporter, wm, *broken);
+    }
+    report_rejected();
+    report_counters(lanes.TakeCounters());
+    // The pod's state says what is wrong now, in the target's own words. A
+    // failure that changes its words (connection lost, then refused) is
+    // reported again.
+    if (auto failure = lanes.Failure(); !failure.empty()) {
       if (!in_error || failure != reported_error) {
         if (!in_error) wm.OnError();
         (void)reporter.ReportState(WorkerState::kError, failure);
@@ -578,14 +537,6 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
       in_error = false;
       (void)reporter.ReportState(WorkerState::kLive, std::nullopt);
     }
-    // Every subscription waiting out a backoff (or stopped): sleep until
-    // the first may try again, in slices short enough for heartbeats.
-    if (!ran && !stages.empty())
-      std::this_thread::sleep_until(
-          std::min(earliest, Steady::now() + std::chrono::milliseconds(200)));
-    else
-      turns.EndRound(std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::min(earliest - Steady::now(), Steady::duration(std::chrono::milliseconds(200)))));
     auto now = Steady::now();
     if (now - last_heartbeat >= timing.heartbeat_every) {
       last_heartbeat = now;
@@ -595,25 +546,24 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     }
     if (now - last_metrics >= timing.metrics_every) {
       last_metrics = now;
-      for (auto& stage : stages) {
-        auto counters = stage->TakeCounters();
-        // Lag as the broker sees it (log end minus committed): what a
-        // restart would still have to deliver. Unknown when it cannot be asked.
-        auto lag = lag_probe.Latest(stage->spec().id);
-        if (lag) {
-          counters.consumer_lag = *lag;
-          wm.OnLag(stage->spec().id, *lag);
-        }
-        wm.OnDelivery(stage->spec().id, counters);
-        (void)reporter.Consumption(stage->spec(), counters);
-      }
+      lanes.RequestCounters();
     }
   }
-  for (auto& stage : stages) {
-    auto counters = stage->TakeCounters();
-    wm.OnDelivery(stage->spec().id, counters);
-    (void)reporter.Consumption(stage->spec(), counters);
-    stage->Close();
+  lanes.Stop();
+  report_rejected();
+  auto last = lanes.TakeCounters();
+  for (std::size_t i = 0; i < subscriptions.size(); ++i) {
+    auto counters = subscriptions[i]->TakeCounters();
+    if (auto& answered = last[i]) {  // asked for, not yet reported: one report of both
+      counters.from_ms = answered->from_ms;
+      counters.consumed += answered->consumed;
+      counters.delivered += answered->delivered;
+      counters.skipped += answered->skipped;
+      counters.errored += answered->errored;
+    }
+    wm.OnDelivery(subscriptions[i]->spec().id, counters);
+    (void)reporter.Consumption(subscriptions[i]->spec(), counters);
+    subscriptions[i]->Close();
   }
   (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
   return 0;

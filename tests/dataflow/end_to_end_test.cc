@@ -370,6 +370,60 @@ TEST_F(EndToEnd, PoisonRowLandsInTheErrorTableWhileOthersFlow) {
   EXPECT_GE(errors, 1) << Logs();
 }
 
+TEST_F(EndToEnd, ASubscriptionStuckOnALockedTableDoesNotHoldUpItsWorkersOthers) {
+  // Two subscriptions of one target worker read the same topic into two
+  // tables; the second table is locked by another session (a long
+  // migration, say). The first must keep delivering meanwhile: one thread
+  // taking turns at both waited on the lock forever.
+  pqxx::connection locker(target_.url());
+  pqxx::nontransaction(locker).exec(
+      "CREATE TABLE orders_locked (id int PRIMARY KEY, name text, amount numeric, tags text[], "
+      "doc jsonb, at timestamptz)");
+  // SHARE mode blocks every write. It takes no transaction id, as an
+  // ACCESS EXCLUSIVE lock would (it is WAL-logged), which would hold up the
+  // creation of every logical slot in the cluster, the source's included.
+  pqxx::work lock(locker);
+  lock.exec("LOCK TABLE orders_locked IN SHARE MODE");
+  const auto topic = connectors::TopicForTable("e2e", {"public", "orders"});
+  RunWorker(
+      "source",
+      WorkerConfig("source", {{"source",
+                               {{"type", "postgresql"},
+                                {"url", source_.url()},
+                                {"slot", slot_},
+                                {"publication", slot_},
+                                {"topic_prefix", "e2e"},
+                                {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}}}));
+  RunWorker("target", TargetConfig({{{"id", common::Uuid::V4().ToString()},
+                                     {"topic", topic},
+                                     {"consumer_group", "e2e-locked"},
+                                     {"target_table", "orders_locked"}},
+                                    {{"id", common::Uuid::V4().ToString()},
+                                     {"topic", topic},
+                                     {"consumer_group", "e2e-free"},
+                                     {"target_table", "orders_copy"}}}));
+  ASSERT_TRUE(Converges());
+  for (int round = 0; round < 3; ++round) Churn(round);
+  ASSERT_TRUE(Converges());
+  {
+    pqxx::connection c(target_.url());
+    auto waiting = pqxx::nontransaction(c).exec1(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND datname = current_database()")[0];
+    EXPECT_GE(waiting.as<int>(), 1) << "the locked subscription never tried its table";
+  }
+  lock.commit();
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  std::string want, got;
+  while (std::chrono::steady_clock::now() < deadline) {
+    want = Snapshot(source_.url(), "(SELECT id, name FROM orders) t");
+    got = Snapshot(target_.url(), "(SELECT id, name FROM orders_locked) t");
+    if (want == got) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_EQ(got, want) << Logs();
+}
+
 TEST_F(EndToEnd, AvroConnectorRowsLandExactlyAndConfluentClientsDecodeTheTopic) {
   std::string registry = StartRegistry();
   ASSERT_FALSE(registry.empty()) << Logs();

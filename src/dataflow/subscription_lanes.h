@@ -1,0 +1,91 @@
+// A target worker's subscriptions, applied on lanes: threads that each take
+// turns at their share of the subscriptions, so that while the target
+// database applies one lane's batch, another lane decodes and sends its
+// next one. One thread taking turns at ten subscriptions left a third of
+// the machine idle in bench/cdc/mixed.sh, every step waiting on the last.
+//
+// Subscriptions into the same target table share a lane: one table is
+// written by one thread (one writer per JSONL file, no two batches of a
+// table racing each other's locks).
+//
+// The lanes never talk to the back end. What a subscription has to report
+// (the records refused, what is wrong with it, its counters) waits here for
+// the worker's own thread, which alone reports, heartbeats and serves
+// metrics.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "dataflow/subscription_stage.h"
+
+namespace sluice::dataflow {
+
+class SubscriptionLanes {
+ public:
+  // Spreads `stages` over at most `max_lanes` threads, started at once.
+  SubscriptionLanes(std::vector<std::unique_ptr<SubscriptionStage>> stages, std::size_t max_lanes);
+  ~SubscriptionLanes();
+  SubscriptionLanes(const SubscriptionLanes&) = delete;
+  SubscriptionLanes& operator=(const SubscriptionLanes&) = delete;
+
+  // Joins the lanes; afterwards only the caller's thread touches the stages.
+  void Stop();
+  // Subscription specs never change, so any thread may read them.
+  const std::vector<std::unique_ptr<SubscriptionStage>>& stages() const { return stages_; }
+  std::size_t lane_count() const { return lanes_.size(); }
+
+  // Waits up to `limit` for news: refused records, a failure that began,
+  // changed or ended, counters asked for, or a lane that broke down.
+  void WaitForNews(std::chrono::milliseconds limit);
+  // Per stage (in the given order), the records it refused since the last call.
+  std::vector<std::vector<RejectedRecord>> TakeRejected();
+  // What the worker's state should say: a subscription stopped at a refused
+  // record first (it stays until restarted), else the latest outage; empty
+  // when nothing is wrong.
+  std::string Failure();
+  // Asks every lane for its stages' counters; each answers after its
+  // current round (TakeCounters).
+  void RequestCounters();
+  // Per stage, the counters answered since the last call, if any.
+  std::vector<std::optional<DeliveryCounters>> TakeCounters();
+  // An exception a lane could not handle (the worker exits and replays).
+  std::optional<common::Status> broken();
+
+ private:
+  struct Lane;
+  // What a stage has for the worker's thread. Guarded by mu_.
+  struct Board {
+    std::vector<RejectedRecord> rejected;
+    std::string failure;  // empty when delivering
+    bool stopped = false;
+    std::optional<DeliveryCounters> counters;
+  };
+  void Run(Lane& lane);
+  void Post(std::size_t stage, std::vector<RejectedRecord> rejected, const std::string& failure,
+            bool stopped);
+
+  // Before the stages: each lane's wakeup must outlive the consumers that
+  // write to it, and the stages are destroyed (closed) first.
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<SubscriptionStage>> stages_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> counters_asked_{0};
+
+  std::mutex mu_;
+  std::condition_variable news_cv_;
+  bool news_ = false;
+  std::vector<Board> boards_;
+  std::optional<common::Status> broken_;
+};
+
+}  // namespace sluice::dataflow
