@@ -86,6 +86,7 @@ for round in $(seq "${ROUNDS:-2}"); do
   ${SLUICE_BENCH_WRAP:-} "$BIN" loader --config "$DIR/loader.json" >"$DIR/loader.log" 2>&1 || { cat "$DIR/loader.log"; exit 1; }
   t3=$(now)
   loader_rows=$(psql "$DST" -qXtA -c "SELECT count(*) FROM orders_copy")
+  grep -h "chunks copied" "$DIR/loader.log" | sed "s/.*loader: /loader: /" || true
   s=$(echo "$t3 - $t2" | bc)
   if [ -z "$best_loader" ] || [ "$(echo "$s < $best_loader" | bc)" = 1 ]; then best_loader=$s; fi
 done

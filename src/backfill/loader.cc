@@ -538,9 +538,8 @@ class Loader {
     // fence keeps the stream out and other lanes hold other ranges; a row
     // that is there anyway (a lost attempt still writing) fails the COPY,
     // and the chunk is loaded again the upsert way.
-    auto present = QueryPg(lane.fast_target.get(),
-                           fmt::format("SELECT 1 FROM {}{} LIMIT 1", lane.target_sql,
-                                       remaining.empty() ? "" : " WHERE " + remaining));
+    auto present =
+        QueryPg(lane.fast_target.get(), AnyRowSql(lane.target_sql, remaining, plan_.key_list));
     if (present.ok() && present->empty()) {
       auto direct = CopyChunk(lane, sql, lane.copy_direct, "");
       if (direct.ok()) {
@@ -946,6 +945,12 @@ common::Result<LoaderConfig> Pinned(const LoaderConfig& config) {
 }
 
 }  // namespace
+
+std::string AnyRowSql(const std::string& table_sql, const std::string& where,
+                      const std::string& key_list) {
+  return fmt::format("SELECT 1 FROM {}{} ORDER BY {} LIMIT 1", table_sql,
+                     where.empty() ? "" : " WHERE " + where, key_list);
+}
 
 common::Result<CheckVerdict> CheckPair(const LoaderConfig& unpinned) {
   auto pinned = Pinned(unpinned);

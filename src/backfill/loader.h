@@ -66,4 +66,12 @@ struct LoadHooks {
 common::Result<std::int64_t> LoadPair(const LoaderConfig& config, const LoadHooks& hooks,
                                       const std::atomic<bool>& stop);
 
+// Whether the destination holds any row in `where`, asked through the key's
+// index: ordered by the key, the planner never scans the whole table. Without
+// the order, a table not yet analysed made the last, open-ended range look
+// cheap to scan, and each chunk there read everything loaded before it
+// (10M rows: 0.40 of the COPY pipe).
+std::string AnyRowSql(const std::string& table_sql, const std::string& where,
+                      const std::string& key_list);
+
 }  // namespace sluice::backfill

@@ -249,6 +249,29 @@ TEST_F(LoaderTest, AFirstLoadIsCopiedStraightInAndExistingRowsAreUpsertedOverNot
   EXPECT_EQ(second.output.find(" 0 upserted"), std::string::npos) << second.output;
 }
 
+// Each fast chunk first asks whether its range of the destination holds a
+// row. A destination never analysed (the loader's own fresh table) and the
+// last partition's open-ended range made a plain LIMIT 1 look cheapest as a
+// scan of the whole table, which found nothing and so read every row loaded
+// before it, once per chunk: at 10M rows the load ran at 0.40 of COPY.
+TEST_F(LoaderTest, TheQueryForRowsInAChunksRangeWalksTheKeyIndexNotTheTable) {
+  Target(
+      "CREATE TABLE loaded (id bigint PRIMARY KEY, label text, n integer, at timestamptz) "
+      "WITH (autovacuum_enabled = false)");
+  Target("INSERT INTO loaded SELECT g, 'row ' || g, g, now() FROM generate_series(1, 300000) g");
+  const std::string where = "\"id\" >= '200001'::bigint AND (\"id\") > ('300000'::bigint)";
+  pqxx::connection c(target_url());
+  pqxx::nontransaction tx(c);
+  std::string plan;
+  for (const auto& row : tx.exec("EXPLAIN " + AnyRowSql("\"public\".\"loaded\"", where, "\"id\"")))
+    plan += std::string(row[0].c_str()) + "\n";
+  EXPECT_EQ(plan.find("Seq Scan"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("Index"), std::string::npos) << plan;
+  EXPECT_TRUE(tx.exec(AnyRowSql("\"public\".\"loaded\"", where, "\"id\"")).empty());
+  EXPECT_FALSE(
+      tx.exec(AnyRowSql("\"public\".\"loaded\"", "\"id\" >= '200001'::bigint", "\"id\"")).empty());
+}
+
 TEST_F(LoaderTest, TruncateHistoryEmptiesTheDestinationFirst) {
   CreateSourceTable("tr", 100);
   Target(std::string("CREATE TABLE tr_copy") + kTargetDdl +
