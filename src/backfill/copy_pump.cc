@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace sluice::backfill {
 
 namespace {
@@ -42,6 +44,8 @@ common::Result<std::vector<std::vector<std::optional<std::string>>>> QueryPg(
   if (PQresultStatus(r) != PGRES_TUPLES_OK) {
     std::string err = common::FirstLine(PQresultErrorMessage(r));
     PQclear(r);
+    if (PQstatus(conn) != CONNECTION_OK)
+      return common::Unavailable("connection lost: " + Error(conn));
     return common::FailedPrecondition(err);
   }
   std::vector<std::vector<std::optional<std::string>>> out;
@@ -55,65 +59,8 @@ common::Result<std::vector<std::vector<std::optional<std::string>>>> QueryPg(
   return out;
 }
 
-std::vector<std::optional<std::string>> SplitCopyLine(std::string_view line) {
-  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-  std::vector<std::optional<std::string>> fields;
-  std::size_t start = 0;
-  while (true) {
-    auto tab = line.find('\t', start);
-    auto raw =
-        line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start);
-    if (raw == "\\N") {
-      fields.emplace_back(std::nullopt);
-    } else {
-      std::string v;
-      for (std::size_t i = 0; i < raw.size(); ++i) {
-        if (raw[i] != '\\' || i + 1 == raw.size()) {
-          v.push_back(raw[i]);
-          continue;
-        }
-        char c = raw[++i];
-        switch (c) {
-          case 'b':
-            v.push_back('\b');
-            break;
-          case 'f':
-            v.push_back('\f');
-            break;
-          case 'n':
-            v.push_back('\n');
-            break;
-          case 'r':
-            v.push_back('\r');
-            break;
-          case 't':
-            v.push_back('\t');
-            break;
-          case 'v':
-            v.push_back('\v');
-            break;
-          default:
-            if (c >= '0' && c <= '7') {  // up to three octal digits
-              int n = c - '0';
-              for (int k = 0; k < 2 && i + 1 < raw.size() && raw[i + 1] >= '0' && raw[i + 1] <= '7';
-                   ++k)
-                n = n * 8 + (raw[++i] - '0');
-              v.push_back(static_cast<char>(n));
-            } else {
-              v.push_back(c);  // \\ and any other escaped character
-            }
-        }
-      }
-      fields.emplace_back(std::move(v));
-    }
-    if (tab == std::string_view::npos) break;
-    start = tab + 1;
-  }
-  return fields;
-}
-
-common::Result<Pumped> Pump(PGconn* source, const std::string& copy_out, PGconn* destination,
-                            const std::string& copy_in) {
+common::Result<std::size_t> Pump(PGconn* source, const std::string& copy_out, PGconn* destination,
+                                 const std::string& copy_in) {
   PGresult* in = PQexec(destination, copy_in.c_str());
   bool in_ok = PQresultStatus(in) == PGRES_COPY_IN;
   std::string in_err = in_ok ? "" : common::FirstLine(PQresultErrorMessage(in));
@@ -128,8 +75,6 @@ common::Result<Pumped> Pump(PGconn* source, const std::string& copy_out, PGconn*
     while (PGresult* r = PQgetResult(destination)) PQclear(r);
     return common::Unavailable(out_err);
   }
-  Pumped pumped;
-  std::string last;
   char* buf = nullptr;
   int n;
   while ((n = PQgetCopyData(source, &buf, 0)) > 0) {
@@ -138,14 +83,15 @@ common::Result<Pumped> Pump(PGconn* source, const std::string& copy_out, PGconn*
       Drain(source);
       return common::Unavailable("destination: " + Error(destination));
     }
-    last.assign(buf, static_cast<std::size_t>(n));
     PQfreemem(buf);
-    ++pumped.rows;
   }
   std::string source_err;
+  std::size_t rows = 0;
   while (PGresult* r = PQgetResult(source)) {
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
       source_err = common::FirstLine(PQresultErrorMessage(r));
+    else
+      rows = std::strtoull(PQcmdTuples(r), nullptr, 10);  // "COPY n"
     PQclear(r);
   }
   if (n == -2 || !source_err.empty()) {
@@ -162,8 +108,7 @@ common::Result<Pumped> Pump(PGconn* source, const std::string& copy_out, PGconn*
     PQclear(r);
   }
   if (!dest_err.empty()) return common::FailedPrecondition(dest_err);
-  if (!last.empty()) pumped.last = SplitCopyLine(last);
-  return pumped;
+  return rows;
 }
 
 }  // namespace sluice::backfill

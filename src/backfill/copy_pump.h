@@ -1,7 +1,7 @@
 // The loader's fast path into a PostgreSQL destination: a chunk's rows move
-// as COPY text, raw bytes from the source's COPY TO STDOUT into the
-// destination's COPY FROM STDIN, parsed only to learn the last row's key.
-// Plain libpq, since that is where the COPY protocol lives.
+// as raw bytes from the source's COPY TO STDOUT into the destination's COPY
+// FROM STDIN, in binary when both sides' column types are the same, else as
+// text. Plain libpq, since that is where the COPY protocol lives.
 #pragma once
 
 #include <libpq-fe.h>
@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -28,17 +27,10 @@ common::Status ExecPg(PGconn* conn, const std::string& sql);
 common::Result<std::vector<std::vector<std::optional<std::string>>>> QueryPg(
     PGconn* conn, const std::string& sql);
 
-// One COPY text line split into its fields, unescaped (\N is nullopt).
-std::vector<std::optional<std::string>> SplitCopyLine(std::string_view line);
-
-struct Pumped {
-  std::size_t rows = 0;
-  std::vector<std::optional<std::string>> last;  // the last row's fields
-};
-
 // `copy_out` is "COPY (SELECT ...) TO STDOUT" on `source`; `copy_in` is
-// "COPY table (...) FROM STDIN" on `destination` (inside its transaction).
-common::Result<Pumped> Pump(PGconn* source, const std::string& copy_out, PGconn* destination,
-                            const std::string& copy_in);
+// "COPY table (...) FROM STDIN" on `destination` (inside its transaction),
+// both in the same format. Returns the rows moved.
+common::Result<std::size_t> Pump(PGconn* source, const std::string& copy_out, PGconn* destination,
+                                 const std::string& copy_in);
 
 }  // namespace sluice::backfill

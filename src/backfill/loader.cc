@@ -4,8 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <pqxx/pqxx>
 #include <set>
 #include <thread>
@@ -360,6 +362,7 @@ struct Lane {
   PgConn fast_source, fast_target;
   std::string copy_in, upsert;
   std::string copy_direct;  // COPY straight into the destination (a first load)
+  bool binary = false;      // both sides' column types are the same: COPY in binary
   std::string target_sql;   // the destination, quoted
 };
 
@@ -446,7 +449,7 @@ class Loader {
       return;
     const std::string target = QuoteIdent(c_.target_schema) + "." + QuoteIdent(c_.target_table);
     auto cols = QueryPg(dst->get(),
-                        fmt::format("SELECT column_name FROM information_schema.columns "
+                        fmt::format("SELECT column_name, udt_name FROM information_schema.columns "
                                     "WHERE table_schema = {} AND table_name = {}",
                                     QuoteLiteral(c_.target_schema), QuoteLiteral(c_.target_table)));
     auto pk = QueryPg(dst->get(),
@@ -455,11 +458,16 @@ class Loader {
                                   "i.indisprimary AND i.indrelid = to_regclass({})",
                                   QuoteLiteral(target)));
     if (!cols.ok() || !pk.ok() || pk->empty()) return;
-    std::set<std::string> have;
-    for (const auto& r : *cols) have.insert(*r[0]);
+    std::map<std::string, std::string> have;  // column -> type name
+    for (const auto& r : *cols) have[*r[0]] = r[1].value_or("");
     std::string list, updates, conflict;
+    // Binary COPY carries each value in its type's own encoding, which only
+    // the same type reads back; any other pair of types goes as text.
+    bool same_types = true;
     for (const auto& col : plan_.columns) {
-      if (!have.count(col.column.name)) return;  // the JSON path adds the column
+      auto it = have.find(col.column.name);
+      if (it == have.end()) return;  // the JSON path adds the column
+      same_types = same_types && it->second == col.column.type_name;
       list += (list.empty() ? "" : ", ") + QuoteIdent(col.column.name);
     }
     std::set<std::string> keys;
@@ -476,8 +484,10 @@ class Loader {
                                         list, target))
              .ok())
       return;
-    lane.copy_in = fmt::format("COPY sluice_backfill_stage ({}) FROM STDIN", list);
-    lane.copy_direct = fmt::format("COPY {} ({}) FROM STDIN", target, list);
+    const char* format = same_types ? " (FORMAT binary)" : "";
+    lane.copy_in = fmt::format("COPY sluice_backfill_stage ({}) FROM STDIN{}", list, format);
+    lane.copy_direct = fmt::format("COPY {} ({}) FROM STDIN{}", target, list, format);
+    lane.binary = same_types;
     lane.target_sql = target;
     lane.upsert = fmt::format(
         "INSERT INTO {} ({}) SELECT {} FROM sluice_backfill_stage ON CONFLICT ({}) DO {}", target,
@@ -487,16 +497,20 @@ class Loader {
     lane.fast = true;
   }
 
+  // The key list as a literal row: `values` cast to the key columns' types.
+  std::string KeyRow(pqxx::transaction_base& tx, const std::vector<std::string>& values) const {
+    std::string row;
+    for (std::size_t i = 0; i < plan_.keys.size(); ++i)
+      row += fmt::format("{}{}::{}", i ? ", " : "", tx.quote(values[i]), plan_.keys[i]->sql_type);
+    return row;
+  }
+
   // The part of the partition not read yet (after its last key).
   std::string RemainingWhere(pqxx::transaction_base& tx, const Partition& part) const {
     std::string where = part.predicate;
-    if (!part.last_key.empty()) {
-      std::string bound;
-      for (std::size_t i = 0; i < plan_.keys.size(); ++i)
-        bound += fmt::format("{}{}::{}", i ? ", " : "", tx.quote(part.last_key[i]),
-                             plan_.keys[i]->sql_type);
-      where += fmt::format("{}({}) > ({})", where.empty() ? "" : " AND ", plan_.key_list, bound);
-    }
+    if (!part.last_key.empty())
+      where += fmt::format("{}({}) > ({})", where.empty() ? "" : " AND ", plan_.key_list,
+                           KeyRow(tx, part.last_key));
     return where;
   }
 
@@ -523,16 +537,36 @@ class Loader {
                        c_.chunk_rows);
   }
 
-  // One chunk by COPY: fence, then COPY the read into the staging table and
-  // upsert from it in one destination transaction, then release.
+  // One chunk by COPY: fence, then COPY the read into the destination (or
+  // the staging table, then upsert from it) in one destination transaction,
+  // then release. The chunk ends at the key chunk_rows into what is left,
+  // found first through the key's index, so the rows move as raw bytes
+  // without being read for their key (a binary COPY could not be).
   common::Result<std::size_t> FastChunk(Lane& lane, Partition& part) {
     SharedFence fence(lane.fence.get(), fence_key_);
-    std::string remaining;
-    {
-      pqxx::nontransaction quoting(*lane.source);
-      remaining = RemainingWhere(quoting, part);
+    pqxx::nontransaction quoting(*lane.source);
+    const std::string remaining = RemainingWhere(quoting, part);
+    auto end =
+        QueryPg(lane.fast_source.get(),
+                fmt::format("SELECT {} FROM {}{} ORDER BY {} OFFSET {} LIMIT 1", plan_.key_list,
+                            plan_.table_sql, remaining.empty() ? "" : " WHERE " + remaining,
+                            plan_.key_list, c_.chunk_rows - 1));
+    if (!end.ok()) return end.status();
+    std::optional<std::vector<std::string>> end_key;  // none: the chunk is the rest
+    std::string where = remaining;
+    if (!end->empty()) {
+      end_key.emplace();
+      for (const auto& v : end->front()) {
+        if (!v) return common::Internal("a key column holds NULL");
+        end_key->push_back(*v);
+      }
+      where += fmt::format("{}({}) <= ({})", where.empty() ? "" : " AND ", plan_.key_list,
+                           KeyRow(quoting, *end_key));
     }
-    const std::string sql = ChunkSql(remaining);
+    const std::string copy_out =
+        fmt::format("COPY (SELECT {} FROM {}{} ORDER BY {}) TO STDOUT{}", plan_.select_list,
+                    plan_.table_sql, where.empty() ? "" : " WHERE " + where, plan_.key_list,
+                    lane.binary ? " (FORMAT binary)" : "");
     // A first load goes straight into the destination when nothing of what
     // is left of this partition is there yet: no staging, no upsert. The
     // fence keeps the stream out and other lanes hold other ranges; a row
@@ -540,49 +574,39 @@ class Loader {
     // and the chunk is loaded again the upsert way.
     auto present =
         QueryPg(lane.fast_target.get(), AnyRowSql(lane.target_sql, remaining, plan_.key_list));
+    common::Result<std::size_t> rows = common::Unavailable("not copied");
     if (present.ok() && present->empty()) {
-      auto direct = CopyChunk(lane, sql, lane.copy_direct, "");
-      if (direct.ok()) {
-        ++direct_chunks;
-        return Advance(part, *direct);
-      }
+      rows = CopyChunk(lane, copy_out, lane.copy_direct, "");
+      if (rows.ok()) ++direct_chunks;
     }
-    auto staged = CopyChunk(lane, sql, lane.copy_in, lane.upsert);
-    if (!staged.ok()) return staged.status();
-    ++upsert_chunks;
-    return Advance(part, *staged);
+    if (!rows.ok()) {
+      rows = CopyChunk(lane, copy_out, lane.copy_in, lane.upsert);
+      if (!rows.ok()) return rows.status();
+      ++upsert_chunks;
+    }
+    if (lane.binary) ++binary_chunks;
+    if (end_key)
+      part.last_key = std::move(*end_key);
+    else
+      part.done = true;
+    return rows;
   }
 
-  // One destination transaction: the chunk's read COPYed in through
+  // One destination transaction: `copy_out`'s rows COPYed in through
   // `copy_in`, then `then` (unless empty), committed; rolled back on error.
-  common::Result<Pumped> CopyChunk(Lane& lane, const std::string& sql, const std::string& copy_in,
-                                   const std::string& then) {
+  common::Result<std::size_t> CopyChunk(Lane& lane, const std::string& copy_out,
+                                        const std::string& copy_in, const std::string& then) {
     PGconn* dst = lane.fast_target.get();
     SLUICE_RETURN_IF_ERROR(ExecPg(dst, "BEGIN"));
-    auto pumped = Pump(lane.fast_source.get(), "COPY (" + sql + ") TO STDOUT", dst, copy_in);
-    common::Status st = pumped.ok() ? common::Status::Ok() : pumped.status();
+    auto rows = Pump(lane.fast_source.get(), copy_out, dst, copy_in);
+    common::Status st = rows.ok() ? common::Status::Ok() : rows.status();
     if (st.ok() && !then.empty()) st = ExecPg(dst, then);
     if (st.ok()) st = ExecPg(dst, "COMMIT");
     if (!st.ok()) {
       (void)ExecPg(dst, "ROLLBACK");
       return st;
     }
-    return pumped;
-  }
-
-  // After a committed chunk: the partition continues after its last key.
-  common::Result<std::size_t> Advance(Partition& part, const Pumped& pumped) {
-    if (pumped.rows > 0) {
-      part.last_key.clear();
-      for (const auto* k : plan_.keys) {
-        auto idx = static_cast<std::size_t>(k - plan_.columns.data());
-        if (idx >= pumped.last.size() || !pumped.last[idx])
-          return common::Internal("the last row's key could not be read back");
-        part.last_key.push_back(*pumped.last[idx]);
-      }
-    }
-    if (pumped.rows < static_cast<std::size_t>(c_.chunk_rows)) part.done = true;
-    return pumped.rows;
+    return rows;
   }
 
   // A read row's change with no values yet: the columns, empty images.
@@ -858,7 +882,7 @@ class Loader {
 
  public:
   // Chunks written straight into the destination / through staging + upsert.
-  std::atomic<std::int64_t> direct_chunks{0}, upsert_chunks{0};
+  std::atomic<std::int64_t> direct_chunks{0}, upsert_chunks{0}, binary_chunks{0};
 
  private:
   std::vector<TargetColumn> columns_;
@@ -976,8 +1000,9 @@ common::Result<std::int64_t> LoadPair(const LoaderConfig& unpinned, const LoadHo
     SLUICE_RETURN_IF_ERROR(loader.Truncate());
     auto loaded = config.sequential_read ? loader.Sequential() : loader.Partitioned();
     if (loader.direct_chunks + loader.upsert_chunks > 0)
-      spdlog::info("loader: {} chunks copied straight in, {} upserted through staging",
-                   loader.direct_chunks.load(), loader.upsert_chunks.load());
+      spdlog::info(
+          "loader: {} chunks copied straight in, {} upserted through staging, {} in binary",
+          loader.direct_chunks.load(), loader.upsert_chunks.load(), loader.binary_chunks.load());
     return loaded;
   } catch (const pqxx::broken_connection& e) {
     return common::Unavailable(fmt::format("connection lost: {}", FirstLine(e.what())));

@@ -272,6 +272,50 @@ TEST_F(LoaderTest, TheQueryForRowsInAChunksRangeWalksTheKeyIndexNotTheTable) {
       tx.exec(AnyRowSql("\"public\".\"loaded\"", "\"id\" >= '200001'::bigint", "\"id\"")).empty());
 }
 
+// Every type the COPY path takes, at its edges, under a two-column key whose
+// text part needs quoting: each chunk ends at a key looked up first and
+// written back into the next chunk's range as literals. Where both sides'
+// types agree the rows move as binary COPY; where one differs, as text.
+constexpr const char* kEveryTypeDdl =
+    " (tag text, id int, i2 int2, i8 int8, f4 float4, f8 float8, n numeric, b bool, "
+    "vc varchar(20), c char(3), nm name, u uuid, j json, jb jsonb, raw bytea, d date, t time, "
+    "tz timetz, ts timestamp, tstz timestamptz, iv interval, ip inet, ints int8[], texts text[], "
+    "PRIMARY KEY (tag, id))";
+
+TEST_F(LoaderTest, EdgeValuesOfEveryCopiedTypeLandExactlyInBinaryAndAsText) {
+  Source(std::string("CREATE TABLE edges") + kEveryTypeDdl);
+  Source(R"sql(INSERT INTO edges VALUES
+    ('a''b', 1, -32768, -9223372036854775808, 'NaN', '-Infinity', 'NaN', true, '', 'x',
+     'n', '00000000-0000-0000-0000-000000000000', '{"b": 1,  "a": [1, 2]}', '{"z": null, "a": "é"}',
+     '\x00ff', '-infinity', '00:00', '00:00:00+14', '4713-01-01 00:00:00 BC', 'infinity',
+     '-178000000 years -1 second', '::ffff:1.2.3.4/128', '{NULL,-1}', '{"a,b","q\"t",NULL,""}'),
+    (E'tab\there\\back', 2, 32767, 9223372036854775807, 3.4028235e38, 5e-324,
+     '123456789012345678901234567890.000000000000000000001', false, 'ünïcødé 😀', 'ab ',
+     repeat('x', 63), 'ffffffff-ffff-ffff-ffff-ffffffffffff', '[]', '[]', '', 'infinity',
+     '24:00:00', '23:59:59.999999-15:59', '294276-12-31 23:59:59.999999', '-infinity',
+     '178000000 years', '2001:db8::/32', '{}', '{}'),
+    ('😀', 3, NULL, NULL, '-0', 'Infinity', '-0.0', NULL, NULL, NULL, NULL, NULL, 'null',
+     'null', NULL, '2000-02-29', NULL, NULL, NULL, '1970-01-01 00:00:00+00', NULL, NULL, NULL,
+     NULL))sql");
+  Source(
+      "INSERT INTO edges (tag, id, i8, vc, tstz) SELECT 'k' || (g % 7) || E'\\'\"', g, g, "
+      "'row ' || g, timestamptz '2024-02-29 12:00:00+05:30' + g * interval '1 hour' "
+      "FROM generate_series(4, 400) g");
+  for (const bool same_types : {true, false}) {
+    const std::string table = same_types ? "edges_bin" : "edges_text";
+    Target("CREATE TABLE " + table + kEveryTypeDdl);
+    if (!same_types) Target("ALTER TABLE " + table + " ALTER COLUMN i2 TYPE int4");
+    auto c = Config("edges", table);
+    c.partitions = 3;
+    c.chunk_rows = 7;
+    auto run = RunLoader(c);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(Digest(target_url(), table), Digest(source_url(), "edges")) << table;
+    EXPECT_NE(run.output.find(" 0 upserted"), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find(" 0 in binary") == std::string::npos, same_types) << run.output;
+  }
+}
+
 TEST_F(LoaderTest, TruncateHistoryEmptiesTheDestinationFirst) {
   CreateSourceTable("tr", 100);
   Target(std::string("CREATE TABLE tr_copy") + kTargetDdl +

@@ -247,16 +247,5 @@ TEST(Progress, EtaFromTheRateSoFar) {
   EXPECT_DOUBLE_EQ(*p.items[0].percent, 25.0);
 }
 
-// --- the COPY fast path reads back the last row's key from COPY text
-
-TEST(CopyText, FieldsAreSplitOnTabsAndUnescaped) {
-  auto f = SplitCopyLine("42\ta\\tb\\\\c\t\\N\t\\101x\n");
-  ASSERT_EQ(f.size(), 4u);
-  EXPECT_EQ(f[0], "42");
-  EXPECT_EQ(f[1], "a\tb\\c");
-  EXPECT_EQ(f[2], std::nullopt) << "\\N is NULL";
-  EXPECT_EQ(f[3], "Ax");
-}
-
 }  // namespace
 }  // namespace sluice::backfill
