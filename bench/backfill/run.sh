@@ -101,3 +101,17 @@ awk -v rows="$ROWS" -v c0="$t0" -v c1="$t1" -v l0="$t2" -v l1="$t3" -v cr="$copy
   printf "loader (partitions=%d chunk=%d): %.2f s, %.0f rows/s\n", parts, chunk, ls, rows / ls;
   printf "ratio loader/COPY: %.2f\n", (rows / ls) / (rows / cs);
 }'
+# The run's figures, kept beside the other benchmarks' results.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$ROOT/bench/results"
+cat >"$ROOT/bench/results/backfill-$STAMP.json" <<JSON
+{"benchmark": "backfill", "utc": "$STAMP", "cpus": $(nproc), "fsync": false,
+ "loadavg_at_end": "$(cut -d' ' -f1-3 /proc/loadavg)", "rows": $ROWS, "columns": $COLUMNS,
+ "partitions": $PARTITIONS, "chunk_rows": $CHUNK, "rounds": ${ROUNDS:-2},
+ "copy_pipe": {"seconds": $(awk -v s="$best_copy" 'BEGIN { printf "%.3f", s }'), "rows_per_s": $(awk -v n="$ROWS" -v s="$best_copy" 'BEGIN { printf "%.0f", n / s }')},
+ "loader": {"seconds": $(awk -v s="$best_loader" 'BEGIN { printf "%.3f", s }'), "rows_per_s": $(awk -v n="$ROWS" -v s="$best_loader" 'BEGIN { printf "%.0f", n / s }'),
+            "chunks": "$(grep -h "chunks copied" "$DIR/loader.log" | sed "s/.*loader: //")"},
+ "ratio": $(awk -v c="$best_copy" -v l="$best_loader" 'BEGIN { printf "%.3f", c / l }')}
+JSON
+echo "written bench/results/backfill-$STAMP.json"
