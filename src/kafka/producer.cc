@@ -65,6 +65,7 @@ Status Producer::Send(const std::string& topic, std::string_view key, std::strin
     hs = RdKafka::Headers::create();
     for (const auto& [k, v] : headers) hs->add(k, v.data(), v.size());
   }
+  LearnTopic(topic);
   while (true) {
     auto rc = producer_->produce(topic, partition.value_or(RdKafka::Topic::PARTITION_UA),
                                  RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
@@ -78,6 +79,23 @@ Status Producer::Send(const std::string& topic, std::string_view key, std::strin
     delete hs;  // ownership passes to librdkafka only on success
     return common::Unavailable(fmt::format("produce to {}: {}", topic, RdKafka::err2str(rc)));
   }
+}
+
+void Producer::LearnTopic(const std::string& topic) {
+  // librdkafka asks for a topic's partitions on its first message only at
+  // its next one-second topic scan, so every worker's first change (after
+  // each restart) waited up to a second before it was even sent. One
+  // metadata request per topic, here, answers in a round trip; if it does
+  // not answer within the bound, the scan does as before.
+  std::lock_guard lock(topics_mu_);
+  if (topics_.count(topic)) return;
+  std::string err;
+  auto& handle = topics_[topic];
+  handle.reset(RdKafka::Topic::create(producer_.get(), topic, nullptr, err));
+  if (!handle) return;
+  RdKafka::Metadata* metadata = nullptr;
+  if (producer_->metadata(false, handle.get(), &metadata, 1000) == RdKafka::ERR_NO_ERROR)
+    delete metadata;
 }
 
 std::vector<Delivery> Producer::TakeDeliveries() {

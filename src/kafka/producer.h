@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,7 +20,8 @@
 
 namespace RdKafka {
 class Producer;
-}
+class Topic;
+}  // namespace RdKafka
 
 namespace sluice::kafka {
 
@@ -66,9 +68,13 @@ class Producer {
  private:
   class Reporter;
   Producer() = default;
+  // The first Send to a topic asks the broker for its partitions at once.
+  void LearnTopic(const std::string& topic);
 
   std::unique_ptr<Reporter> reporter_;
   std::unique_ptr<RdKafka::Producer> producer_;
+  std::mutex topics_mu_;
+  std::map<std::string, std::unique_ptr<RdKafka::Topic>> topics_;  // learnt, held for the cache
 };
 
 }  // namespace sluice::kafka

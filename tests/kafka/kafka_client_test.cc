@@ -113,6 +113,34 @@ TEST(KafkaProducer, AShortFlushDeliversLongBeforeTheLingerEnds) {
   EXPECT_TRUE(got[0].status.ok()) << got[0].status.ToString();
 }
 
+// A worker's producer is new after every restart, and its topics exist.
+// librdkafka learns a topic's partitions at its one-second topic scan, so
+// the first change waited up to a second before it was sent; the producer
+// asks for them on its first send to the topic instead.
+TEST(KafkaProducer, ANewProducersFirstMessageIsNotHeldForTheTopicScan) {
+  BrokerProcess broker;
+  broker.Start();
+  {
+    auto earlier = Producer::Create(Plain(broker));
+    ASSERT_TRUE(earlier.ok()) << earlier.status().ToString();
+    ASSERT_TRUE((*earlier)->Send("restarted", "k", "before", 1).ok());
+    ASSERT_TRUE((*earlier)->Flush(30s).ok());
+  }
+  auto p = Producer::Create(Plain(broker));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  // As a source connects to its database first: the producer is connected
+  // and has had its first metadata (no topics yet) by the first change.
+  std::this_thread::sleep_for(200ms);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*p)->Send("restarted", "k", "after", 2).ok());
+  auto got = (*p)->Flush(30s);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_TRUE((*got)[0].status.ok()) << (*got)[0].status.ToString();
+  EXPECT_LT(took, 500ms) << "the first message waited for librdkafka's topic scan";
+}
+
 TEST(KafkaProducer, UnreachableBrokerReportsFailedDeliveriesNotAcks) {
   auto cfg = ClientConfig::FromJson(
       {{"bootstrap_servers", "127.0.0.1:" + std::to_string(sluice::testing::FreePort())}});
