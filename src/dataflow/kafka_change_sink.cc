@@ -1,5 +1,7 @@
 #include "dataflow/kafka_change_sink.h"
 
+#include <spdlog/spdlog.h>
+
 #include <fmt/format.h>
 
 #include "dataflow/avro_envelope.h"
@@ -64,6 +66,8 @@ Status KafkaChangeSink::Emit(const connectors::ChangeEvent& event) {
     SLUICE_RETURN_IF_ERROR(Absorb(*flushed));
     SLUICE_RETURN_IF_ERROR(producer_.Send(event.topic, encoded.key, encoded.value, next_id_));
   }
+  if (next_id_ == 1)
+    spdlog::debug("first change sent {} ms after the start ({})", MillisSinceStart(), event.topic);
   ++next_id_;
   return Status::Ok();
 }
@@ -121,6 +125,10 @@ Status KafkaChangeSink::Absorb(const std::vector<kafka::Delivery>& deliveries) {
     acked_above_.erase(acked_above_.begin());
   }
   SLUICE_RETURN_IF_ERROR(failure_);
+  if (watermark_ > 0 && !first_acknowledged_) {
+    first_acknowledged_ = true;
+    spdlog::debug("first change acknowledged {} ms after the start", MillisSinceStart());
+  }
   connectors::Lsn confirmed = 0;
   while (!checkpoints_.empty() && checkpoints_.front().first <= watermark_) {
     confirmed = checkpoints_.front().second;

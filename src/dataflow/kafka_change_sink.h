@@ -76,6 +76,14 @@ class KafkaChangeSink : public connectors::ChangeSink {
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
   std::deque<std::pair<std::int64_t, connectors::Lsn>> checkpoints_;  // (last id, lsn)
   common::Status failure_;
+  // Debug log: how long after the start the first change was sent and acknowledged.
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  bool first_acknowledged_ = false;
+  std::int64_t MillisSinceStart() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 created_)
+        .count();
+  }
 };
 
 }  // namespace sluice::dataflow

@@ -104,6 +104,11 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
       if (!polled.ok()) return polled.status();
       pending_ = std::move(polled).value();
       counters_.consumed += static_cast<std::int64_t>(pending_.size());
+      if (!pending_.empty() && !first_polled_) {
+        first_polled_ = true;
+        spdlog::debug("subscription {}: first {} records polled {} ms after the start", spec_.id,
+                      pending_.size(), MillisSinceStart());
+      }
     }
     // One partition after the other, each in offset order: the same
     // records make the same body whatever order the fetches came in.
@@ -125,7 +130,13 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
     SLUICE_RETURN_IF_ERROR(MarkInFlight());
     marked_ = true;
   }
-  return Deliver();
+  auto delivered = Deliver();
+  if (delivered.ok() && !first_delivered_ && counters_.delivered > 0) {
+    first_delivered_ = true;
+    spdlog::debug("subscription {}: first batch delivered {} ms after the start", spec_.id,
+                  MillisSinceStart());
+  }
+  return delivered;
 }
 
 namespace {
