@@ -262,6 +262,11 @@ for r in $(seq "$ROUNDS"); do
   lo=$((r * ROWS))  # this round's ids are lo+1 .. lo+ROWS
   stop_workers
   q "$SRC" -c "CALL load_rows($((lo + 1)), $ROWS, $TX_ROWS, $TABLES)" >/dev/null
+  # WAL the source's slot must decode again before the backlog: from its
+  # restart_lsn (held back to the last running-transactions record) to where
+  # it confirmed. pg_recvlogical's fresh slot starts at the backlog.
+  REDECODE=$(q "$SRC" -c "SELECT coalesce(max(pg_wal_lsn_diff(confirmed_flush_lsn, restart_lsn)), 0)::bigint
+                          FROM pg_replication_slots WHERE slot_name LIKE 'bench_sluice_%'")
   t_catch0=$(now)
   if [ -n "${SLUICE_BENCH_PERF:-}" ] && [ "$r" = 1 ]; then
     perf record -a -g -o "$SLUICE_BENCH_PERF/catch_up_system.data" >/dev/null 2>&1 &
@@ -285,6 +290,7 @@ for r in $(seq "$ROUNDS"); do
     # Of which: worker start, slot and consumer-group join, until the first row lands.
     CATCH_FIRST=$(q "$TGT" -c "SELECT extract(epoch FROM min(landed_at)) FROM all_rows WHERE id > $lo")
     CATCH_STARTUP=$(echo "$CATCH_FIRST - $t_catch0" | bc)
+    CATCH_REDECODE=$REDECODE
   fi
 done
 stop_workers
@@ -313,7 +319,8 @@ result = {
                       "worker_cpu_seconds": float("$CATCH_CPU"),
                       "source_worker_cpu_seconds": float("$CATCH_SOURCE_CPU"),
                       "target_worker_cpu_seconds": float("$CATCH_TARGET_CPU"),
-                      "until_first_row_seconds": float("$CATCH_STARTUP")},
+                      "until_first_row_seconds": float("$CATCH_STARTUP"),
+                      "slot_wal_decoded_again_bytes": int("$CATCH_REDECODE")},
   "pg_recvlogical_pgoutput": {"seconds": float("$RECV_SECONDS"), "rows_per_s": rate("$RECV_SECONDS")},
   "copy_into_target": {"seconds": float("$COPY_SECONDS"), "rows_per_s": rate("$COPY_SECONDS")},
   "worker_peak_rss_kb": {"source": int("${SOURCE_RSS_KB:-0}" or 0), "target": int("${TARGET_RSS_KB:-0}" or 0)},
