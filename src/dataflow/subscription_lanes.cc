@@ -93,15 +93,10 @@ void SubscriptionLanes::Run(Lane& lane) {
         for (std::size_t k = 0; k < lane.stages.size(); ++k) {
           auto taken = lane.stages[k]->TakeCounters();
           auto& board = boards_[lane.members[k]].counters;
-          if (board) {  // the last answer was not taken yet: add this one to it
-            board->to_ms = taken.to_ms;
-            board->consumed += taken.consumed;
-            board->delivered += taken.delivered;
-            board->skipped += taken.skipped;
-            board->errored += taken.errored;
-          } else {
+          if (board)  // the last answer was not taken yet: add this one to it
+            board->Add(taken);
+          else
             board = taken;
-          }
         }
         news_ = true;
         news_cv_.notify_all();
@@ -142,11 +137,7 @@ void SubscriptionLanes::WaitForNews(std::chrono::milliseconds limit) {
 }
 
 std::vector<std::vector<RejectedRecord>> SubscriptionLanes::TakeRejected() {
-  std::lock_guard lock(mu_);
-  std::vector<std::vector<RejectedRecord>> taken(boards_.size());
-  for (std::size_t i = 0; i < boards_.size(); ++i)
-    taken[i] = std::exchange(boards_[i].rejected, {});
-  return taken;
+  return TakeEach(&Board::rejected);
 }
 
 std::string SubscriptionLanes::Failure() {
@@ -161,11 +152,7 @@ std::string SubscriptionLanes::Failure() {
 void SubscriptionLanes::RequestCounters() { ++counters_asked_; }
 
 std::vector<std::optional<DeliveryCounters>> SubscriptionLanes::TakeCounters() {
-  std::lock_guard lock(mu_);
-  std::vector<std::optional<DeliveryCounters>> taken(boards_.size());
-  for (std::size_t i = 0; i < boards_.size(); ++i)
-    taken[i] = std::exchange(boards_[i].counters, {});
-  return taken;
+  return TakeEach(&Board::counters);
 }
 
 std::optional<common::Status> SubscriptionLanes::broken() {

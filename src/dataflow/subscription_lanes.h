@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -71,6 +72,15 @@ class SubscriptionLanes {
     std::optional<DeliveryCounters> counters;
   };
   void Run(Lane& lane);
+  // Per stage, what its board held in `field`, leaving it empty.
+  template <typename T>
+  std::vector<T> TakeEach(T Board::*field) {
+    std::lock_guard lock(mu_);
+    std::vector<T> taken(boards_.size());
+    for (std::size_t i = 0; i < boards_.size(); ++i)
+      taken[i] = std::exchange(boards_[i].*field, {});
+    return taken;
+  }
   void Post(std::size_t stage, std::vector<RejectedRecord> rejected, const std::string& failure,
             bool stopped);
 

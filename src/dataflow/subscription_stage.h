@@ -61,6 +61,14 @@ struct DeliveryCounters {
   std::int64_t consumed = 0, delivered = 0, skipped = 0, errored = 0;
   // Set by the worker loop from the broker (not counted by the stage).
   std::optional<std::int64_t> consumer_lag;
+  // Extends these counters over the interval that follows them.
+  void Add(const DeliveryCounters& next) {
+    to_ms = next.to_ms;
+    consumed += next.consumed;
+    delivered += next.delivered;
+    skipped += next.skipped;
+    errored += next.errored;
+  }
 };
 
 // What became of a record the target refused.

@@ -555,11 +555,8 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   for (std::size_t i = 0; i < subscriptions.size(); ++i) {
     auto counters = subscriptions[i]->TakeCounters();
     if (auto& answered = last[i]) {  // asked for, not yet reported: one report of both
-      counters.from_ms = answered->from_ms;
-      counters.consumed += answered->consumed;
-      counters.delivered += answered->delivered;
-      counters.skipped += answered->skipped;
-      counters.errored += answered->errored;
+      answered->Add(counters);
+      counters = *answered;
     }
     wm.OnDelivery(subscriptions[i]->spec().id, counters);
     (void)reporter.Consumption(subscriptions[i]->spec(), counters);

@@ -118,20 +118,24 @@ class EndToEnd : public ::testing::Test {
                (dir_ / (name + ".log")).string()});
   }
 
+  // A source worker streaming `orders` onto e2e.public.orders.
+  json OrdersSourceConfig(const std::string& format = "json") {
+    return WorkerConfig("source", {{"source",
+                                    {{"type", "postgresql"},
+                                     {"url", source_.url()},
+                                     {"slot", slot_},
+                                     {"publication", slot_},
+                                     {"topic_prefix", "e2e"},
+                                     {"format", format},
+                                     {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}}});
+  }
+
   // `datamodels`: republished by the source worker; the subscription then
   // reads `topic` (default: the raw CDC topic).
   void StartWorkers(const std::string& format = "json", const std::string& registry = "",
                     const json& datamodels = nullptr, std::string topic = "") {
     if (topic.empty()) topic = connectors::TopicForTable("e2e", {"public", "orders"});
-    json source =
-        WorkerConfig("source", {{"source",
-                                 {{"type", "postgresql"},
-                                  {"url", source_.url()},
-                                  {"slot", slot_},
-                                  {"publication", slot_},
-                                  {"topic_prefix", "e2e"},
-                                  {"format", format},
-                                  {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}}});
+    json source = OrdersSourceConfig(format);
     json target = TargetConfig({{{"id", common::Uuid::V4().ToString()},
                                  {"topic", topic},
                                  {"consumer_group", "e2e-orders"},
@@ -385,15 +389,7 @@ TEST_F(EndToEnd, ASubscriptionStuckOnALockedTableDoesNotHoldUpItsWorkersOthers) 
   pqxx::work lock(locker);
   lock.exec("LOCK TABLE orders_locked IN SHARE MODE");
   const auto topic = connectors::TopicForTable("e2e", {"public", "orders"});
-  RunWorker(
-      "source",
-      WorkerConfig("source", {{"source",
-                               {{"type", "postgresql"},
-                                {"url", source_.url()},
-                                {"slot", slot_},
-                                {"publication", slot_},
-                                {"topic_prefix", "e2e"},
-                                {"tables", {{{"schema", "public"}, {"table", "orders"}}}}}}}));
+  RunWorker("source", OrdersSourceConfig());
   RunWorker("target", TargetConfig({{{"id", common::Uuid::V4().ToString()},
                                      {"topic", topic},
                                      {"consumer_group", "e2e-locked"},
