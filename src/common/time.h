@@ -13,6 +13,8 @@ using Clock = std::chrono::system_clock;
 using TimePoint = Clock::time_point;
 
 std::int64_t NowEpochMillis();
+// Milliseconds on the monotonic clock since `start`.
+std::int64_t MillisSince(std::chrono::steady_clock::time_point start);
 // "YYYY-MM-DD HH:MM:SS.ffffff" in UTC, the form PostgreSQL reads as a naive timestamp.
 std::string FormatUtc(TimePoint t);
 // ISO-8601 with a trailing Z, for JSON responses.

@@ -1,9 +1,9 @@
 #include "dataflow/kafka_change_sink.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <fmt/format.h>
-
+#include "common/time.h"
 #include "dataflow/avro_envelope.h"
 #include "dataflow/envelope.h"
 
@@ -67,7 +67,8 @@ Status KafkaChangeSink::Emit(const connectors::ChangeEvent& event) {
     SLUICE_RETURN_IF_ERROR(producer_.Send(event.topic, encoded.key, encoded.value, next_id_));
   }
   if (next_id_ == 1)
-    spdlog::debug("first change sent {} ms after the start ({})", MillisSinceStart(), event.topic);
+    spdlog::debug("first change sent {} ms after the start ({})", common::MillisSince(created_),
+                  event.topic);
   ++next_id_;
   return Status::Ok();
 }
@@ -85,8 +86,8 @@ Status KafkaChangeSink::CaughtUp() {
   // part out cost a send per read (3.6 per 10-row transaction at 10k/s).
   if (checkpoints_.empty() || checkpoints_.back().first < sent_now_below_) return Pump();
   // Bounded: a slow broker must not hold the source off new changes for
-  // long. What is still outstanding then (a message whose topic librdkafka
-  // had not looked up yet is queued only after) is sent again next call.
+  // long. What is still outstanding then (say, a message whose topic's
+  // partitions are not known yet) is sent again next call.
   auto flushed = producer_.Flush(std::chrono::milliseconds(50));
   if (!flushed.ok()) return Pump();
   sent_now_below_ = next_id_;
@@ -127,7 +128,7 @@ Status KafkaChangeSink::Absorb(const std::vector<kafka::Delivery>& deliveries) {
   SLUICE_RETURN_IF_ERROR(failure_);
   if (watermark_ > 0 && !first_acknowledged_) {
     first_acknowledged_ = true;
-    spdlog::debug("first change acknowledged {} ms after the start", MillisSinceStart());
+    spdlog::debug("first change acknowledged {} ms after the start", common::MillisSince(created_));
   }
   connectors::Lsn confirmed = 0;
   while (!checkpoints_.empty() && checkpoints_.front().first <= watermark_) {

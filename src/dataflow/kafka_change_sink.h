@@ -79,11 +79,6 @@ class KafkaChangeSink : public connectors::ChangeSink {
   // Debug log: how long after the start the first change was sent and acknowledged.
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   bool first_acknowledged_ = false;
-  std::int64_t MillisSinceStart() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 created_)
-        .count();
-  }
 };
 
 }  // namespace sluice::dataflow

@@ -43,7 +43,6 @@ class SubscriptionLanes {
   void Stop();
   // Subscription specs never change, so any thread may read them.
   const std::vector<std::unique_ptr<SubscriptionStage>>& stages() const { return stages_; }
-  std::size_t lane_count() const { return lanes_.size(); }
 
   // Waits up to `limit` for news: refused records, a failure that began,
   // changed or ended, counters asked for, or a lane that broke down.

@@ -107,7 +107,7 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
       if (!pending_.empty() && !first_polled_) {
         first_polled_ = true;
         spdlog::debug("subscription {}: first {} records polled {} ms after the start", spec_.id,
-                      pending_.size(), MillisSinceStart());
+                      pending_.size(), common::MillisSince(started_));
       }
     }
     // One partition after the other, each in offset order: the same
@@ -134,7 +134,7 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
   if (delivered.ok() && !first_delivered_ && counters_.delivered > 0) {
     first_delivered_ = true;
     spdlog::debug("subscription {}: first batch delivered {} ms after the start", spec_.id,
-                  MillisSinceStart());
+                  common::MillisSince(started_));
   }
   return delivered;
 }

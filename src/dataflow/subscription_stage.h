@@ -148,11 +148,6 @@ class SubscriptionStage {
   // delivered yet (debug log: where a restart's time to the first row goes).
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool first_polled_ = false, first_delivered_ = false;
-  std::int64_t MillisSinceStart() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 started_)
-        .count();
-  }
   // Stable batches (Target::StableBatches): polled messages left for the
   // next batch, whether this batch's range is noted with the group's
   // offsets yet, and whether a note left by a previous run was looked for.

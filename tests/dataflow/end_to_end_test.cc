@@ -62,12 +62,6 @@ class EndToEnd : public ::testing::Test {
     pqxx::nontransaction(c).exec(sql);
   }
 
-  std::string WriteConfig(const std::string& name, const json& config) {
-    auto path = (dir_ / (name + ".json")).string();
-    std::ofstream(path) << config.dump(2);
-    return path;
-  }
-
   void EnsureSupervisor() {
     if (!supervisor_) {
       supervisor_ = std::make_unique<runtime::ProcessSupervisor>(
@@ -111,11 +105,7 @@ class EndToEnd : public ::testing::Test {
   }
   // `sluice worker` with `config`, supervised as `name` (log: <name>.log).
   void RunWorker(const std::string& name, const json& config) {
-    EnsureSupervisor();
-    supervisor_->Ensure(
-        name, {{std::getenv("SLUICE_BIN"), "worker", "--config", WriteConfig(name, config)},
-               {},
-               (dir_ / (name + ".log")).string()});
+    sluice::testing::SuperviseWorker(supervisor_, dir_, name, config);
   }
 
   // A source worker streaming `orders` onto e2e.public.orders.
