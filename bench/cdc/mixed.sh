@@ -12,6 +12,9 @@
 #   catch-up   workers started -> every table of the target holds the
 #              source's rows (count and sum of v per table, polled every 0.25 s)
 #   ceiling    pg_recvlogical (pgoutput, proto 1) over the same WAL, to /dev/null
+#   writes     (a reference, not the issue's ceiling) the source's own time to
+#              make the changes: the procedure that writes the workload; the
+#              target database has to make the same writes
 # Best of SLUICE_BENCH_ROUNDS (2) for both. One throwaway cluster (fsync and
 # autovacuum off) holds both databases.
 # usage: bench/cdc/mixed.sh [--changes N] [--preload N] [--format json|avro] [--bin PATH] [--keep]
@@ -181,7 +184,9 @@ RECV_SECONDS="" CATCH_SECONDS="" CHANGES_DONE=0 HZ=$(getconf CLK_TCK)
 for r in $(seq "$ROUNDS"); do
   stop_workers
   q "$SRC" -c "SELECT pg_create_logical_replication_slot('bench_recv_$r', 'pgoutput')" >/dev/null
+  w0=$(now)
   q "$SRC" -c "CALL mix_load($CHANGES, 0.$r)" >/dev/null
+  w1=$(now)
   done_now=$(q "$SRC" -c "SELECT changes FROM mix_done")
   END_LSN=$(q "$SRC" -c "SELECT pg_current_wal_lsn()")
   t0=$(now)
@@ -199,6 +204,7 @@ for r in $(seq "$ROUNDS"); do
   # The ratio is of one round's own pair; the best round counts.
   if [ -z "$CATCH_SECONDS" ] || [ "$(echo "$recv / $catch > $RECV_SECONDS / $CATCH_SECONDS" | bc -l)" = 1 ]; then
     RECV_SECONDS=$recv CATCH_SECONDS=$catch CHANGES_DONE=$done_now
+    WRITE_SECONDS=$(echo "$w1 - $w0" | bc)
     SRC_CPU=$(echo "scale=3; $sc / $HZ" | bc) TGT_CPU=$(echo "scale=3; $tc / $HZ" | bc)
   fi
 done
@@ -217,10 +223,15 @@ r = {"benchmark": "cdc_mixed", "utc": "$STAMP", "format": "$FORMAT", "cpus": os.
      "sluice_catch_up": {"seconds": float("$CATCH_SECONDS"), "changes_per_s": round(n / float("$CATCH_SECONDS")),
                          "source_worker_cpu_seconds": float("$SRC_CPU"), "target_worker_cpu_seconds": float("$TGT_CPU")}}
 r["ratio"] = round(r["sluice_catch_up"]["changes_per_s"] / r["pg_recvlogical_pgoutput"]["changes_per_s"], 3)
+# What one database takes to make these changes itself (the workload's
+# procedure on the source): the target has to make the same writes.
+r["source_writes_workload"] = {"seconds": float("$WRITE_SECONDS"), "changes_per_s": round(n / float("$WRITE_SECONDS"))}
+r["ratio_to_source_writes"] = round(r["sluice_catch_up"]["changes_per_s"] / r["source_writes_workload"]["changes_per_s"], 3)
 json.dump(r, open(sys.argv[1], "w"), indent=2)
 print("mixed workload, %s: %d changes (40%% insert / 50%% update / 10%% delete, 1..100 rows per tx) over 10 tables, %d CPUs, load %s"
       % ("$FORMAT", n, r["cpus"], " ".join(r["loadavg_at_end"])))
 print("pg_recvlogical: %.2f s, %d changes/s" % (r["pg_recvlogical_pgoutput"]["seconds"], r["pg_recvlogical_pgoutput"]["changes_per_s"]))
+print("the source writing the workload itself: %.2f s, %d changes/s" % (r["source_writes_workload"]["seconds"], r["source_writes_workload"]["changes_per_s"]))
 c = r["sluice_catch_up"]
 print("sluice catch-up: %.2f s, %d changes/s, ratio %.2f; CPU s: source worker %.2f, target worker %.2f"
       % (c["seconds"], c["changes_per_s"], r["ratio"], c["source_worker_cpu_seconds"], c["target_worker_cpu_seconds"]))

@@ -143,34 +143,59 @@ const std::vector<connectors::targets::TargetColumn>* ColumnsFromText(std::strin
   return &cached;
 }
 
-std::optional<InsertView> ViewInsert(const std::string& value) {
+std::optional<RowChangeView> ViewRowChange(const std::string& value) {
   namespace od = simdjson::ondemand;
   thread_local common::PaddedJson padded;
   od::document* doc = padded.Iterate(value);
   od::object root;
   if (!doc || doc->get_object().get(root)) return std::nullopt;
-  InsertView view;
+  RowChangeView view;
   std::string_view op;
+  bool has_before = false;
+  // Each member's raw text, as a view into `value`.
+  auto raw = [&](od::value& v, std::string_view& out, bool object) {
+    if (object) {
+      od::object o;
+      if (v.get_object().get(o) || o.raw_json().get(out)) return false;
+    } else {
+      od::array a;
+      if (v.get_array().get(a) || a.raw_json().get(out)) return false;
+    }
+    out = padded.InText(out);
+    return true;
+  };
   for (auto field : root) {
     std::string_view name;
     od::value v;
     if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
+    bool is_null = false;
     if (name == "after") {
-      od::object after;
-      if (v.get_object().get(after) || after.raw_json().get(view.image)) return std::nullopt;
-      view.image = padded.InText(view.image);
+      if (v.is_null().get(is_null)) return std::nullopt;
+      if (!is_null && !raw(v, view.image, true)) return std::nullopt;
+    } else if (name == "before") {
+      if (v.is_null().get(is_null)) return std::nullopt;
+      has_before = !is_null;
     } else if (name == "op") {
-      if (v.get_string().get(op) || (op != "c" && op != "r")) return std::nullopt;
+      if (v.get_string().get(op) || op.size() != 1 ||
+          std::string_view("cdru").find(op) == std::string_view::npos)
+        return std::nullopt;
     } else if (name == "columns") {
-      od::array columns;
-      if (v.get_array().get(columns) || columns.raw_json().get(view.columns)) return std::nullopt;
-      view.columns = padded.InText(view.columns);
-    } else if (name == "unchanged" || name == "as_text") {
-      // Never on an insert / values that need the decoded path.
-      return std::nullopt;
+      if (!raw(v, view.columns, false)) return std::nullopt;
+    } else if (name == "unchanged") {
+      if (!raw(v, view.unchanged, false)) return std::nullopt;
+    } else if (name == "as_text") {
+      return std::nullopt;  // values that need the decoded path
     }
   }
-  if (op.empty() || view.image.empty() || view.columns.empty()) return std::nullopt;
+  if (op.empty() || view.columns.empty()) return std::nullopt;
+  view.op = *common::ChangeOpFromLetter(op);
+  if (view.op == common::ChangeOp::kDelete) {
+    view.image = {};
+    view.unchanged = {};
+    return view;
+  }
+  if (view.image.empty()) return std::nullopt;
+  if (view.op == common::ChangeOp::kUpdate && has_before) return std::nullopt;
   return view;
 }
 

@@ -45,14 +45,19 @@ common::Result<connectors::targets::TargetChange> DecodeEnvelope(const std::stri
 nlohmann::json OldKey(const connectors::targets::TargetChange& change,
                       const nlohmann::json& before);
 
-// An insert (op c or r) as it sits in its message: the after image's and the
-// columns' JSON text, both views into the value. Nullopt for anything else
-// (other ops, a layout this does not know), which DecodeEnvelope reads.
-struct InsertView {
+// A row change (op c, r, u or d) as it sits in its message: views into the
+// value of the after image's, the columns' and the `unchanged` array's JSON
+// text (image empty for a delete; unchanged empty when absent, as it is on
+// every whole image). Nullopt for anything that needs the decoded path:
+// truncates, values carried as text (`as_text`), an update with a before
+// image (a key change, or REPLICA IDENTITY FULL), a layout this does not know.
+struct RowChangeView {
+  common::ChangeOp op = common::ChangeOp::kCreate;
   std::string_view image;
   std::string_view columns;
+  std::string_view unchanged;
 };
-std::optional<InsertView> ViewInsert(const std::string& value);
+std::optional<RowChangeView> ViewRowChange(const std::string& value);
 
 // The column list of an envelope's `columns` text; parsed once per distinct
 // text (per thread), null when it is not a JSON array.

@@ -206,7 +206,7 @@ common::Status SubscriptionStage::MarkInFlight() {
   return consumer_->CommitWithMetadata(marks);
 }
 
-common::Result<bool> SubscriptionStage::DeliverInserts() {
+common::Result<bool> SubscriptionStage::DeliverInPlace() {
   for (const auto& t : transforms_)
     if (!t.is_identity()) return false;
   std::vector<connectors::targets::JsonRow> rows;
@@ -214,31 +214,33 @@ common::Result<bool> SubscriptionStage::DeliverInserts() {
   std::string_view columns;
   for (const auto& m : pending_) {
     if (m.key.empty() || IsWireFramed(m.value)) return false;
-    auto view = ViewInsert(m.value);
-    if (!view || (!columns.empty() && view->columns != columns)) return false;
-    columns = view->columns;
-    rows.push_back({m.key, view->image});
+    auto view = ViewRowChange(m.value);
+    if (!view) return false;
+    if (view->op != common::ChangeOp::kDelete) {
+      if (!columns.empty() && view->columns != columns) return false;
+      columns = view->columns;
+    }
+    rows.push_back({m.key, view->image, view->unchanged, view->op});
   }
-  const auto* described = ColumnsFromText(columns);
+  const auto* described = columns.empty() ? nullptr : ColumnsFromText(columns);
   if (!described) return false;
-  auto landed = target_->InsertJsonRows(rows, *described);
+  auto landed = target_->ApplyJsonRows(rows, *described);
   if (!landed.ok()) retry_after_ = target_->RetryAfter();
   if (!landed.ok() || !*landed) return landed;
   SLUICE_RETURN_IF_ERROR(consumer_->Commit(pending_));
   counters_.delivered += static_cast<std::int64_t>(pending_.size());
   pending_.clear();
-  if (!inserts_in_place_) {
-    inserts_in_place_ = true;
-    spdlog::info("subscription {}: a batch of inserts was applied from its messages' own text",
-                 spec_.id);
+  if (!applied_in_place_) {
+    applied_in_place_ = true;
+    spdlog::info("subscription {}: a batch was applied from its messages' own text", spec_.id);
   }
   return true;
 }
 
 common::Status SubscriptionStage::Deliver() {
-  // A batch of plain inserts of one table, with nothing to transform, goes
-  // to the target as the messages' own JSON text (bench/cdc perf).
-  auto inserted = DeliverInserts();
+  // A batch of row changes of one table, with nothing to transform, goes to
+  // the target as the messages' own JSON text (bench/cdc perf).
+  auto inserted = DeliverInPlace();
   if (!inserted.ok()) return inserted.status();
   if (*inserted) return common::Status::Ok();
   std::vector<TargetChange> batch;

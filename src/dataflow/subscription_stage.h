@@ -117,9 +117,9 @@ class SubscriptionStage {
   SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
                     std::unique_ptr<connectors::targets::Target> target);
   common::Status Deliver();
-  // The whole batch as inserts read in place (Target::InsertJsonRows);
+  // The whole batch as row changes read in place (Target::ApplyJsonRows);
   // false when it is not that, or the target does not take it.
-  common::Result<bool> DeliverInserts();
+  common::Result<bool> DeliverInPlace();
   // on_refusal stop: commits what lies before the first refused record of
   // each partition, and stops (FailedPrecondition naming that record).
   // `landed`/`filtered`: the batch's changes delivered / filtered out.
@@ -140,7 +140,7 @@ class SubscriptionStage {
   std::vector<kafka::Message> pending_;  // polled, not yet delivered
   DeliveryCounters counters_;
   std::vector<RejectedRecord> rejected_;
-  bool inserts_in_place_ = false;  // DeliverInserts has landed a batch (logged once)
+  bool applied_in_place_ = false;  // DeliverInPlace has landed a batch (logged once)
   std::optional<std::chrono::milliseconds> retry_after_;
   std::optional<std::string> stopped_;
   bool found_nothing_ = false;

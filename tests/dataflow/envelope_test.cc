@@ -100,6 +100,54 @@ TEST(Envelope, ColumnsAnywhereAndMarkerLookalikesDecodeTheSame) {
   EXPECT_EQ(odd->after["name"], "x");
 }
 
+// What the in-place path reads of a row change, as views into its message.
+TEST(Envelope, RowChangesAreViewedInPlaceAndWhatNeedsDecodingIsNot) {
+  connectors::ChangeEvent e;
+  e.table = {"public", "orders"};
+  e.key = {{"id", 7}};
+  e.op = common::ChangeOp::kUpdate;
+  e.after = {{"id", 7}};
+  e.unchanged_columns = {"name"};  // unchanged TOAST, absent from the image
+  auto update = EncodeEnvelope(e, Schema());
+  auto view = ViewRowChange(update.value);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->op, common::ChangeOp::kUpdate);
+  EXPECT_EQ(json::parse(view->image), (json{{"id", 7}}));
+  EXPECT_EQ(json::parse(view->unchanged), (json{"name"}));
+  EXPECT_EQ(json::parse(view->columns).size(), 2u);
+  // The views point into the message itself.
+  EXPECT_GE(view->image.data(), update.value.data());
+  EXPECT_LE(view->image.data() + view->image.size(), update.value.data() + update.value.size());
+
+  e.op = common::ChangeOp::kDelete;
+  e.before = {{"id", 7}};
+  e.after = nullptr;
+  e.unchanged_columns.clear();
+  auto deleted = ViewRowChange(EncodeEnvelope(e, Schema()).value);
+  ASSERT_TRUE(deleted.has_value());
+  EXPECT_EQ(deleted->op, common::ChangeOp::kDelete);
+  EXPECT_TRUE(deleted->image.empty());
+
+  e.op = common::ChangeOp::kCreate;
+  e.before = nullptr;
+  e.after = {{"id", 7}, {"name", "x"}};
+  auto created = ViewRowChange(EncodeEnvelope(e, Schema()).value);
+  ASSERT_TRUE(created.has_value());
+  EXPECT_TRUE(created->unchanged.empty());
+
+  // An update with a before image (a key change, REPLICA IDENTITY FULL)
+  // and a truncate take the decoded path.
+  e.op = common::ChangeOp::kUpdate;
+  e.before = {{"id", 3}};
+  EXPECT_FALSE(ViewRowChange(EncodeEnvelope(e, Schema()).value).has_value());
+  e.op = common::ChangeOp::kTruncate;
+  e.before = nullptr;
+  e.after = nullptr;
+  EXPECT_FALSE(ViewRowChange(EncodeEnvelope(e, Schema()).value).has_value());
+  EXPECT_FALSE(ViewRowChange(R"({"op":"u","after":[1],"columns":[]})").has_value());
+  EXPECT_FALSE(ViewRowChange("not json").has_value());
+}
+
 TEST(Envelope, ValuesCarriedAsTextAreNamedAndKeepTheirText) {
   connectors::ChangeEvent e;
   e.op = common::ChangeOp::kCreate;
@@ -108,7 +156,7 @@ TEST(Envelope, ValuesCarriedAsTextAreNamedAndKeepTheirText) {
   e.after = {{"id", 7}, {"name", R"({"n": 1e400})"}};
   e.text_columns = {"name"};
   auto encoded = EncodeEnvelope(e, Schema());
-  EXPECT_FALSE(ViewInsert(encoded.value).has_value());  // the decoded path reads as_text
+  EXPECT_FALSE(ViewRowChange(encoded.value).has_value());  // the decoded path reads as_text
   auto decoded = DecodeEnvelope(encoded.key, encoded.value);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->after["name"], R"({"n": 1e400})");

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "common/padded_json.h"
 
 namespace sluice::connectors::targets {
@@ -195,6 +198,34 @@ std::optional<CopyText> RenderJsonImages(
     }
     if (j != out.names.size() || keys_seen != key.size() || j == 0) return std::nullopt;
     out.rows.push_back('\n');
+  }
+  return out;
+}
+
+std::optional<std::string> CanonicalKeyText(std::string_view key) {
+  thread_local common::PaddedJson padded;
+  od::document* doc = padded.Iterate(key);
+  od::object members;
+  if (!doc || doc->get_object().get(members)) return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> named;
+  static const std::string kPlain;
+  for (auto field : members) {
+    std::string_view name;
+    od::value v;
+    if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
+    std::string text;
+    od::json_type kind;
+    if (!AppendJsonValue(text, v, kPlain, &kind)) return std::nullopt;
+    text.push_back(static_cast<char>('0' + static_cast<int>(kind)));
+    named.emplace_back(std::string(name), std::move(text));
+  }
+  std::sort(named.begin(), named.end());
+  std::string out;
+  for (const auto& [name, text] : named) {
+    // Lengths first: no name or value can run into the next.
+    fmt::format_to(std::back_inserter(out), "{}:{}:", name.size(), text.size());
+    out += name;
+    out += text;
   }
   return out;
 }

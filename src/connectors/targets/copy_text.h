@@ -30,6 +30,10 @@ void AppendCopyValue(std::string& out, const std::string& source_type, const nlo
 struct CopyText {
   std::vector<std::string> names;
   std::string rows;
+  // The rows leave out columns they did not change (unchanged TOAST): a row
+  // that is there is updated, never upserted, as an upsert's insert half
+  // would meet the table's NOT NULLs on the columns left out.
+  bool partial = false;
 };
 
 // Renders images given as JSON object text, each with its key's JSON object
@@ -42,5 +46,11 @@ struct CopyText {
 std::optional<CopyText> RenderJsonImages(
     const std::vector<JsonRow>& rows,
     const std::function<const std::string&(std::string_view)>& type_of);
+
+// A key's JSON object text spelt one way whatever its producer's member
+// order or number spelling: its members sorted by name, each value as
+// RenderJsonImages renders it, with its JSON kind. Nullopt when it is not an
+// object of plain values.
+std::optional<std::string> CanonicalKeyText(std::string_view key);
 
 }  // namespace sluice::connectors::targets

@@ -73,14 +73,24 @@ struct PostgresTarget::BulkConnection {
     PQclear(r);
     return error;
   }
+  // One COPY of a transaction: its statement, its rows (COPY text) and the
+  // statements run after it.
+  struct CopyStep {
+    std::string copy_sql;
+    const std::string* rows = nullptr;
+    std::vector<std::string> after;
+  };
+  // Whether this session's staging table (see CopyRows) is there and of
+  // the table's current columns.
+  bool staging_ready = false;
+  bool staging_made = false;  // created once in this session (maybe rolled back since)
   // One transaction: the backfill fence (when `fence_key` is set), `before`,
-  // COPY `copy_sql` of `rows` (COPY text), `after`, COMMIT. Anything refused
-  // rolls it all back: Unavailable when the connection is gone or for an
-  // outage (PostgresTarget::IsOutage), AlreadyExists for a unique
-  // violation, else InvalidArgument, each with the server's words.
+  // each step, COMMIT. Anything refused rolls it all back: Unavailable when
+  // the connection is gone or for an outage (PostgresTarget::IsOutage),
+  // AlreadyExists for a unique violation, else InvalidArgument, each with
+  // the server's words.
   common::Status CopyIn(const std::string& fence_key, const std::vector<std::string>& before,
-                        const std::string& copy_sql, const std::string& rows,
-                        const std::vector<std::string>& after) {
+                        const std::vector<CopyStep>& steps) {
     std::string error, sqlstate;
     auto take = [&](PGresult* r, ExecStatusType wanted) {
       bool ok = PQresultStatus(r) == wanted || PQresultStatus(r) == PGRES_TUPLES_OK;
@@ -104,21 +114,25 @@ struct PostgresTarget::BulkConnection {
                 PGRES_TUPLES_OK);
     }
     for (const auto& sql : before) ok = ok && run(sql);
-    ok = ok && run(copy_sql, PGRES_COPY_IN);
-    if (ok) {
-      constexpr std::size_t kPiece = 1 << 20;
-      for (std::size_t at = 0; ok && at < rows.size(); at += kPiece) {
-        auto n = std::min(kPiece, rows.size() - at);
-        ok = PQputCopyData(conn, rows.data() + at, static_cast<int>(n)) == 1;
+    for (const auto& step : steps) {
+      ok = ok && run(step.copy_sql, PGRES_COPY_IN);
+      if (ok) {
+        const std::string& rows = *step.rows;
+        constexpr std::size_t kPiece = 1 << 20;
+        for (std::size_t at = 0; ok && at < rows.size(); at += kPiece) {
+          auto n = std::min(kPiece, rows.size() - at);
+          ok = PQputCopyData(conn, rows.data() + at, static_cast<int>(n)) == 1;
+        }
+        ok = PQputCopyEnd(conn, nullptr) == 1 && ok;
+        if (!ok) error = FirstLine(PQerrorMessage(conn));
+        while (PGresult* r = PQgetResult(conn)) ok = take(r, PGRES_COMMAND_OK) && ok;
       }
-      ok = PQputCopyEnd(conn, nullptr) == 1 && ok;
-      if (!ok) error = FirstLine(PQerrorMessage(conn));
-      while (PGresult* r = PQgetResult(conn)) ok = take(r, PGRES_COMMAND_OK) && ok;
+      for (const auto& sql : step.after) ok = ok && run(sql);
     }
-    for (const auto& sql : after) ok = ok && run(sql);
     ok = ok && run("COMMIT");
     if (ok) return common::Status::Ok();
     (void)Exec("ROLLBACK");
+    staging_ready = false;  // a rollback may have taken it away
     if (!connected()) return common::Unavailable("target connection lost: " + error);
     if (sqlstate == "23505") return common::AlreadyExists(error);
     if (PostgresTarget::IsOutage(sqlstate))
@@ -351,6 +365,25 @@ std::string PostgresTarget::KeyMatch(const std::string& a, const std::string& b)
   return match;
 }
 
+std::vector<std::string> PostgresTarget::PartialImageSql(
+    const std::string& source, const std::string& cols,
+    const std::vector<std::string>& names) const {
+  std::string sets, select;
+  for (const auto& n : names) {
+    select += (select.empty() ? "s." : ", s.") + QuoteIdent(n);
+    if (std::find(key_columns_.begin(), key_columns_.end(), n) == key_columns_.end())
+      sets += (sets.empty() ? "" : ", ") + fmt::format("{} = s.{}", QuoteIdent(n), QuoteIdent(n));
+  }
+  std::vector<std::string> sql;
+  if (!sets.empty())
+    sql.push_back(fmt::format("UPDATE {} t SET {} FROM {} WHERE {}", Qualified(), sets, source,
+                              KeyMatch("t", "s")));
+  sql.push_back(fmt::format(
+      "INSERT INTO {} ({}) SELECT {} FROM {} WHERE NOT EXISTS (SELECT FROM {} t WHERE {})",
+      Qualified(), cols, select, source, Qualified(), KeyMatch("t", "s")));
+  return sql;
+}
+
 void PostgresTarget::MoveKey(pqxx::transaction_base& tx, const TargetChange& change) {
   // The row under the old key takes the new one, keeping the columns the
   // update did not send (unchanged TOASTed values); the upsert of the new
@@ -467,12 +500,16 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
       conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
     for (const auto& [signature, group] : upserts_by_columns) {
       const auto& text = text_by_columns[signature];
-      std::string cols, updates, select;
+      std::string cols, updates, select, named;
+      std::vector<std::string> names;
       for (const auto& [k, v] : group[0].items()) {
         cols += (cols.empty() ? "" : ", ") + QuoteIdent(k);
-        select += (select.empty() ? "" : ", ") +
-                  (text.count(k) ? fmt::format("(x.value->>{})::{}", tx.quote(k), json_columns_[k])
-                                 : "d." + QuoteIdent(k));
+        auto value = text.count(k)
+                         ? fmt::format("(x.value->>{})::{}", tx.quote(k), json_columns_[k])
+                         : "d." + QuoteIdent(k);
+        select += (select.empty() ? "" : ", ") + value;
+        named += (named.empty() ? "" : ", ") + value + " AS " + QuoteIdent(k);
+        names.push_back(k);
         bool is_key = std::find(key_columns_.begin(), key_columns_.end(), k) != key_columns_.end();
         if (!is_key)
           updates += (updates.empty() ? "" : ", ") +
@@ -484,10 +521,20 @@ void PostgresTarget::ApplyFolded(pqxx::transaction_base& tx,
                                    "json_array_elements($1) x CROSS JOIN LATERAL "
                                    "json_populate_record(NULL::{}, x.value) d",
                                    Qualified());
-      tx.exec_params(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT ({}) DO {}",
-                                 Qualified(), cols, select, from, conflict,
-                                 updates.empty() ? "NOTHING" : "UPDATE SET " + updates),
-                     group.dump(-1, ' ', false, json::error_handler_t::replace));
+      auto rows_json = group.dump(-1, ' ', false, json::error_handler_t::replace);
+      // Images that leave out a column the source has (unchanged TOAST).
+      bool partial = false;
+      for (const auto& c : columns) partial = partial || !group[0].contains(c.name);
+      if (!partial) {
+        tx.exec_params(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT ({}) DO {}",
+                                   Qualified(), cols, select, from, conflict,
+                                   updates.empty() ? "NOTHING" : "UPDATE SET " + updates),
+                       rows_json);
+        continue;
+      }
+      for (const auto& sql :
+           PartialImageSql(fmt::format("(SELECT {} FROM {}) s", named, from), cols, names))
+        tx.exec_params(sql, rows_json);
     }
     start = end;
   }
@@ -568,33 +615,70 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
     }
     rows.push_back('\n');
   }
-  return CopyRows(columns, text, deletes);
+  bool new_rows = true;
+  for (std::size_t i : order)
+    new_rows = new_rows &&
+               (batch[i].op == common::ChangeOp::kCreate || batch[i].op == common::ChangeOp::kRead);
+  return CopyRows(columns, {text},
+                  deletes.empty() ? std::string()
+                                  : deletes.dump(-1, ' ', false, json::error_handler_t::replace),
+                  new_rows);
 }
 
-common::Result<bool> PostgresTarget::InsertJsonRows(const std::vector<JsonRow>& rows,
-                                                    const std::vector<TargetColumn>& columns) {
+common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& rows,
+                                                   const std::vector<TargetColumn>& columns) {
   if (options_.copy_threshold == 0 || rows.size() < options_.copy_threshold) return false;
   SLUICE_RETURN_IF_ERROR(Connect());
-  // Folded by key text: a later image of a key replaces an earlier one.
-  std::vector<JsonRow> last;
-  std::unordered_map<std::string_view, std::size_t> slot;
-  for (const auto& row : rows) {
-    auto [it, fresh] = slot.try_emplace(row.key, last.size());
-    if (fresh)
-      last.push_back(row);
-    else
-      last[it->second] = row;
+  // Folded by key: each key's last change decides its row. Keys are
+  // compared as their values, not their spelling, as a delete and an
+  // upsert of one key must never both reach the database.
+  std::vector<std::size_t> last;  // rows index of each key's last change
+  std::unordered_map<std::string, std::size_t> slot;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto key = CanonicalKeyText(rows[i].key);
+    if (!key) return false;
+    auto [it, fresh] = slot.try_emplace(std::move(*key), last.size());
+    if (fresh) {
+      last.push_back(i);
+      continue;
+    }
+    const auto& earlier = rows[last[it->second]];
+    // A partial image over an earlier image of its key: the decoded path
+    // merges the two.
+    if (!rows[i].deleted() && !rows[i].unchanged.empty() && !earlier.deleted()) return false;
+    last[it->second] = i;
   }
+  std::string deletes;
+  std::map<std::string_view, std::vector<JsonRow>> by_unchanged;  // one COPY per column set
+  bool inserts_only = true;
+  for (std::size_t i : last) {
+    const auto op = rows[i].op;
+    inserts_only =
+        inserts_only && (op == common::ChangeOp::kCreate || op == common::ChangeOp::kRead);
+    if (rows[i].deleted()) {
+      deletes += deletes.empty() ? '[' : ',';
+      deletes += rows[i].key;
+    } else {
+      by_unchanged[rows[i].unchanged].push_back(rows[i]);
+    }
+  }
+  if (!deletes.empty()) deletes += ']';
   std::unordered_map<std::string_view, std::string> types;
   for (const auto& c : columns) types[c.name] = c.source_type;
   static const std::string kUnknown;
-  auto text = RenderJsonImages(last, [&](std::string_view name) -> const std::string& {
+  auto type_of = [&](std::string_view name) -> const std::string& {
     auto it = types.find(name);
     return it == types.end() ? kUnknown : it->second;
-  });
-  if (!text) return false;
+  };
+  std::vector<CopyText> groups;
+  for (const auto& [unchanged, group] : by_unchanged) {
+    auto text = RenderJsonImages(group, type_of);
+    if (!text) return false;
+    text->partial = !unchanged.empty();
+    groups.push_back(std::move(*text));
+  }
   try {
-    auto copied = CopyRows(columns, *text, json());
+    auto copied = CopyRows(columns, groups, deletes, inserts_only);
     if (copied.ok()) return true;
     if (copied.code() == common::Code::kUnavailable) return copied;
     return false;
@@ -608,20 +692,22 @@ common::Result<bool> PostgresTarget::InsertJsonRows(const std::vector<JsonRow>& 
 }
 
 common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns,
-                                        const CopyText& text, const json& delete_keys) {
-  const auto& names = text.names;
-  const auto& rows = text.rows;
+                                        const std::vector<CopyText>& groups,
+                                        const std::string& delete_keys, bool new_rows) {
   // The table is looked at (and grown) only when the batch names a column
   // not seen yet: a round trip per batch otherwise.
   bool known = !known_columns_.empty() && !key_columns_.empty();
-  for (const auto& n : names) known = known && known_columns_.count(n);
-  if (!known || TypesChanged(columns)) {
+  for (const auto& group : groups)
+    for (const auto& n : group.names) known = known && known_columns_.count(n);
+  const bool reshaped = !known || TypesChanged(columns);
+  if (reshaped) {
     std::map<std::string, std::string> types;
     for (const auto& c : columns) types[c.name] = c.source_type;
     pqxx::work tx(*conn_);
     EnsureTable(tx, columns);
-    for (const auto& n : names)
-      if (!known_columns_.count(n)) EnsureTable(tx, {{n, types[n], false}});
+    for (const auto& group : groups)
+      for (const auto& n : group.names)
+        if (!known_columns_.count(n)) EnsureTable(tx, {{n, types[n], false}});
     FollowTypes(tx, columns);
     tx.commit();
   }
@@ -640,26 +726,30 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
       return common::Unavailable("target database unreachable: " + error);
     }
   }
-  std::string cols, updates, conflict;
-  for (const auto& n : names) {
-    cols += (cols.empty() ? "" : ", ") + QuoteIdent(n);
-    if (std::find(key_columns_.begin(), key_columns_.end(), n) == key_columns_.end())
-      updates += (updates.empty() ? "" : ", ") +
-                 fmt::format("{} = EXCLUDED.{}", QuoteIdent(n), QuoteIdent(n));
-  }
+  if (reshaped) bulk_->staging_ready = false;
+  auto column_list = [](const std::vector<std::string>& names) {
+    std::string cols;
+    for (const auto& n : names) cols += (cols.empty() ? "" : ", ") + QuoteIdent(n);
+    return cols;
+  };
+  std::string conflict;
   for (std::size_t i = 0; i < key_columns_.size(); ++i)
     conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
   std::string fence =
       options_.backfill_fence ? BackfillFenceKey(options_.schema, options_.table) : std::string();
-  // Straight into the table when its key is a primary key: a batch of new
-  // rows (a catch-up, a snapshot) is then written once instead of twice. A
+  // Straight into the table when its key is a primary key and the batch
+  // holds only new rows (a catch-up of inserts, a snapshot): they are then
+  // written once instead of twice. A
   // key that is already there (a replay) is a unique violation that rolls
   // the attempt back; the staged upsert below then applies the batch, and
   // the next few batches go staged directly, as a replay comes in runs.
-  const bool deletes = delete_keys.is_array() && !delete_keys.empty();
-  if (key_is_primary_ && staged_only_batches_ == 0 && !deletes) {
+  const bool deletes = !delete_keys.empty();
+  if (new_rows && key_is_primary_ && staged_only_batches_ == 0 && !deletes && groups.size() == 1) {
     auto direct = bulk_->CopyIn(
-        fence, {}, fmt::format("COPY {} ({}) FROM STDIN", Qualified(), cols), rows, {});
+        fence, {},
+        {{fmt::format("COPY {} ({}) FROM STDIN", Qualified(), column_list(groups[0].names)),
+          &groups[0].rows,
+          {}}});
     if (direct.ok()) {
       ++copied_batches_;
       ++direct_batches_;
@@ -674,23 +764,48 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   } else if (staged_only_batches_ > 0) {
     --staged_only_batches_;
   }
-  std::vector<std::string> before = {
-      fmt::format("CREATE TEMP TABLE sluice_copy (LIKE {}) ON COMMIT DROP", Qualified())};
+  // The staging table lives as long as the session, emptied at each commit:
+  // creating one per batch cost more than a small batch's rows.
+  std::vector<std::string> before;
+  if (!bulk_->staging_ready) {
+    if (bulk_->staging_made) before.push_back("DROP TABLE IF EXISTS pg_temp.sluice_copy");
+    // Without the table's NOT NULLs (LIKE keeps them): an image that leaves
+    // an unchanged column out must still stage.
+    before.push_back(fmt::format(
+        "CREATE TEMP TABLE sluice_copy ON COMMIT DELETE ROWS AS SELECT * FROM {} WITH NO DATA",
+        Qualified()));
+    bulk_->staging_made = true;
+  }
   if (deletes) {
     // Folded: no key is both deleted and written, so the order is free.
-    auto keys = delete_keys.dump(-1, ' ', false, json::error_handler_t::replace);
-    char* literal = PQescapeLiteral(bulk_->conn, keys.data(), keys.size());
+    char* literal = PQescapeLiteral(bulk_->conn, delete_keys.data(), delete_keys.size());
     if (!literal) return common::Unavailable("target connection lost: " + PqError(bulk_->conn));
     before.push_back(
         fmt::format("DELETE FROM {} t USING json_populate_recordset(NULL::{}, {}) d WHERE {}",
                     Qualified(), Qualified(), literal, KeyMatch("t", "d")));
     PQfreemem(literal);
   }
-  auto staged = bulk_->CopyIn(
-      fence, before, fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), rows,
-      {fmt::format("INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}",
-                   Qualified(), cols, cols, conflict,
-                   updates.empty() ? "NOTHING" : "UPDATE SET " + updates)});
+  std::vector<BulkConnection::CopyStep> steps;
+  for (const auto& group : groups) {
+    std::string cols = column_list(group.names), updates;
+    for (const auto& n : group.names)
+      if (std::find(key_columns_.begin(), key_columns_.end(), n) == key_columns_.end())
+        updates += (updates.empty() ? "" : ", ") +
+                   fmt::format("{} = EXCLUDED.{}", QuoteIdent(n), QuoteIdent(n));
+    BulkConnection::CopyStep step{
+        fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), &group.rows, {}};
+    if (group.partial)
+      step.after = PartialImageSql("sluice_copy s", cols, group.names);
+    else
+      step.after = {fmt::format(
+          "INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}", Qualified(),
+          cols, cols, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates)};
+    // The next column set's rows must not meet these.
+    if (&group != &groups.back()) step.after.push_back("DELETE FROM sluice_copy");
+    steps.push_back(std::move(step));
+  }
+  bulk_->staging_ready = true;
+  auto staged = bulk_->CopyIn(fence, before, steps);
   if (!staged.ok()) {
     if (!bulk_->connected()) bulk_.reset();
     return staged.code() == common::Code::kAlreadyExists ? common::InvalidArgument(staged.message())

@@ -46,8 +46,10 @@ struct PostgresTargetOptions {
   // inside one loader chunk (the ordering rule: src/backfill/loader.h).
   // Off only for the loader itself, which holds the fence shared.
   bool backfill_fence = true;
-  // Insert-only batches with at least this many rows go through COPY; 0 never.
-  std::size_t copy_threshold = 1000;
+  // Batches with at least this many changes go through COPY; 0 never. Its
+  // staging table lives as long as the session, so even one change costs
+  // no more that way (bench/cdc/mixed.sh).
+  std::size_t copy_threshold = 1;
 };
 
 class PostgresTarget {
@@ -60,13 +62,16 @@ class PostgresTarget {
   // caller retries the whole batch).
   common::Result<std::vector<RejectedChange>> Apply(const std::vector<TargetChange>& batch);
 
-  // Inserts read in place from their messages, of the table's `columns`,
-  // through the COPY path without decoding each row into a tree. True when
-  // the whole batch landed; false when it does not fit that path or the
+  // Row changes read in place from their messages (inserts, updates and
+  // deletes), of the table's `columns`, through the COPY path without
+  // decoding each row into a tree: folded by key, deletes by their keys, and
+  // one COPY per column set. True when the whole batch landed; false when it
+  // does not fit that path (see RenderJsonImages, and a partial image over
+  // an earlier image of its key, which the decoded path merges) or the
   // database refused it, and the caller then decodes it and calls Apply,
   // which rejects poison rows one by one. An error status as for Apply.
-  common::Result<bool> InsertJsonRows(const std::vector<JsonRow>& rows,
-                                      const std::vector<TargetColumn>& columns);
+  common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
+                                     const std::vector<TargetColumn>& columns);
 
   // The advisory-lock key text of a destination's backfill fence; both sides
   // lock pg_advisory_*lock*(hashtextextended(key, 0)) on the target database.
@@ -100,6 +105,11 @@ class PostgresTarget {
   void MoveKey(pqxx::transaction_base& tx, const TargetChange& change);
   // "a.k1 = b.k1 AND ..." over the key columns.
   std::string KeyMatch(const std::string& a, const std::string& b) const;
+  // Statements that apply rows leaving out unchanged columns, read from
+  // `source` (a FROM item aliased s) with the column list `cols` of
+  // `names`: the rows there are updated, the others inserted.
+  std::vector<std::string> PartialImageSql(const std::string& source, const std::string& cols,
+                                           const std::vector<std::string>& names) const;
   // Records a column of the table and its type.
   void NoteColumn(const std::string& name, const std::string& type);
   // Follows a source column's type change (DDL at the source) where that is
@@ -117,10 +127,13 @@ class PostgresTarget {
   // The COPY path; FailedPrecondition when the batch does not fit it (the
   // caller then applies it the ordinary way).
   common::Status ApplyCopy(const std::vector<TargetChange>& batch);
-  // COPYs rendered rows: straight in, or staged and upserted, in the same
-  // transaction as deleting the rows of `delete_keys` (a JSON array of keys).
-  common::Status CopyRows(const std::vector<TargetColumn>& columns, const CopyText& text,
-                          const nlohmann::json& delete_keys);
+  // COPYs rendered rows, one COPY per column set: straight in, or staged
+  // and upserted, in one transaction with deleting the rows of
+  // `delete_keys` (a JSON array's text; empty for none). No key may be in
+  // two of them. `new_rows`: the rows are inserts, worth copying straight in.
+  common::Status CopyRows(const std::vector<TargetColumn>& columns,
+                          const std::vector<CopyText>& groups, const std::string& delete_keys,
+                          bool new_rows);
   std::string Qualified() const;
 
   PostgresTargetOptions options_;

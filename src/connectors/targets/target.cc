@@ -17,9 +17,9 @@ class PostgresAdapter : public Target {
       const std::vector<TargetChange>& batch) override {
     return target_.Apply(batch);
   }
-  common::Result<bool> InsertJsonRows(const std::vector<JsonRow>& rows,
-                                      const std::vector<TargetColumn>& columns) override {
-    return target_.InsertJsonRows(rows, columns);
+  common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
+                                     const std::vector<TargetColumn>& columns) override {
+    return target_.ApplyJsonRows(rows, columns);
   }
 
  private:

@@ -33,12 +33,12 @@ class Target {
   virtual ~Target() = default;
   virtual common::Result<std::vector<RejectedChange>> Apply(
       const std::vector<TargetChange>& batch) = 0;
-  // A batch of inserts (ops c and r) of one table, read in place from their
-  // messages, applied without decoding each row into a tree first. False
-  // when this target (or this batch) does not take that path: the caller
-  // then decodes the batch and calls Apply.
-  virtual common::Result<bool> InsertJsonRows(const std::vector<JsonRow>& rows,
-                                              const std::vector<TargetColumn>& columns) {
+  // A batch of row changes of one table (inserts, updates and deletes),
+  // read in place from their messages, applied without decoding each row
+  // into a tree first. False when this target (or this batch) does not take
+  // that path: the caller then decodes the batch and calls Apply.
+  virtual common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
+                                             const std::vector<TargetColumn>& columns) {
     (void)rows;
     (void)columns;
     return false;

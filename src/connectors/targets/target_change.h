@@ -35,11 +35,17 @@ struct TargetChange {
   nlohmann::json old_key;
 };
 
-// An insert read in place from the message it came in: its key and its row
-// image, each one JSON object's text (see Target::InsertJsonRows).
+// A row change read in place from the message it came in (see
+// Target::ApplyJsonRows): its op (c, r, u or d), its key's JSON object text
+// and, unless it is a delete, its row image's. An image names every column but those in
+// `unchanged` (the text of the envelope's array, empty when there is none):
+// images with the same `unchanged` name the same columns.
 struct JsonRow {
   std::string_view key;
   std::string_view image;
+  std::string_view unchanged = {};
+  common::ChangeOp op = common::ChangeOp::kCreate;
+  bool deleted() const { return op == common::ChangeOp::kDelete; }
 };
 
 // A change the target refused, with the target's own words.
