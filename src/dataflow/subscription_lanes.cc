@@ -4,38 +4,26 @@
 #include <map>
 #include <utility>
 
-#include "dataflow/stage_turns.h"
-
 namespace sluice::dataflow {
 
 using Steady = std::chrono::steady_clock;
 
-struct SubscriptionLanes::Lane {
-  StageTurns turns;
-  std::vector<std::size_t> members;  // indexes into stages_
-  std::vector<SubscriptionStage*> stages;
-  std::thread thread;
-};
-
 SubscriptionLanes::SubscriptionLanes(std::vector<std::unique_ptr<SubscriptionStage>> stages,
                                      std::size_t max_lanes)
-    : stages_(std::move(stages)), boards_(stages_.size()) {
-  // One lane per target table, dealt round-robin onto at most max_lanes.
-  std::map<std::pair<std::string, std::string>, std::size_t> lane_of_table;
-  const std::size_t lanes = std::max<std::size_t>(1, std::min(max_lanes, stages_.size()));
+    : stages_(std::move(stages)), retries_(stages_.size()), boards_(stages_.size()) {
+  std::map<std::pair<std::string, std::string>, std::size_t> group_of_table;
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     const auto& spec = stages_[i]->spec();
     auto [it, fresh] =
-        lane_of_table.try_emplace({spec.target_schema, spec.target_table}, lane_of_table.size());
-    const std::size_t lane = it->second % lanes;
-    while (lanes_.size() <= lane) lanes_.push_back(std::make_unique<Lane>());
-    lanes_[lane]->members.push_back(i);
-    lanes_[lane]->stages.push_back(stages_[i].get());
+        group_of_table.try_emplace({spec.target_schema, spec.target_table}, groups_.size());
+    if (fresh) groups_.emplace_back();
+    groups_[it->second].members.push_back(i);
   }
-  for (auto& lane : lanes_) {
-    lane->turns.Serve(lane->stages);
-    lane->thread = std::thread([this, l = lane.get()] { Run(*l); });
-  }
+  several_ = stages_.size() > 1;
+  if (several_)
+    for (auto& stage : stages_) stage->WakeOnArrival(arrival_);
+  const std::size_t lanes = std::max<std::size_t>(1, std::min(max_lanes, groups_.size()));
+  for (std::size_t i = 0; i < lanes; ++i) lanes_.emplace_back([this] { Run(); });
 }
 
 SubscriptionLanes::~SubscriptionLanes() { Stop(); }
@@ -43,72 +31,105 @@ SubscriptionLanes::~SubscriptionLanes() { Stop(); }
 void SubscriptionLanes::Stop() {
   stop_ = true;
   for (auto& lane : lanes_)
-    if (lane->thread.joinable()) lane->thread.join();
+    if (lane.joinable()) lane.join();
 }
 
-void SubscriptionLanes::Run(Lane& lane) {
-  // Per stage: its outage backoff, when it may next try, and what is wrong
-  // with it now (empty when nothing is).
-  struct Retry {
-    std::chrono::milliseconds backoff{0};
-    Steady::time_point next_attempt{};
-    std::string failure;
-  };
-  std::vector<Retry> retries(lane.stages.size());
-  std::uint64_t counters_answered = 0;
+SubscriptionLanes::Group* SubscriptionLanes::Claim() {
+  std::lock_guard lock(claim_mu_);
+  for (std::size_t n = 0; n < groups_.size(); ++n) {
+    auto& group = groups_[next_group_];
+    next_group_ = (next_group_ + 1) % groups_.size();
+    if (!group.held) {
+      group.held = true;
+      return &group;
+    }
+  }
+  return nullptr;
+}
+
+void SubscriptionLanes::Release(Group& group) {
+  std::lock_guard lock(claim_mu_);
+  group.held = false;
+}
+
+bool SubscriptionLanes::Serve(Group& group, Steady::time_point& earliest) {
+  const auto poll_timeout = std::chrono::milliseconds(several_ ? 0 : 200);
+  bool found = false;
+  for (std::size_t i : group.members) {
+    auto& stage = *stages_[i];
+    auto& retry = retries_[i];
+    if (stage.stopped()) continue;  // until the subscription is restarted
+    if (Steady::now() < retry.next_attempt) {
+      earliest = std::min(earliest, retry.next_attempt);
+      continue;
+    }
+    auto st = stage.RunOnce(poll_timeout);
+    found = found || !stage.found_nothing();
+    if (st.ok()) {
+      retry = {};
+    } else if (stage.stopped()) {
+      retry.failure = *stage.stopped();
+    } else {
+      // An outage: retried with capped exponential backoff, never sooner
+      // than the target asked (Retry-After). Nothing is committed
+      // meanwhile, so nothing is lost.
+      retry.backoff = std::min(std::max(retry.backoff * 2, std::chrono::milliseconds(200)),
+                               std::chrono::milliseconds(5000));
+      auto wait = std::max(retry.backoff, stage.RetryAfter().value_or(retry.backoff));
+      retry.next_attempt = Steady::now() + wait;
+      earliest = std::min(earliest, retry.next_attempt);
+      retry.failure = st.message();
+    }
+    Post(i, stage.TakeRejected(), retry.failure, stage.stopped().has_value());
+  }
+  if (const auto asked = counters_asked_.load(); asked != group.counters_answered) {
+    group.counters_answered = asked;
+    std::lock_guard lock(mu_);
+    for (std::size_t i : group.members) {
+      auto taken = stages_[i]->TakeCounters();
+      auto& board = boards_[i].counters;
+      if (board)  // the last answer was not taken yet: add this one to it
+        board->Add(taken);
+      else
+        board = taken;
+    }
+    news_ = true;
+    news_cv_.notify_all();
+  }
+  return found;
+}
+
+void SubscriptionLanes::Run() {
+  // Groups taken in a row that had nothing: after a whole round of them,
+  // the lane sleeps until a record arrives.
+  std::size_t idle_turns = 0;
   try {
     while (!stop_) {
-      bool ran = false;
       auto earliest = Steady::now() + std::chrono::milliseconds(200);
-      for (std::size_t k = 0; k < lane.stages.size(); ++k) {
-        auto& stage = *lane.stages[k];
-        auto& retry = retries[k];
-        if (stage.stopped()) continue;  // until the subscription is restarted
-        if (Steady::now() < retry.next_attempt) {
-          earliest = std::min(earliest, retry.next_attempt);
-          continue;
+      Group* group = Claim();
+      bool found = false;
+      if (group) {
+        try {
+          found = Serve(*group, earliest);
+        } catch (...) {
+          Release(*group);
+          throw;
         }
-        ran = true;
-        auto st = stage.RunOnce(lane.turns.poll_timeout());
-        lane.turns.Ran(stage.found_nothing());
-        if (st.ok()) {
-          retry = {};
-        } else if (stage.stopped()) {
-          retry.failure = *stage.stopped();
-        } else {
-          // An outage: retried with capped exponential backoff, never sooner
-          // than the target asked (Retry-After). Nothing is committed
-          // meanwhile, so nothing is lost.
-          retry.backoff = std::min(std::max(retry.backoff * 2, std::chrono::milliseconds(200)),
-                                   std::chrono::milliseconds(5000));
-          auto wait = std::max(retry.backoff, stage.RetryAfter().value_or(retry.backoff));
-          retry.next_attempt = Steady::now() + wait;
-          retry.failure = st.message();
-        }
-        Post(lane.members[k], stage.TakeRejected(), retry.failure, stage.stopped().has_value());
+        Release(*group);
       }
-      if (const auto asked = counters_asked_.load(); asked != counters_answered) {
-        counters_answered = asked;
-        std::lock_guard lock(mu_);
-        for (std::size_t k = 0; k < lane.stages.size(); ++k) {
-          auto taken = lane.stages[k]->TakeCounters();
-          auto& board = boards_[lane.members[k]].counters;
-          if (board)  // the last answer was not taken yet: add this one to it
-            board->Add(taken);
-          else
-            board = taken;
-        }
-        news_ = true;
-        news_cv_.notify_all();
-      }
-      // Every stage waiting out a backoff (or stopped): sleep until the
-      // first may try again, in slices short enough to see a stop.
+      idle_turns = found ? 0 : idle_turns + 1;
+      if (group && (found || idle_turns < groups_.size()) && (several_ || found)) continue;
+      // Nothing to do: every stage waiting out a backoff or empty, or every
+      // group held by another lane. Sleep until the first retry, an arrival,
+      // or at most a slice short enough to see a stop.
       const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::min(earliest - Steady::now(), Steady::duration(std::chrono::milliseconds(200))));
-      if (!ran)
-        std::this_thread::sleep_for(std::max(limit, std::chrono::milliseconds(0)));
-      else
-        lane.turns.EndRound(limit);
+      const auto wait = std::max(limit, std::chrono::milliseconds(0));
+      if (several_)
+        arrival_.Wait(wait);
+      else if (!group || stages_[0]->stopped() || Steady::now() < retries_[0].next_attempt)
+        std::this_thread::sleep_for(wait);  // one stage: its poll did the waiting otherwise
+      idle_turns = 0;
     }
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);

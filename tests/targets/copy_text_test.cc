@@ -95,5 +95,27 @@ TEST(CopyText, AJsonStringIntoJsonIsQuotedAndAValueCarriedAsTextIsNot) {
   EXPECT_EQ(out, R"({"n": 1e400})");
 }
 
+TEST(CopyText, APartialImageIsCompletedWithTheEarlierImagesValuesAsWritten) {
+  auto merged = MergePartialImage(R"({"id":1,"a\"b":{"x":[1,"}"]},"doc":"t\"\u00e9","n":null})",
+                                  R"({"id":1,"n":5})", R"(["a\"b","doc","gone"])");
+  ASSERT_TRUE(merged.has_value());
+  EXPECT_EQ(merged->image, R"({"id":1,"n":5,"a\"b":{"x":[1,"}"]},"doc":"t\"\u00e9"})");
+  EXPECT_EQ(json::parse(merged->image)["a\"b"]["x"][1], "}");
+  EXPECT_EQ(merged->unchanged, R"(["gone"])");  // the earlier image did not have it either
+  auto whole = MergePartialImage(R"({"id":1,"doc":2})", R"({"id":1})", R"(["doc"])");
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->image, R"({"id":1,"doc":2})");
+  EXPECT_EQ(whole->unchanged, "");
+  EXPECT_FALSE(MergePartialImage("[1]", R"({"id":1})", R"(["doc"])").has_value());
+  EXPECT_FALSE(MergePartialImage(R"({"id":1})", R"({"id":1})", "{}").has_value());
+}
+
+TEST(CopyText, AKeyIsSpeltOneWayWhateverItsMemberOrderOrSpacing) {
+  EXPECT_EQ(CanonicalKeyText(R"({"a":1,"b":"x"})"), CanonicalKeyText(R"({ "b" : "x", "a" : 1 })"));
+  EXPECT_NE(CanonicalKeyText(R"({"a":1})"), CanonicalKeyText(R"({"a":"1"})"));
+  EXPECT_NE(CanonicalKeyText(R"({"a":"1","b":"2"})"), CanonicalKeyText(R"({"a":"1b","":"2"})"));
+  EXPECT_FALSE(CanonicalKeyText("[1]").has_value());
+}
+
 }  // namespace
 }  // namespace sluice::connectors::targets

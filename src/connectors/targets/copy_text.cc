@@ -202,6 +202,74 @@ std::optional<CopyText> RenderJsonImages(
   return out;
 }
 
+std::optional<MergedImage> MergePartialImage(std::string_view earlier, std::string_view later,
+                                             std::string_view unchanged) {
+  thread_local common::PaddedJson padded;
+  // The left-out names, each with its JSON string token as written.
+  std::vector<std::pair<std::string, std::string>> names;
+  od::document* doc = padded.Iterate(unchanged);
+  od::array array;
+  if (!doc || doc->get_array().get(array)) return std::nullopt;
+  for (auto element : array) {
+    od::value v;
+    std::string_view name;
+    if (element.get(v)) return std::nullopt;
+    std::string_view token = v.raw_json_token();  // a peek, before get_string reads it
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\n')) token.remove_suffix(1);
+    if (v.get_string().get(name)) return std::nullopt;
+    names.emplace_back(std::string(name), std::string(padded.InText(token)));
+  }
+  // The earlier image's values of those columns, as written.
+  std::vector<std::string> values(names.size());
+  std::vector<bool> found(names.size(), false);
+  doc = padded.Iterate(earlier);
+  od::object members;
+  if (!doc || doc->get_object().get(members)) return std::nullopt;
+  for (auto field : members) {
+    std::string_view name;
+    od::value v;
+    if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
+    std::size_t i = 0;
+    while (i < names.size() && names[i].first != name) ++i;
+    if (i == names.size()) continue;
+    od::json_type kind;
+    std::string_view raw;
+    if (v.type().get(kind)) return std::nullopt;
+    if (kind == od::json_type::object) {
+      od::object o;
+      if (v.get_object().get(o) || o.raw_json().get(raw)) return std::nullopt;
+    } else if (kind == od::json_type::array) {
+      od::array a;
+      if (v.get_array().get(a) || a.raw_json().get(raw)) return std::nullopt;
+    } else {
+      raw = v.raw_json_token();
+    }
+    while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n')) raw.remove_suffix(1);
+    values[i] = padded.InText(raw);
+    found[i] = true;
+  }
+  auto close = later.find_last_of('}');
+  if (close == std::string_view::npos) return std::nullopt;
+  MergedImage out;
+  out.image.assign(later.substr(0, close));
+  bool empty = out.image.find_first_not_of(" \n\t{") == std::string::npos;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!found[i]) {
+      out.unchanged += out.unchanged.empty() ? "[" : ",";
+      out.unchanged += names[i].second;
+      continue;
+    }
+    if (!empty) out.image += ',';
+    empty = false;
+    out.image += names[i].second;
+    out.image += ':';
+    out.image += values[i];
+  }
+  out.image += '}';
+  if (!out.unchanged.empty()) out.unchanged += ']';
+  return out;
+}
+
 std::optional<std::string> CanonicalKeyText(std::string_view key) {
   thread_local common::PaddedJson padded;
   od::document* doc = padded.Iterate(key);

@@ -47,6 +47,18 @@ std::optional<CopyText> RenderJsonImages(
     const std::vector<JsonRow>& rows,
     const std::function<const std::string&(std::string_view)>& type_of);
 
+// An image that left out its `unchanged` columns (a JSON array's text)
+// completed from an earlier image of the same row: the later image's
+// members, then each left-out column the earlier one holds, in `unchanged`
+// order. `unchanged` is what is still left out (an array's text, empty for
+// none). Nullopt when a text is not what it should be.
+struct MergedImage {
+  std::string image;
+  std::string unchanged;
+};
+std::optional<MergedImage> MergePartialImage(std::string_view earlier, std::string_view later,
+                                             std::string_view unchanged);
+
 // A key's JSON object text spelt one way whatever its producer's member
 // order or number spelling: its members sorted by name, each value as
 // RenderJsonImages renders it, with its JSON kind. Nullopt when it is not an

@@ -64,12 +64,12 @@ class PostgresTarget {
 
   // Row changes read in place from their messages (inserts, updates and
   // deletes), of the table's `columns`, through the COPY path without
-  // decoding each row into a tree: folded by key, deletes by their keys, and
-  // one COPY per column set. True when the whole batch landed; false when it
-  // does not fit that path (see RenderJsonImages, and a partial image over
-  // an earlier image of its key, which the decoded path merges) or the
-  // database refused it, and the caller then decodes it and calls Apply,
-  // which rejects poison rows one by one. An error status as for Apply.
+  // decoding each row into a tree: folded by key (an image that left
+  // unchanged columns out completed from the one before it), deletes by
+  // their keys, and one COPY per column set. True when the whole batch
+  // landed; false when it does not fit that path (see RenderJsonImages) or
+  // the database refused it, and the caller then decodes it and calls
+  // Apply, which rejects poison rows one by one. An error status as for Apply.
   common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
                                      const std::vector<TargetColumn>& columns);
 
