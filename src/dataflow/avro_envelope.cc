@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <limits>
 
+#include "common/json_text.h"
 #include "common/time.h"
 #include "dataflow/envelope.h"
 #include "registry/avro_codec.h"
@@ -165,9 +168,184 @@ common::Result<const AvroEnvelopeDecoder::Reader*> AvroEnvelopeDecoder::ReaderFo
       col.column.source_type = doc.value("pg_type", std::string());
       col.column.key = doc.value("key", false);
     }
+    auto kind = KindOf(col.column.source_type);
+    col.json_text = kind == Kind::kJsonText;
+    col.floating = kind == Kind::kDouble;
+    reader.described.push_back(col.column);
     reader.columns.push_back(std::move(col));
   }
+  reader.before = before;
+  reader.after = root.FieldIndex("after");
+  reader.op = root.FieldIndex("op");
+  reader.unchanged = root.FieldIndex("unchanged");
   return &readers_.emplace(id, std::move(reader)).first->second;
+}
+
+namespace {
+
+namespace avro = registry::avro;
+
+// The union's branch at data[pos] (a plain type is its own branch).
+const avro::Node* Branch(const avro::Node& node, std::string_view data, size_t& pos) {
+  if (node.type != avro::Type::kUnion) return &node;
+  auto i = avro::ReadLong(data, pos);
+  if (!i.ok() || *i < 0 || *i >= static_cast<std::int64_t>(node.branches.size())) return nullptr;
+  return node.branches[*i];
+}
+
+// One column's value as the JSON format writes it; false when it has no
+// plain JSON text here.
+bool AppendValue(const avro::Node& node, bool json_text, bool floating, std::string_view data,
+                 size_t& pos, std::string& out) {
+  const avro::Node* n = Branch(node, data, pos);
+  if (!n) return false;
+  auto special = [&](double d) {
+    if (!std::isnan(d) && !std::isinf(d)) return false;
+    out += std::isnan(d) ? "\"NaN\"" : d > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    return true;
+  };
+  switch (n->type) {
+    case avro::Type::kNull:
+      out += "null";
+      return true;
+    case avro::Type::kBoolean:
+      if (pos >= data.size() || static_cast<std::uint8_t>(data[pos]) > 1) return false;
+      out += data[pos++] ? "true" : "false";
+      return true;
+    case avro::Type::kInt:
+    case avro::Type::kLong: {
+      auto v = avro::ReadLong(data, pos);
+      if (!v.ok()) return false;
+      out += fmt::format_int(*v).c_str();
+      return true;
+    }
+    case avro::Type::kDouble: {
+      double d;
+      if (data.size() - pos < sizeof d) return false;
+      std::memcpy(&d, data.data() + pos, sizeof d);
+      pos += sizeof d;
+      if (special(d)) return floating;
+      fmt::format_to(std::back_inserter(out), "{}", d);  // the shortest text giving d back
+      return true;
+    }
+    case avro::Type::kFloat: {
+      float f;
+      if (data.size() - pos < sizeof f) return false;
+      std::memcpy(&f, data.data() + pos, sizeof f);
+      pos += sizeof f;
+      if (special(f)) return floating;
+      fmt::format_to(std::back_inserter(out), "{}", f);
+      return true;
+    }
+    case avro::Type::kString: {
+      auto text = avro::ReadBytes(data, pos);
+      if (!text.ok() || json_text) return false;
+      common::AppendJsonString(out, *text);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::optional<AvroEnvelopeDecoder::RowText> AvroEnvelopeDecoder::ViewRowChange(
+    const std::string& value) {
+  auto framed = registry::UnframeMessage(value);
+  if (!framed.ok()) return std::nullopt;
+  auto found = ReaderFor(framed->schema_id);
+  if (!found.ok()) return std::nullopt;
+  const Reader& reader = **found;
+  const auto& root = reader.schema->root();
+  if (reader.after < 0 || reader.op < 0) return std::nullopt;
+  std::string_view data = framed->payload;
+  size_t pos = 0;
+  size_t after_at = 0;
+  const avro::Node* after = nullptr;
+  bool has_before = false;
+  std::string_view op;
+  std::vector<bool> left_out(reader.columns.size(), false);
+  bool any_left_out = false;
+  for (int i = 0; i < static_cast<int>(root.fields.size()); ++i) {
+    const avro::Node& type = *root.fields[i].type;
+    if (i == reader.before || i == reader.after) {
+      const avro::Node* branch = Branch(type, data, pos);
+      if (!branch) return std::nullopt;
+      if (i == reader.before) has_before = branch->type != avro::Type::kNull;
+      if (i == reader.after && branch->type != avro::Type::kNull) {
+        if (branch->type != avro::Type::kRecord || branch->fields.size() != reader.columns.size())
+          return std::nullopt;
+        after = branch;
+        after_at = pos;
+      }
+      if (!avro::Skip(*branch, data, pos).ok()) return std::nullopt;
+    } else if (i == reader.op) {
+      if (type.type != avro::Type::kString) return std::nullopt;
+      auto text = avro::ReadBytes(data, pos);
+      if (!text.ok()) return std::nullopt;
+      op = *text;
+    } else if (i == reader.unchanged) {
+      const avro::Node* list = Branch(type, data, pos);
+      if (!list) return std::nullopt;
+      if (list->type == avro::Type::kNull) continue;
+      if (list->type != avro::Type::kArray || list->items->type != avro::Type::kString)
+        return std::nullopt;
+      while (true) {
+        auto count = avro::ReadLong(data, pos);
+        if (!count.ok() || *count < 0) return std::nullopt;  // sized blocks: Decode reads them
+        if (*count == 0) break;
+        for (std::int64_t k = 0; k < *count; ++k) {
+          auto name = avro::ReadBytes(data, pos);
+          if (!name.ok()) return std::nullopt;
+          size_t c = 0;
+          while (c < reader.columns.size() && reader.columns[c].field != *name) ++c;
+          if (c == reader.columns.size()) return std::nullopt;
+          left_out[c] = true;
+          any_left_out = true;
+        }
+      }
+    } else if (!avro::Skip(type, data, pos).ok()) {
+      return std::nullopt;
+    }
+  }
+  if (pos != data.size() || op.size() != 1) return std::nullopt;
+  auto parsed_op = common::ChangeOpFromLetter(op);
+  if (!parsed_op.ok() || *parsed_op == common::ChangeOp::kTruncate) return std::nullopt;
+  RowText row;
+  row.op = *parsed_op;
+  row.columns = &reader.described;
+  if (row.op == common::ChangeOp::kDelete) return row;
+  if (!after || (row.op == common::ChangeOp::kUpdate && has_before)) return std::nullopt;
+  row.image.reserve(data.size() + 16 * reader.columns.size());
+  row.image.push_back('{');
+  pos = after_at;
+  bool first = true;
+  for (size_t c = 0; c < reader.columns.size(); ++c) {
+    const auto& column = reader.columns[c];
+    if (left_out[c]) {
+      if (!avro::Skip(*after->fields[c].type, data, pos).ok()) return std::nullopt;
+      continue;
+    }
+    if (!first) row.image.push_back(',');
+    first = false;
+    common::AppendJsonString(row.image, column.column.name);
+    row.image.push_back(':');
+    if (!AppendValue(*after->fields[c].type, column.json_text, column.floating, data, pos,
+                     row.image))
+      return std::nullopt;
+  }
+  row.image.push_back('}');
+  if (any_left_out) {
+    row.unchanged.push_back('[');
+    for (size_t c = 0; c < reader.columns.size(); ++c) {
+      if (!left_out[c]) continue;
+      if (row.unchanged.size() > 1) row.unchanged.push_back(',');
+      common::AppendJsonString(row.unchanged, reader.columns[c].column.name);
+    }
+    row.unchanged.push_back(']');
+  }
+  return row;
 }
 
 common::Result<TargetChange> AvroEnvelopeDecoder::Decode(const std::string& key,

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,14 +51,36 @@ class AvroEnvelopeDecoder {
   common::Result<connectors::targets::TargetChange> Decode(const std::string& key,
                                                            const std::string& value);
 
+  // A row change as the JSON format's text (see Target::ApplyJsonRows),
+  // written straight from the Avro payload without decoding it into values.
+  struct RowText {
+    common::ChangeOp op = common::ChangeOp::kCreate;
+    std::string image;      // the after image's JSON object; empty for a delete
+    std::string unchanged;  // the columns it leaves out, as a JSON array; empty for none
+    const std::vector<connectors::targets::TargetColumn>* columns = nullptr;  // the schema's
+  };
+  // Nullopt for what needs Decode: a truncate, an update carrying its old
+  // image, json/jsonb/array values (their text is not theirs to splice), a
+  // type the envelope does not use, or a payload that does not read (Decode
+  // says what is wrong with it).
+  std::optional<RowText> ViewRowChange(const std::string& value);
+
  private:
   struct Column {
     std::string field;  // the Avro field name
     connectors::targets::TargetColumn column;
+    bool json_text = false;  // json, jsonb, arrays: JSON text in an Avro string
+    bool floating = false;   // NaN and the infinities go as the JSON format's strings
   };
   struct Reader {
     registry::avro::SchemaPtr schema;
     std::vector<Column> columns;
+    std::vector<connectors::targets::TargetColumn> described;  // the columns' own, in order
+    // The envelope's fields by their index in its record; -1 when absent.
+    int before = -1;
+    int after = -1;
+    int op = -1;
+    int unchanged = -1;
   };
   common::Result<const Reader*> ReaderFor(int id);
 

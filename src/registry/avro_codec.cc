@@ -31,6 +31,90 @@ Result<std::int64_t> ReadLong(std::string_view data, size_t& pos) {
   return InvalidArgument("varint longer than 10 bytes");
 }
 
+Result<std::string_view> ReadBytes(std::string_view data, size_t& pos) {
+  auto len = ReadLong(data, pos);
+  if (!len.ok()) return len.status();
+  if (*len < 0 || static_cast<std::uint64_t>(*len) > data.size() - pos)
+    return InvalidArgument("truncated Avro data");
+  std::string_view b = data.substr(pos, *len);
+  pos += *len;
+  return b;
+}
+
+namespace {
+
+// Deep enough for any envelope; a recursive record's data cannot take the
+// stack with it.
+constexpr int kMaxSkipDepth = 64;
+
+Status SkipAt(const Node& n, std::string_view data, size_t& pos, int depth) {
+  if (depth > kMaxSkipDepth) return InvalidArgument("Avro datum nested too deeply");
+  auto need = [&](size_t bytes) {
+    if (bytes > data.size() - pos) return InvalidArgument("truncated Avro data");
+    pos += bytes;
+    return Status::Ok();
+  };
+  switch (n.type) {
+    case Type::kNull:
+      return Status::Ok();
+    case Type::kBoolean:
+      return need(1);
+    case Type::kFloat:
+      return need(4);
+    case Type::kDouble:
+      return need(8);
+    case Type::kFixed:
+      return need(static_cast<size_t>(n.size));
+    case Type::kInt:
+    case Type::kLong:
+    case Type::kEnum:
+      return ReadLong(data, pos).status();
+    case Type::kString:
+    case Type::kBytes:
+      return ReadBytes(data, pos).status();
+    case Type::kArray:
+    case Type::kMap:
+      while (true) {
+        auto count = ReadLong(data, pos);
+        if (!count.ok()) return count.status();
+        if (*count == 0) return Status::Ok();
+        std::int64_t c = *count;
+        if (c < 0) {  // a byte size follows: the block is stepped over whole
+          auto size = ReadLong(data, pos);
+          if (!size.ok()) return size.status();
+          if (*size < 0) return InvalidArgument("negative Avro block size");
+          SLUICE_RETURN_IF_ERROR(need(static_cast<size_t>(*size)));
+          continue;
+        }
+        // As Decode: a count beyond the bytes left is refused, not looped over.
+        if (static_cast<std::uint64_t>(c) > data.size() - pos + 1)
+          return InvalidArgument("truncated Avro data");
+        for (std::int64_t i = 0; i < c; ++i) {
+          if (n.type == Type::kMap) SLUICE_RETURN_IF_ERROR(ReadBytes(data, pos).status());
+          SLUICE_RETURN_IF_ERROR(
+              SkipAt(n.type == Type::kArray ? *n.items : *n.values, data, pos, depth + 1));
+        }
+      }
+    case Type::kRecord:
+      for (const auto& f : n.fields) SLUICE_RETURN_IF_ERROR(SkipAt(*f.type, data, pos, depth + 1));
+      return Status::Ok();
+    case Type::kUnion: {
+      auto i = ReadLong(data, pos);
+      if (!i.ok()) return i.status();
+      if (*i < 0 || *i >= static_cast<std::int64_t>(n.branches.size()))
+        return InvalidArgument(fmt::format("union branch {} out of range", *i));
+      return SkipAt(*n.branches[*i], data, pos, depth + 1);
+    }
+  }
+  return InvalidArgument("unknown type");
+}
+
+}  // namespace
+
+Status Skip(const Node& node, std::string_view data, size_t& pos) {
+  return SkipAt(node, data, pos, 0);
+}
+
 namespace {
 
 // Avro's JSON form of bytes: each code point 0-255 is one byte.

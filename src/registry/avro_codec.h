@@ -30,5 +30,10 @@ common::Result<nlohmann::json> Decode(const Schema& schema, std::string_view byt
 void WriteLong(std::int64_t v, std::string& out);  // zig-zag varint
 // Reads a zig-zag varint at data[pos], advancing pos.
 common::Result<std::int64_t> ReadLong(std::string_view data, size_t& pos);
+// The length-prefixed content of a string or bytes datum at data[pos], in
+// place, advancing pos.
+common::Result<std::string_view> ReadBytes(std::string_view data, size_t& pos);
+// Steps over one datum of `node` at data[pos] without building it.
+common::Status Skip(const Node& node, std::string_view data, size_t& pos);
 
 }  // namespace sluice::registry::avro

@@ -3,6 +3,7 @@
 // back by id) decodes into the same TargetChange as its JSON envelope.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -62,7 +63,28 @@ class AvroEnvelope : public ::testing::Test {
     EXPECT_EQ(avro->key, plain->key);
     EXPECT_EQ(avro->after.dump(), plain->after.dump());
     EXPECT_EQ(avro->columns, plain->columns);
+    // Read in place, the Avro message gives the JSON message's own text, up
+    // to spelling; where it cannot, neither path is taken for it.
+    auto in_place = decoder.ViewRowChange(*bytes);
+    viewed_in_place_ = in_place.has_value();
+    if (!in_place) return;
+    auto json_view = ViewRowChange(as_json.value);
+    ASSERT_TRUE(json_view) << "the JSON message decodes; its Avro twin must not be read in place";
+    EXPECT_EQ(in_place->op, json_view->op);
+    auto parsed = [](std::string_view text) { return text.empty() ? json() : json::parse(text); };
+    EXPECT_EQ(parsed(in_place->image), parsed(json_view->image)) << in_place->image;
+    // The columns left out, in whichever order each format lists them.
+    auto left_out = [&](std::string_view text) {
+      auto names = parsed(text);
+      if (names.is_array()) std::sort(names.begin(), names.end());
+      return names;
+    };
+    EXPECT_EQ(left_out(in_place->unchanged), left_out(json_view->unchanged));
+    ASSERT_NE(in_place->columns, nullptr);
+    EXPECT_EQ(*in_place->columns, plain->columns);
   }
+
+  bool viewed_in_place_ = false;
 
   testing::TestDatabase db_;
   store::Database store_{db_.url()};
@@ -120,6 +142,93 @@ TEST_F(AvroEnvelope, DeletesAndTruncatesDecode) {
   auto t = Event(common::ChangeOp::kTruncate);
   t.key = nullptr;
   ExpectSameAsJson(t, Orders());
+}
+
+connectors::TableSchema Plain() {
+  connectors::TableSchema s;
+  s.table = {"public", "plain"};
+  s.topic = "shop.public.plain";
+  s.columns = {{"id", 20, -1, "int8", true},        {"Name \"Col\"", 25, -1, "text", false},
+               {"ratio", 701, -1, "float8", false}, {"small", 700, -1, "float4", false},
+               {"paid", 16, -1, "bool", false},     {"amount", 1700, -1, "numeric", false},
+               {"doc", 3802, -1, "jsonb", false},   {"big", 25, -1, "text", false}};
+  return s;
+}
+
+connectors::ChangeEvent PlainEvent(common::ChangeOp op) {
+  auto e = Event(op);
+  e.table = {"public", "plain"};
+  e.topic = "shop.public.plain";
+  e.key = {{"id", std::numeric_limits<std::int64_t>::min()}};
+  return e;
+}
+
+TEST_F(AvroEnvelope, RowChangesAreReadInPlaceAsTheJsonFormatsText) {
+  const std::vector<json> ratios = {0.1,   1e308,      -0.0,        5e-324,
+                                    "NaN", "Infinity", "-Infinity", nullptr};
+  const std::vector<std::string> texts = {
+      "",     "quote \" back \\ slash", "tab\tnew\nline\x01", "emoji \xF0\x9F\x98\x80 and \xC3\xA9",
+      "null", std::string(10000, 'x')};
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    auto e = PlainEvent(common::ChangeOp::kCreate);
+    e.after = {{"id", std::numeric_limits<std::int64_t>::min()},
+               {"Name \"Col\"", texts[i % texts.size()]},
+               {"ratio", ratios[i]},
+               {"small", i % 2 ? json(1.1) : json(nullptr)},
+               {"paid", i % 2 == 0},
+               {"amount", "-12345678901234567890.000001"},
+               {"doc", nullptr},
+               {"big", texts[(i + 1) % texts.size()]}};
+    SCOPED_TRACE(e.after.dump());
+    ExpectSameAsJson(e, Plain());
+    EXPECT_TRUE(viewed_in_place_);
+  }
+  // An update leaving TOASTed columns out, and a delete, by key.
+  auto u = PlainEvent(common::ChangeOp::kUpdate);
+  u.after = {{"id", 1},          {"Name \"Col\"", "x"}, {"ratio", 2.5},
+             {"small", nullptr}, {"paid", false},       {"amount", "1"}};
+  u.unchanged_columns = {"doc", "big"};
+  ExpectSameAsJson(u, Plain());
+  EXPECT_TRUE(viewed_in_place_);
+  auto d = PlainEvent(common::ChangeOp::kDelete);
+  d.before = {{"id", 1}};
+  ExpectSameAsJson(d, Plain());
+  EXPECT_TRUE(viewed_in_place_);
+}
+
+TEST_F(AvroEnvelope, WhatNeedsDecodingIsNotReadInPlace) {
+  // A jsonb value: its text is JSON the envelope carries in a string.
+  auto e = PlainEvent(common::ChangeOp::kCreate);
+  e.after = {{"id", 1},       {"Name \"Col\"", "x"}, {"ratio", 2.5},      {"small", nullptr},
+             {"paid", false}, {"amount", "1"},       {"doc", {{"a", 1}}}, {"big", nullptr}};
+  ExpectSameAsJson(e, Plain());
+  EXPECT_FALSE(viewed_in_place_);
+  // An update carrying its old image (a key change): the old key matters.
+  auto u = PlainEvent(common::ChangeOp::kUpdate);
+  u.before = {{"id", 1}};
+  u.after = {{"id", 2},       {"Name \"Col\"", "x"}, {"ratio", 2.5},   {"small", nullptr},
+             {"paid", false}, {"amount", "1"},       {"doc", nullptr}, {"big", nullptr}};
+  ExpectSameAsJson(u, Plain());
+  EXPECT_FALSE(viewed_in_place_);
+  auto t = PlainEvent(common::ChangeOp::kTruncate);
+  t.key = nullptr;
+  ExpectSameAsJson(t, Plain());
+  EXPECT_FALSE(viewed_in_place_);
+  // A payload cut short, or with bytes after it, is left to Decode to name.
+  auto enc = registry::ChangeEventEncoder::Create(AvroTableSpec(Plain(), "shop"),
+                                                  registry::EventFormat::kAvro);
+  ASSERT_TRUE(enc.ok());
+  auto id = client_->Register("shop.public.plain-value", enc->schema_text());
+  ASSERT_TRUE(id.ok());
+  auto c = PlainEvent(common::ChangeOp::kCreate);
+  c.after = {{"id", 1}, {"Name \"Col\"", "some text"}};
+  auto bytes = enc->Encode(AvroChange(c, Plain()), *id);
+  ASSERT_TRUE(bytes.ok());
+  AvroEnvelopeDecoder decoder(client_);
+  ASSERT_TRUE(decoder.ViewRowChange(*bytes));
+  for (size_t cut = registry::kWireHeaderSize; cut < bytes->size(); ++cut)
+    EXPECT_FALSE(decoder.ViewRowChange(bytes->substr(0, cut))) << cut;
+  EXPECT_FALSE(decoder.ViewRowChange(*bytes + std::string(1, '\0')));
 }
 
 TEST_F(AvroEnvelope, AddedColumnIsANewCompatibleVersion) {

@@ -143,6 +143,69 @@ TEST(AvroCodec, NestedDatumRoundTrips) {
   EXPECT_EQ(*back, datum);
 }
 
+TEST(AvroCodec, SkipStepsOverExactlyOneDatumOfEveryType) {
+  auto s = S(R"({"type":"record","name":"R","fields":[
+    {"name":"id","type":"long"},
+    {"name":"name","type":["null","string"]},
+    {"name":"raw","type":"bytes"},
+    {"name":"score","type":"double"},
+    {"name":"ratio","type":"float"},
+    {"name":"ok","type":"boolean"},
+    {"name":"tags","type":{"type":"array","items":"string"}},
+    {"name":"attrs","type":{"type":"map","values":["null","long"]}},
+    {"name":"kind","type":{"type":"enum","name":"K","symbols":["X","Y"]}},
+    {"name":"md5","type":{"type":"fixed","name":"F","size":3}},
+    {"name":"next","type":["null","R"]}]})");
+  json leaf = {{"id", 1},
+               {"name", nullptr},
+               {"raw", ""},
+               {"score", 0.0},
+               {"ratio", 0.0},
+               {"ok", false},
+               {"tags", json::array()},
+               {"attrs", json::object()},
+               {"kind", "X"},
+               {"md5", "abc"},
+               {"next", nullptr}};
+  json datum = leaf;
+  datum["tags"] = {"p", "q"};
+  datum["attrs"] = {{"k", 1}, {"n", nullptr}};
+  datum["next"] = leaf;
+  auto bytes = Encode(*s, datum);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  auto twice = *bytes + *bytes;
+  size_t pos = 0;
+  ASSERT_TRUE(Skip(s->root(), twice, pos).ok());
+  EXPECT_EQ(pos, bytes->size());
+  ASSERT_TRUE(Skip(s->root(), twice, pos).ok());
+  EXPECT_EQ(pos, twice.size());
+  for (size_t cut = 0; cut < bytes->size(); ++cut) {
+    pos = 0;
+    EXPECT_FALSE(Skip(s->root(), bytes->substr(0, cut), pos).ok()) << cut;
+  }
+  // A block of 2^40 nulls in a few bytes is refused, not looped over.
+  auto nulls = S(R"({"type":"array","items":"null"})");
+  std::string huge;
+  WriteLong(std::int64_t{1} << 40, huge);
+  huge.push_back('\0');
+  pos = 0;
+  EXPECT_FALSE(Skip(nulls->root(), huge, pos).ok());
+  // A block with its byte size is stepped over whole.
+  std::string sized;
+  WriteLong(-2, sized);
+  WriteLong(4, sized);
+  sized += std::string(
+      "\x02"
+      "a"
+      "\x02"
+      "b",
+      4);
+  WriteLong(0, sized);
+  pos = 0;
+  ASSERT_TRUE(Skip(S(R"({"type":"array","items":"string"})")->root(), sized, pos).ok());
+  EXPECT_EQ(pos, sized.size());
+}
+
 TEST(AvroCodec, TruncatedOrTrailingBytesFailToDecode) {
   auto s = S("\"string\"");
   EXPECT_FALSE(Decode(*s, std::string("\x06"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/json_text.h"
 #include "connectors/postgres/lsn.h"
 #include "connectors/postgres/type_mapping.h"
 #include "connectors/topic_naming.h"
@@ -250,12 +251,12 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
         return false;
       case TupleValue::Kind::kText:
         if (CarriedAsText(cols[i].type_oid, v.data)) {
-          AppendJsonString(values, v.data);
+          common::AppendJsonString(values, v.data);
           event.text_columns.push_back(cols[i].name);
         } else if (auto st = AppendValueJson(values, cols[i].type_oid, v.data); !st.ok()) {
           NoteTextFallback(rel.schema, cols[i], st);
           values.resize(from);
-          AppendJsonString(values, v.data);
+          common::AppendJsonString(values, v.data);
           event.text_columns.push_back(cols[i].name);
         }
         break;

@@ -10,6 +10,7 @@
 
 #include "common/base64.h"
 #include "common/fast_json.h"
+#include "common/json_text.h"
 
 namespace sluice::connectors::postgres {
 
@@ -452,33 +453,6 @@ bool CarriedAsText(std::uint32_t type_oid, std::string_view text) {
   }
 }
 
-namespace {
-
-// Valid UTF-8 without a character JSON escapes: written as it is, which is
-// also what the serializer would write for it.
-bool IsPlainJsonText(std::string_view text) {
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == '"' || c == '\\') return false;
-  }
-  return simdjson::validate_utf8(text.data(), text.size());
-}
-
-void AppendQuoted(std::string& out, std::string_view text) {
-  out.push_back('"');
-  out.append(text);
-  out.push_back('"');
-}
-
-}  // namespace
-
-void AppendJsonString(std::string& out, std::string_view text) {
-  if (IsPlainJsonText(text))
-    AppendQuoted(out, text);
-  else
-    out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::string_view text) {
   constexpr auto kReplace = json::error_handler_t::replace;
   // The common types are written without building a value; each spelling
@@ -502,13 +476,12 @@ common::Status AppendValueJson(std::string& out, std::uint32_t type_oid, std::st
     case kTimestamptz:
     case kTimestamp: {
       auto iso = IsoTimestamp(text, type_oid == kTimestamptz);
-      if (!IsPlainJsonText(iso)) break;
-      AppendQuoted(out, iso);
+      common::AppendJsonString(out, iso);
       return common::Status::Ok();
     }
     default:
       if (!TextIsJsonString(type_oid)) break;
-      AppendJsonString(out, text);
+      common::AppendJsonString(out, text);
       return common::Status::Ok();
   }
   auto value = TextToJson(type_oid, text);

@@ -37,9 +37,6 @@ bool TextIsJsonString(std::uint32_t type_oid);
 // arrays of either. A value TextToJson refuses is carried so too.
 bool CarriedAsText(std::uint32_t type_oid, std::string_view text);
 
-// Appends `text` as a JSON string (invalid UTF-8 replaced by U+FFFD).
-void AppendJsonString(std::string& out, std::string_view text);
-
 // Appends the compact JSON of TextToJson(type_oid, text), byte for byte what
 // dumping that value gives (invalid UTF-8 replaced by U+FFFD), without
 // building the value when it is a string.

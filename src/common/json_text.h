@@ -1,0 +1,13 @@
+// JSON text written straight into a buffer, without building a value.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace sluice::common {
+
+// Appends `text` as a JSON string: byte for byte what nlohmann's dump
+// writes, invalid UTF-8 replaced by U+FFFD.
+void AppendJsonString(std::string& out, std::string_view text);
+
+}  // namespace sluice::common
