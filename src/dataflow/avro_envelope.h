@@ -35,6 +35,34 @@ registry::TableSpec AvroTableSpec(const connectors::TableSchema& schema, const s
 registry::Change AvroChange(const connectors::ChangeEvent& event,
                             const connectors::TableSchema& schema);
 
+// Writes a change's Avro envelope straight from the event: the bytes
+// ChangeEventEncoder::Encode gives for AvroChange(event) under the schema
+// registered as `schema_id`, without building its datums on the way.
+class AvroChangeWriter {
+ public:
+  AvroChangeWriter(const connectors::TableSchema& schema, const std::string& server, int schema_id);
+
+  // `now_ms`: the envelope's ts_ms. InvalidArgument for a value its
+  // column's Avro type cannot hold.
+  common::Result<std::string> Write(const connectors::ChangeEvent& event,
+                                    std::int64_t now_ms) const;
+
+ private:
+  struct Column {
+    std::string name;
+    std::string field;  // its Avro name
+    int kind;           // how its values are written (avro_envelope.cc)
+  };
+  common::Status WriteImage(const nlohmann::json& image, const std::vector<std::string>& as_text,
+                            std::string& out) const;
+
+  std::string header_;  // the wire format's magic byte and schema id
+  std::string server_;
+  std::string schema_name_;
+  std::string table_name_;
+  std::vector<Column> columns_;
+};
+
 // Confluent framing: magic byte 0 and a 4-byte schema id. A JSON envelope
 // starts with '{', so the two formats never collide on one topic.
 bool IsWireFramed(const std::string& value);

@@ -23,7 +23,7 @@ Status KafkaChangeSink::SchemaChanged(const connectors::TableSchema& schema) {
                     fmt::format("registering the schema of {}: {}", schema.table.Qualified(),
                                 id.status().message()));
     }
-    writers_.insert_or_assign(schema.topic, AvroWriter{std::move(encoder).value(), *id});
+    writers_.insert_or_assign(schema.topic, AvroChangeWriter(schema, server_, *id));
   }
   schemas_[schema.topic] = schema;
   columns_json_[schema.topic] = ColumnsJson(schema);
@@ -40,7 +40,7 @@ common::Result<std::string> KafkaChangeSink::EncodeValue(const connectors::Chang
   auto it = writers_.find(event.topic);
   if (it == writers_.end())
     return common::Internal("no registered schema for topic " + event.topic);
-  auto bytes = it->second.encoder.Encode(AvroChange(event, schema), it->second.schema_id);
+  auto bytes = it->second.Write(event, common::NowEpochMillis());
   if (!bytes.ok()) {
     return common::InvalidArgument(fmt::format("encoding a change of {} as Avro: {}",
                                                event.table.Qualified(), bytes.status().message()));

@@ -17,9 +17,9 @@
 #include <set>
 
 #include "connectors/change_sink.h"
+#include "dataflow/avro_envelope.h"
 #include "dataflow/registry_client.h"
 #include "kafka/producer.h"
-#include "registry/change_event.h"
 
 namespace sluice::dataflow {
 
@@ -57,17 +57,12 @@ class KafkaChangeSink : public connectors::ChangeSink {
   common::Result<std::string> EncodeValue(const connectors::ChangeEvent& event,
                                           const connectors::TableSchema& schema);
 
-  struct AvroWriter {
-    registry::ChangeEventEncoder encoder;
-    int schema_id;
-  };
-
   kafka::Producer& producer_;
   std::map<std::string, connectors::TableSchema> schemas_;  // by topic
   std::map<std::string, std::string> columns_json_;         // by topic
   std::shared_ptr<RegistryClient> registry_;                // set: Avro
   std::string server_;
-  std::map<std::string, AvroWriter> writers_;  // by topic
+  std::map<std::string, AvroChangeWriter> writers_;  // by topic
   std::int64_t next_id_ = 1;
   std::int64_t sent_now_below_ = 1;  // ids below were sent by CaughtUp
   std::int64_t watermark_ = 0;       // every id <= watermark_ is acknowledged

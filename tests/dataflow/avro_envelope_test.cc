@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/hex.h"
 #include "dataflow/avro_envelope.h"
 #include "dataflow/envelope.h"
 #include "registry/server.h"
@@ -229,6 +230,77 @@ TEST_F(AvroEnvelope, WhatNeedsDecodingIsNotReadInPlace) {
   for (size_t cut = registry::kWireHeaderSize; cut < bytes->size(); ++cut)
     EXPECT_FALSE(decoder.ViewRowChange(bytes->substr(0, cut))) << cut;
   EXPECT_FALSE(decoder.ViewRowChange(*bytes + std::string(1, '\0')));
+}
+
+// The source writes Avro straight from its events: byte for byte what the
+// registry's encoder writes for the same change.
+TEST(AvroChangeWriter, WritesWhatTheEncoderWritesForEveryKindOfChange) {
+  const auto schema = Orders();
+  auto enc = registry::ChangeEventEncoder::Create(AvroTableSpec(schema, "shop"),
+                                                  registry::EventFormat::kAvro);
+  ASSERT_TRUE(enc.ok());
+  AvroChangeWriter writer(schema, "shop", 77);
+  auto expect_same = [&](const connectors::ChangeEvent& e) {
+    auto change = AvroChange(e, schema);
+    change.ts_ms = 1700000000999;
+    auto want = enc->Encode(change, 77);
+    auto got = writer.Write(e, 1700000000999);
+    ASSERT_EQ(got.ok(), want.ok()) << (got.ok() ? want.status() : got.status()).message();
+    if (want.ok()) {
+      EXPECT_EQ(common::ToHex(*got), common::ToHex(*want)) << e.after.dump();
+    }
+  };
+  auto e = Event(common::ChangeOp::kCreate);
+  e.after = {{"id", std::numeric_limits<std::int64_t>::min()},
+             {"Name Col", "h\u00e9llo \"q\" \\ \n \U0001F600"},
+             {"amount", "-12345678901234567890.125"},
+             {"ratio", 0.1},
+             {"paid", true},
+             {"doc", {{"a", {1, 2}}, {"s", "x"}}},
+             {"tags", {"a", nullptr, "c"}},
+             {"at", "2024-01-02T03:04:05.5Z"},
+             {"big", std::string(20000, 'x')}};
+  expect_same(e);
+  for (json ratio : {json("NaN"), json("Infinity"), json("-Infinity"), json(-0.0), json(7),
+                     json(1e308), json(nullptr)}) {
+    e.after["ratio"] = ratio;
+    expect_same(e);
+  }
+  e.after["doc"] = "{\"a\": 1e400}";  // jsonb carried as its text
+  e.text_columns = {"doc"};
+  expect_same(e);
+  e.after["amount"] = 12.5;  // a number where text is carried: its JSON text
+  expect_same(e);
+  auto r = e;
+  r.op = common::ChangeOp::kRead;
+  r.lsn = 0;
+  r.commit_time_micros = 0;
+  expect_same(r);
+  auto u = Event(common::ChangeOp::kUpdate);
+  u.before = {{"id", 1}, {"Name Col", "old"}};
+  u.after = {{"id", 2}, {"Name Col", "new"}, {"paid", false}};
+  u.unchanged_columns = {"big", "doc"};
+  expect_same(u);
+  auto d = Event(common::ChangeOp::kDelete);
+  expect_same(d);  // by key
+  d.before = {{"id", 1}, {"doc", "[1, 2]"}, {"ratio", 2.5}};
+  d.text_columns = {"doc"};
+  expect_same(d);
+  auto t = Event(common::ChangeOp::kTruncate);
+  t.key = nullptr;
+  expect_same(t);
+  // What a column's type cannot hold is refused by both.
+  auto bad = Event(common::ChangeOp::kCreate);
+  bad.after = {{"id", "seven"}};
+  expect_same(bad);
+  bad.after = {{"id", 1}, {"ratio", "1.5"}};
+  expect_same(bad);
+  bad.after = {{"id", 1}, {"paid", 1}};
+  expect_same(bad);
+  bad.after = {{"id", std::numeric_limits<std::uint64_t>::max()}};
+  expect_same(bad);
+  auto no_image = Event(common::ChangeOp::kUpdate);
+  expect_same(no_image);
 }
 
 TEST_F(AvroEnvelope, AddedColumnIsANewCompatibleVersion) {
