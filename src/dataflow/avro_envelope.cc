@@ -1,6 +1,7 @@
 #include "dataflow/avro_envelope.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
@@ -308,6 +309,7 @@ common::Result<const AvroEnvelopeDecoder::Reader*> AvroEnvelopeDecoder::ReaderFo
     }
     auto kind = KindOf(col.column.source_type);
     col.json_text = kind == Kind::kJsonText;
+    col.jsonb = col.column.source_type == "jsonb";
     col.floating = kind == Kind::kDouble;
     reader.described.push_back(col.column);
     reader.columns.push_back(std::move(col));
@@ -333,8 +335,19 @@ const avro::Node* Branch(const avro::Node& node, std::string_view data, size_t& 
 
 // One column's value as the JSON format writes it; false when it has no
 // plain JSON text here.
-bool AppendValue(const avro::Node& node, bool json_text, bool floating, std::string_view data,
-                 size_t& pos, std::string& out) {
+// A jsonb object or array's text, spliced into the image only once it is
+// known to be exactly one JSON value (it could close the image otherwise).
+bool AppendJsonbText(std::string_view text, std::string& out) {
+  auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || (text[first] != '{' && text[first] != '[')) return false;
+  thread_local simdjson::dom::parser parser;
+  if (parser.parse(text.data(), text.size(), true).error()) return false;
+  out.append(text);
+  return true;
+}
+
+bool AppendValue(const avro::Node& node, bool json_text, bool jsonb, bool floating,
+                 std::string_view data, size_t& pos, std::string& out) {
   const avro::Node* n = Branch(node, data, pos);
   if (!n) return false;
   auto special = [&](double d) {
@@ -377,7 +390,9 @@ bool AppendValue(const avro::Node& node, bool json_text, bool floating, std::str
     }
     case avro::Type::kString: {
       auto text = avro::ReadBytes(data, pos);
-      if (!text.ok() || json_text) return false;
+      if (!text.ok()) return false;
+      if (jsonb) return AppendJsonbText(*text, out);
+      if (json_text) return false;
       common::AppendJsonString(out, *text);
       return true;
     }
@@ -469,8 +484,8 @@ std::optional<AvroEnvelopeDecoder::RowText> AvroEnvelopeDecoder::ViewRowChange(
     first = false;
     common::AppendJsonString(row.image, column.column.name);
     row.image.push_back(':');
-    if (!AppendValue(*after->fields[c].type, column.json_text, column.floating, data, pos,
-                     row.image))
+    if (!AppendValue(*after->fields[c].type, column.json_text, column.jsonb, column.floating, data,
+                     pos, row.image))
       return std::nullopt;
   }
   row.image.push_back('}');

@@ -88,9 +88,9 @@ class AvroEnvelopeDecoder {
     const std::vector<connectors::targets::TargetColumn>* columns = nullptr;  // the schema's
   };
   // Nullopt for what needs Decode: a truncate, an update carrying its old
-  // image, json/jsonb/array values (their text is not theirs to splice), a
-  // type the envelope does not use, or a payload that does not read (Decode
-  // says what is wrong with it).
+  // image, json and array values and jsonb ones other than an object or
+  // array, a type the envelope does not use, or a payload that does not
+  // read (Decode says what is wrong with it).
   std::optional<RowText> ViewRowChange(const std::string& value);
 
  private:
@@ -98,6 +98,7 @@ class AvroEnvelopeDecoder {
     std::string field;  // the Avro field name
     connectors::targets::TargetColumn column;
     bool json_text = false;  // json, jsonb, arrays: JSON text in an Avro string
+    bool jsonb = false;      // any spelling of its JSON is the same value
     bool floating = false;   // NaN and the infinities go as the JSON format's strings
   };
   struct Reader {
