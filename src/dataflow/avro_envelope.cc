@@ -346,15 +346,26 @@ bool AppendJsonbText(std::string_view text, std::string& out) {
   return true;
 }
 
+// A float or double, as the shortest text giving it back; NaN and the
+// infinities as the JSON format's strings, for a floating-point column only.
+template <typename Floating>
+bool AppendFloating(std::string_view data, size_t& pos, bool floating, std::string& out) {
+  Floating v;
+  if (data.size() - pos < sizeof v) return false;
+  std::memcpy(&v, data.data() + pos, sizeof v);
+  pos += sizeof v;
+  if (std::isnan(v) || std::isinf(v)) {
+    out += std::isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    return floating;
+  }
+  fmt::format_to(std::back_inserter(out), "{}", v);
+  return true;
+}
+
 bool AppendValue(const avro::Node& node, bool json_text, bool jsonb, bool floating,
                  std::string_view data, size_t& pos, std::string& out) {
   const avro::Node* n = Branch(node, data, pos);
   if (!n) return false;
-  auto special = [&](double d) {
-    if (!std::isnan(d) && !std::isinf(d)) return false;
-    out += std::isnan(d) ? "\"NaN\"" : d > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-    return true;
-  };
   switch (n->type) {
     case avro::Type::kNull:
       out += "null";
@@ -370,24 +381,10 @@ bool AppendValue(const avro::Node& node, bool json_text, bool jsonb, bool floati
       out += fmt::format_int(*v).c_str();
       return true;
     }
-    case avro::Type::kDouble: {
-      double d;
-      if (data.size() - pos < sizeof d) return false;
-      std::memcpy(&d, data.data() + pos, sizeof d);
-      pos += sizeof d;
-      if (special(d)) return floating;
-      fmt::format_to(std::back_inserter(out), "{}", d);  // the shortest text giving d back
-      return true;
-    }
-    case avro::Type::kFloat: {
-      float f;
-      if (data.size() - pos < sizeof f) return false;
-      std::memcpy(&f, data.data() + pos, sizeof f);
-      pos += sizeof f;
-      if (special(f)) return floating;
-      fmt::format_to(std::back_inserter(out), "{}", f);
-      return true;
-    }
+    case avro::Type::kDouble:
+      return AppendFloating<double>(data, pos, floating, out);
+    case avro::Type::kFloat:
+      return AppendFloating<float>(data, pos, floating, out);
     case avro::Type::kString: {
       auto text = avro::ReadBytes(data, pos);
       if (!text.ok()) return false;

@@ -107,19 +107,26 @@ TEST(AvroCodec, IntOutOfRangeIsRejected) {
   EXPECT_FALSE(Encode(*S("\"int\""), std::int64_t{1} << 40).ok());
 }
 
-TEST(AvroCodec, NestedDatumRoundTrips) {
-  auto s = S(R"({"type":"record","name":"R","fields":[
+// A record of every type, recursive through `next`.
+constexpr const char* kEveryType = R"({"type":"record","name":"R","fields":[
     {"name":"id","type":"long"},
     {"name":"name","type":["null","string"]},
+    {"name":"raw","type":"bytes"},
     {"name":"score","type":"double"},
     {"name":"ratio","type":"float"},
     {"name":"ok","type":"boolean"},
     {"name":"tags","type":{"type":"array","items":"string"}},
     {"name":"attrs","type":{"type":"map","values":["null","long"]}},
     {"name":"kind","type":{"type":"enum","name":"K","symbols":["X","Y"]}},
-    {"name":"next","type":["null","R"]}]})");
+    {"name":"md5","type":{"type":"fixed","name":"F","size":3}},
+    {"name":"next","type":["null","R"]}]})";
+
+TEST(AvroCodec, NestedDatumRoundTrips) {
+  auto s = S(kEveryType);
   json datum = {{"id", -5},
                 {"name", "z"},
+                {"raw", "\u00ff\u0001"},
+                {"md5", "abc"},
                 {"score", 2.5},
                 {"ratio", 0.5},
                 {"ok", true},
@@ -129,6 +136,8 @@ TEST(AvroCodec, NestedDatumRoundTrips) {
                 {"next",
                  {{"id", 1},
                   {"name", nullptr},
+                  {"raw", ""},
+                  {"md5", "xyz"},
                   {"score", 0.0},
                   {"ratio", 0.0},
                   {"ok", false},
@@ -144,18 +153,7 @@ TEST(AvroCodec, NestedDatumRoundTrips) {
 }
 
 TEST(AvroCodec, SkipStepsOverExactlyOneDatumOfEveryType) {
-  auto s = S(R"({"type":"record","name":"R","fields":[
-    {"name":"id","type":"long"},
-    {"name":"name","type":["null","string"]},
-    {"name":"raw","type":"bytes"},
-    {"name":"score","type":"double"},
-    {"name":"ratio","type":"float"},
-    {"name":"ok","type":"boolean"},
-    {"name":"tags","type":{"type":"array","items":"string"}},
-    {"name":"attrs","type":{"type":"map","values":["null","long"]}},
-    {"name":"kind","type":{"type":"enum","name":"K","symbols":["X","Y"]}},
-    {"name":"md5","type":{"type":"fixed","name":"F","size":3}},
-    {"name":"next","type":["null","R"]}]})");
+  auto s = S(kEveryType);
   json leaf = {{"id", 1},
                {"name", nullptr},
                {"raw", ""},
