@@ -121,30 +121,22 @@ constexpr const char* kEveryType = R"({"type":"record","name":"R","fields":[
     {"name":"md5","type":{"type":"fixed","name":"F","size":3}},
     {"name":"next","type":["null","R"]}]})";
 
+// A datum of kEveryType, two records deep.
+json EveryTypeDatum() {
+  json leaf = {{"id", 1},      {"name", nullptr},       {"raw", ""},
+               {"md5", "xyz"}, {"score", 0.0},          {"ratio", 0.0},
+               {"ok", false},  {"tags", json::array()}, {"attrs", json::object()},
+               {"kind", "X"},  {"next", nullptr}};
+  json datum = {{"id", -5},     {"name", "z"},        {"raw", "\u00ff\u0001"},
+                {"md5", "abc"}, {"score", 2.5},       {"ratio", 0.5},
+                {"ok", true},   {"tags", {"p", "q"}}, {"attrs", {{"k", 1}, {"n", nullptr}}},
+                {"kind", "Y"},  {"next", leaf}};
+  return datum;
+}
+
 TEST(AvroCodec, NestedDatumRoundTrips) {
   auto s = S(kEveryType);
-  json datum = {{"id", -5},
-                {"name", "z"},
-                {"raw", "\u00ff\u0001"},
-                {"md5", "abc"},
-                {"score", 2.5},
-                {"ratio", 0.5},
-                {"ok", true},
-                {"tags", {"p", "q"}},
-                {"attrs", {{"k", 1}, {"n", nullptr}}},
-                {"kind", "Y"},
-                {"next",
-                 {{"id", 1},
-                  {"name", nullptr},
-                  {"raw", ""},
-                  {"md5", "xyz"},
-                  {"score", 0.0},
-                  {"ratio", 0.0},
-                  {"ok", false},
-                  {"tags", json::array()},
-                  {"attrs", json::object()},
-                  {"kind", "X"},
-                  {"next", nullptr}}}};
+  json datum = EveryTypeDatum();
   auto bytes = Encode(*s, datum);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   auto back = Decode(*s, *bytes);
@@ -154,21 +146,7 @@ TEST(AvroCodec, NestedDatumRoundTrips) {
 
 TEST(AvroCodec, SkipStepsOverExactlyOneDatumOfEveryType) {
   auto s = S(kEveryType);
-  json leaf = {{"id", 1},
-               {"name", nullptr},
-               {"raw", ""},
-               {"score", 0.0},
-               {"ratio", 0.0},
-               {"ok", false},
-               {"tags", json::array()},
-               {"attrs", json::object()},
-               {"kind", "X"},
-               {"md5", "abc"},
-               {"next", nullptr}};
-  json datum = leaf;
-  datum["tags"] = {"p", "q"};
-  datum["attrs"] = {{"k", 1}, {"n", nullptr}};
-  datum["next"] = leaf;
+  json datum = EveryTypeDatum();
   auto bytes = Encode(*s, datum);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   auto twice = *bytes + *bytes;
