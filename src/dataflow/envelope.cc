@@ -184,7 +184,7 @@ std::optional<RowChangeView> ViewRowChange(const std::string& value) {
     } else if (name == "unchanged") {
       if (!raw(v, view.unchanged, false)) return std::nullopt;
     } else if (name == "as_text") {
-      return std::nullopt;  // values that need the decoded path
+      if (!raw(v, view.as_text, false)) return std::nullopt;
     }
   }
   if (op.empty() || view.columns.empty()) return std::nullopt;
@@ -192,6 +192,7 @@ std::optional<RowChangeView> ViewRowChange(const std::string& value) {
   if (view.op == common::ChangeOp::kDelete) {
     view.image = {};
     view.unchanged = {};
+    view.as_text = {};
     return view;
   }
   if (view.image.empty()) return std::nullopt;

@@ -46,16 +46,17 @@ nlohmann::json OldKey(const connectors::targets::TargetChange& change,
                       const nlohmann::json& before);
 
 // A row change (op c, r, u or d) as it sits in its message: views into the
-// value of the after image's, the columns' and the `unchanged` array's JSON
-// text (image empty for a delete; unchanged empty when absent, as it is on
-// every whole image). Nullopt for anything that needs the decoded path:
-// truncates, values carried as text (`as_text`), an update with a before
-// image (a key change, or REPLICA IDENTITY FULL), a layout this does not know.
+// value of the after image's, the columns', the `unchanged` and the
+// `as_text` arrays' JSON text (image empty for a delete; the arrays empty
+// when absent). Nullopt for anything that needs the decoded path:
+// truncates, an update with a before image (a key change, or REPLICA
+// IDENTITY FULL), a layout this does not know.
 struct RowChangeView {
   common::ChangeOp op = common::ChangeOp::kCreate;
   std::string_view image;
   std::string_view columns;
   std::string_view unchanged;
+  std::string_view as_text;  // the `as_text` array's text; empty when there is none
 };
 std::optional<RowChangeView> ViewRowChange(const std::string& value);
 

@@ -233,7 +233,7 @@ common::Result<bool> SubscriptionStage::DeliverInPlace() {
       if (!columns.empty() && view->columns != columns) return false;
       columns = view->columns;
     }
-    rows.push_back({m.key, view->image, view->unchanged, view->op});
+    rows.push_back({m.key, view->image, view->unchanged, view->op, view->as_text});
   }
   const auto* described = avro_columns      ? avro_columns
                           : columns.empty() ? nullptr

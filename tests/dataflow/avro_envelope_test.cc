@@ -70,7 +70,9 @@ class AvroEnvelope : public ::testing::Test {
     viewed_in_place_ = in_place.has_value();
     if (!in_place) return;
     auto json_view = ViewRowChange(as_json.value);
-    if (!json_view) return;  // as_text values: the Avro text is the value's own spelling
+    // Values carried as text are a string and `as_text` there, and spliced
+    // as JSON in the Avro view: the same value, spelt two ways.
+    if (!json_view || !json_view->as_text.empty()) return;
     EXPECT_EQ(in_place->op, json_view->op);
     auto parsed = [](std::string_view text) { return text.empty() ? json() : json::parse(text); };
     EXPECT_EQ(parsed(in_place->image), parsed(json_view->image)) << in_place->image;

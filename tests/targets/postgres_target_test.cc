@@ -545,6 +545,57 @@ TEST_F(PostgresTargetTest, RowChangesFromJsonTextLandExactlyAsDecodedOnes) {
   EXPECT_EQ(TableJson("from_text"), TableJson("decoded"));
 }
 
+// Values carried as their PostgreSQL text (`as_text`: MySQL's JSON, json
+// whose spelling is its value, jsonb numbers beyond a double) land from the
+// messages' text exactly as decoded; partial images holding them decode.
+TEST_F(PostgresTargetTest, ValuesCarriedAsTextLandFromJsonTextExactlyAsDecoded) {
+  const std::vector<TargetColumn> columns = {{"id", "int8", true},
+                                             {"doc", "jsonb", false},
+                                             {"raw", "json", false},
+                                             {"note", "text", false}};
+  PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1});
+  PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
+  const std::vector<std::string> raws = {R"({"b":1,  "b" : 2})", "[1, 2.50,\n\"\u00e9\"]",
+                                         R"("tab\there")", "1e400"};
+  std::vector<std::string> keys, images, texts;
+  std::vector<JsonRow> rows;
+  std::vector<TargetChange> changes;
+  for (int id = 1; id <= 40; ++id) {
+    json image = {{"id", id},
+                  {"doc", R"({"a": 1e400, "b": 1.50})"},
+                  {"raw", raws[id % raws.size()]},
+                  {"note", "as \"text\"\t" + std::to_string(id)}};
+    std::vector<std::string> as_text = {"doc", "raw"};
+    if (id % 5 == 0) {  // nulls are not carried as text
+      image["doc"] = nullptr;
+      as_text = {"raw"};
+    }
+    keys.push_back(json{{"id", id}}.dump());
+    images.push_back(image.dump());
+    texts.push_back(json(as_text).dump());
+    TargetChange change{ChangeOp::kCreate, json{{"id", id}}, image, columns};
+    change.as_text = as_text;
+    changes.push_back(change);
+  }
+  for (size_t i = 0; i < keys.size(); ++i)
+    rows.push_back({keys[i], images[i], "", ChangeOp::kCreate, texts[i]});
+  auto landed = from_text.ApplyJsonRows(rows, columns);
+  ASSERT_TRUE(landed.ok()) << landed.status().ToString();
+  EXPECT_TRUE(*landed) << "applied from the messages' text";
+  ASSERT_TRUE(decoded.Apply(changes).ok());
+  const std::string as_text_query =
+      "SELECT string_agg(concat_ws('|', id, doc::text, raw::text, note), E'\\n' ORDER BY id) FROM ";
+  auto got = Query(as_text_query + "from_text")[0][0].as<std::string>();
+  EXPECT_EQ(got, Query(as_text_query + "decoded")[0][0].as<std::string>());
+  EXPECT_EQ(Query("SELECT raw::text FROM from_text WHERE id = 4")[0][0].as<std::string>(), raws[0]);
+  // A partial image with text-carried values is left to the decoded path.
+  std::vector<JsonRow> partial = {
+      {keys[0], R"({"id":1,"raw":"{}"})", R"(["doc","note"])", ChangeOp::kUpdate, R"(["raw"])"}};
+  auto declined = from_text.ApplyJsonRows(partial, columns);
+  ASSERT_TRUE(declined.ok());
+  EXPECT_FALSE(*declined);
+}
+
 // An update that left unchanged TOAST columns out, after an earlier image
 // of its row in the same batch: the row keeps what that image carried.
 TEST_F(PostgresTargetTest, APartialImageIsCompletedFromTheImagesOfItsRowBeforeIt) {

@@ -154,10 +154,22 @@ std::optional<CopyText> RenderJsonImages(
     od::json_type kind;
   };
   std::vector<KeyMember> key;
+  std::vector<std::string> as_text;  // this row's columns whose string is their text
   std::string value;
   thread_local common::PaddedJson padded;
   for (const auto& row : rows) {
     key.clear();
+    as_text.clear();
+    if (!row.as_text.empty()) {
+      od::document* names = padded.Iterate(row.as_text);
+      od::array list;
+      if (!names || names->get_array().get(list)) return std::nullopt;
+      for (auto name : list) {
+        std::string_view text;
+        if (name.get_string().get(text)) return std::nullopt;
+        as_text.emplace_back(text);
+      }
+    }
     od::document* doc = padded.Iterate(row.key);
     od::object members;
     if (!doc || doc->get_object().get(members)) return std::nullopt;
@@ -187,7 +199,15 @@ std::optional<CopyText> RenderJsonImages(
       if (j) out.rows.push_back('\t');
       value.clear();
       od::json_type kind;
-      if (!AppendJsonValue(value, v, *types[j], &kind)) return std::nullopt;
+      const bool text_carried =
+          !as_text.empty() && std::find(as_text.begin(), as_text.end(), name) != as_text.end();
+      if (text_carried && !v.type().get(kind) && kind == od::json_type::string) {
+        std::string_view text;
+        if (v.get_string().get(text)) return std::nullopt;
+        AppendCopyEscaped(value, text);  // its text is what COPY reads
+      } else if (!AppendJsonValue(value, v, *types[j], &kind)) {
+        return std::nullopt;
+      }
       for (const auto& k : key) {
         if (k.name != name) continue;
         if (k.kind != kind || k.text != value) return std::nullopt;

@@ -42,6 +42,7 @@ struct CopyText {
 // image that is not an object or names other columns than the first,
 // a key member missing from its image or spelled differently there, or a
 // value that needs more than its text (bytea, arrays into `_type` columns).
+// A string value of a column in its row's `as_text` is copied as its text.
 // `type_of` gives a column's source type ("" when unknown).
 std::optional<CopyText> RenderJsonImages(
     const std::vector<JsonRow>& rows,

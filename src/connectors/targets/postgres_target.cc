@@ -642,6 +642,8 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
   std::deque<MergedImage> merged;  // images completed here (the rows view them)
   std::unordered_map<std::string, std::size_t> slot;
   for (const auto& row : rows) {
+    // Text-carried values of a partial image would need merging by name.
+    if (!row.as_text.empty() && !row.unchanged.empty()) return false;
     auto key = CanonicalKeyText(row.key);
     if (!key) return false;
     auto [it, fresh] = slot.try_emplace(std::move(*key), last.size());
@@ -654,6 +656,7 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
       earlier = {row, std::string(row.unchanged)};
       continue;
     }
+    if (!earlier.row.as_text.empty()) return false;
     auto completed = MergePartialImage(earlier.row.image, row.image, row.unchanged);
     if (!completed) return false;
     merged.push_back(std::move(*completed));

@@ -45,6 +45,9 @@ struct JsonRow {
   std::string_view image;
   std::string_view unchanged = {};
   common::ChangeOp op = common::ChangeOp::kCreate;
+  // The envelope's `as_text` array (empty for none): columns whose JSON
+  // string is their PostgreSQL text, not a JSON value (MySQL's JSON, say).
+  std::string_view as_text = {};
   bool deleted() const { return op == common::ChangeOp::kDelete; }
 };
 
