@@ -46,17 +46,28 @@ json AvroType(Kind k) {
   }
 }
 
+// NaN and the infinities: JSON has no number for them, so the JSON format
+// carries them as these strings.
+const char* NonFiniteName(double d) {
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  return nullptr;
+}
+std::optional<double> NonFiniteFromName(const json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const auto& s = v.get_ref<const std::string&>();
+  if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "Infinity") return std::numeric_limits<double>::infinity();
+  if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+
 // A JSON-format value as the Avro datum of its column.
 json ToDatum(Kind k, const json& v) {
   if (v.is_null()) return v;
   switch (k) {
     case Kind::kDouble:
-      if (v.is_string()) {
-        auto s = v.get<std::string>();
-        if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-        if (s == "Infinity") return std::numeric_limits<double>::infinity();
-        if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
-      }
+      if (auto d = NonFiniteFromName(v)) return *d;
       return v;
     case Kind::kJsonText:
       return v.dump();
@@ -71,9 +82,7 @@ json ToDatum(Kind k, const json& v) {
 json FromDatum(Kind k, const json& v) {
   if (v.is_null()) return v;
   if (k == Kind::kDouble && v.is_number_float()) {
-    double d = v.get<double>();
-    if (std::isnan(d)) return "NaN";
-    if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+    if (const char* name = NonFiniteName(v.get<double>())) return name;
   }
   if (k == Kind::kJsonText && v.is_string()) {
     auto parsed = json::parse(v.get<std::string>(), nullptr, false);
@@ -190,12 +199,8 @@ common::Status AvroChangeWriter::WriteImage(const json& image,
       case Kind::kDouble:
         if (v.is_number()) {
           WriteDouble(v.get<double>(), out);
-        } else if (v.is_string() && v.get_ref<const std::string&>() == "NaN") {
-          WriteDouble(std::numeric_limits<double>::quiet_NaN(), out);
-        } else if (v.is_string() && v.get_ref<const std::string&>() == "Infinity") {
-          WriteDouble(std::numeric_limits<double>::infinity(), out);
-        } else if (v.is_string() && v.get_ref<const std::string&>() == "-Infinity") {
-          WriteDouble(-std::numeric_limits<double>::infinity(), out);
+        } else if (auto d = NonFiniteFromName(v)) {
+          WriteDouble(*d, out);
         } else {
           return refuse("double");
         }
@@ -333,8 +338,6 @@ const avro::Node* Branch(const avro::Node& node, std::string_view data, size_t& 
   return node.branches[*i];
 }
 
-// One column's value as the JSON format writes it; false when it has no
-// plain JSON text here.
 // A jsonb object or array's text, spliced into the image only once it is
 // known to be exactly one JSON value (it could close the image otherwise).
 bool AppendJsonbText(std::string_view text, std::string& out) {
@@ -354,14 +357,16 @@ bool AppendFloating(std::string_view data, size_t& pos, bool floating, std::stri
   if (data.size() - pos < sizeof v) return false;
   std::memcpy(&v, data.data() + pos, sizeof v);
   pos += sizeof v;
-  if (std::isnan(v) || std::isinf(v)) {
-    out += std::isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  if (const char* name = NonFiniteName(v)) {
+    common::AppendJsonString(out, name);
     return floating;
   }
   fmt::format_to(std::back_inserter(out), "{}", v);
   return true;
 }
 
+// One column's value as the JSON format writes it; false when it has no
+// plain JSON text here.
 bool AppendValue(const avro::Node& node, bool json_text, bool jsonb, bool floating,
                  std::string_view data, size_t& pos, std::string& out) {
   const avro::Node* n = Branch(node, data, pos);

@@ -427,14 +427,7 @@ class Reader {
  private:
   static Status Truncated() { return InvalidArgument("truncated Avro data"); }
 
-  Result<std::string_view> ReadBytes() {
-    auto len = ReadLong(data_, pos_);
-    if (!len.ok()) return len.status();
-    if (*len < 0 || static_cast<std::uint64_t>(*len) > data_.size() - pos_) return Truncated();
-    std::string_view b = data_.substr(pos_, *len);
-    pos_ += *len;
-    return b;
-  }
+  Result<std::string_view> ReadBytes() { return avro::ReadBytes(data_, pos_); }
 
   std::string_view data_;
   size_t pos_ = 0;

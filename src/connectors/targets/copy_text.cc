@@ -102,6 +102,23 @@ bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od:
   return false;
 }
 
+// The strings of a JSON array's text (none for empty text); false when the
+// text is not such an array.
+bool ReadNames(std::string_view text, std::vector<std::string>& names) {
+  names.clear();
+  if (text.empty()) return true;
+  thread_local common::PaddedJson padded;
+  od::document* doc = padded.Iterate(text);
+  od::array list;
+  if (!doc || doc->get_array().get(list)) return false;
+  for (auto element : list) {
+    std::string_view name;
+    if (element.get_string().get(name)) return false;
+    names.emplace_back(name);
+  }
+  return true;
+}
+
 }  // namespace
 
 void AppendCopyEscaped(std::string& out, std::string_view s) {
@@ -155,20 +172,15 @@ std::optional<CopyText> RenderJsonImages(
   };
   std::vector<KeyMember> key;
   std::vector<std::string> as_text;  // this row's columns whose string is their text
+  std::string_view as_text_of;       // the text `as_text` was read from
   std::string value;
   thread_local common::PaddedJson padded;
   for (const auto& row : rows) {
     key.clear();
-    as_text.clear();
-    if (!row.as_text.empty()) {
-      od::document* names = padded.Iterate(row.as_text);
-      od::array list;
-      if (!names || names->get_array().get(list)) return std::nullopt;
-      for (auto name : list) {
-        std::string_view text;
-        if (name.get_string().get(text)) return std::nullopt;
-        as_text.emplace_back(text);
-      }
+    // Rows of one table mostly name the same columns: read once per text.
+    if (row.as_text != as_text_of) {
+      if (!ReadNames(row.as_text, as_text)) return std::nullopt;
+      as_text_of = row.as_text;
     }
     od::document* doc = padded.Iterate(row.key);
     od::object members;
