@@ -663,6 +663,31 @@ TEST_F(PostgresTargetTest, AnUpdateLeavingOutANotNullColumnLandsOnBothPaths) {
             990);
 }
 
+TEST_F(PostgresTargetTest, LongValuesAreCompressedWithLz4UnlessSomeoneChoseAMethod) {
+  auto methods = [&](const std::string& table) {
+    return std::string(
+        Query("SELECT string_agg(DISTINCT pg_column_compression(name), ',') FROM " + table)[0][0]
+            .c_str());
+  };
+  auto land = [&](const std::string& prefix) {
+    PostgresTarget from_text({db_.url(), "public", prefix + "_text", true, true, 1});
+    PostgresTarget decoded({db_.url(), "public", prefix + "_decoded", true, true, 0});
+    auto rows = Plain(1, 30, std::string(10000, 'x'));  // a name that compresses
+    ASSERT_TRUE(*from_text.ApplyJsonRows(rows.rows(), kPlainColumns));
+    ASSERT_TRUE(decoded.Apply(Decoded(rows)).ok());
+  };
+  land("chosen_by_no_one");
+  EXPECT_EQ(methods("chosen_by_no_one_text"), "lz4");
+  EXPECT_EQ(methods("chosen_by_no_one_decoded"), "lz4");
+  // The database's owner chose pglz: new sessions keep it.
+  Query(
+      "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_toast_compression = pglz', "
+      "current_database()); END $$");
+  land("chosen_by_owner");
+  EXPECT_EQ(methods("chosen_by_owner_text"), "pglz");
+  EXPECT_EQ(methods("chosen_by_owner_decoded"), "pglz");
+}
+
 TEST_F(PostgresTargetTest, RowChangesFromJsonTextFollowTheTablesNewColumns) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
   ASSERT_TRUE(*from_text.ApplyJsonRows(Plain(1, 1200).rows(), kPlainColumns));

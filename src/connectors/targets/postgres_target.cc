@@ -56,6 +56,15 @@ struct FoldedRow {
 
 std::string PqError(PGconn* conn) { return FirstLine(PQerrorMessage(conn)); }
 
+// Values the target stores are TOAST-compressed with lz4, about four times
+// quicker than pglz (the mixed bench's 10 KB values cost the target most of
+// its time there), when the server has lz4 and nobody chose a method: a
+// setting from the configuration, the database or the role is kept, as is a
+// column's own COMPRESSION.
+constexpr const char* kPreferLz4Sql =
+    "SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_settings WHERE name "
+    "= 'default_toast_compression' AND source = 'default' AND 'lz4' = ANY(enumvals)";
+
 }  // namespace
 
 struct PostgresTarget::BulkConnection {
@@ -228,6 +237,9 @@ common::Status PostgresTarget::Connect() {
   }
   try {
     conn_ = std::make_unique<pqxx::connection>(*pinned);
+    pqxx::nontransaction session(*conn_);
+    session.exec(kPreferLz4Sql);
+    session.commit();
     known_columns_.clear();
     return common::Status::Ok();
   } catch (const std::exception& e) {
@@ -736,8 +748,8 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
     }
     bulk_ = std::make_unique<BulkConnection>();
     bulk_->conn = PQconnectdb(pinned->c_str());
-    if (!bulk_->connected()) {
-      auto error = PqError(bulk_->conn);
+    std::string error = bulk_->connected() ? bulk_->Exec(kPreferLz4Sql) : PqError(bulk_->conn);
+    if (!error.empty()) {
       bulk_.reset();
       return common::Unavailable("target database unreachable: " + error);
     }
