@@ -55,10 +55,12 @@ struct ChangeEvent {
   // before is null for inserts and reads, after is null for deletes.
   nlohmann::json before;
   nlohmann::json after;
-  // The key and after image as compact JSON text, rendered straight from the
-  // source's row for a sink that takes text (ChangeSink::TakesJsonText):
-  // then `key` and `after` stay null. Only inserts are rendered so.
+  // The key and a row image as compact JSON text, rendered straight from
+  // the source's row for a sink that takes text (ChangeSink::TakesJsonText):
+  // then `key`, `before` and `after` stay null. Updates that carry their old
+  // row keep the trees.
   std::string key_json;
+  std::string before_json;
   std::string after_json;
   // Columns whose value did not change and was not sent (TOASTed values on
   // UPDATE). They are absent from `after`; a later stage keeps the old value.

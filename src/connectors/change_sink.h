@@ -39,8 +39,9 @@ class ChangeSink {
   // that batches sends what it holds now: batches stay small while the
   // source keeps up, and grow to their limit only under a backlog.
   virtual common::Status CaughtUp() { return common::Status::Ok(); }
-  // Whether this sink reads inserts as JSON text (ChangeEvent::key_json and
-  // after_json) instead of trees: a source may then skip building them.
+  // Whether this sink reads row images as JSON text (ChangeEvent::key_json,
+  // before_json and after_json) instead of trees: a source may then skip
+  // building them.
   virtual bool TakesJsonText() const { return false; }
 
   // The source registers itself here. The callback runs on whatever thread

@@ -50,7 +50,7 @@ std::string EnvelopeValue(const connectors::ChangeEvent& event, const std::strin
     value += dump(event.text_columns);
   }
   value += ",\"before\":";
-  value += dump(event.before);
+  value += event.before_json.empty() ? dump(event.before) : event.before_json;
   value += ",\"op\":\"";
   value += common::Letter(event.op);
   auto out = std::back_inserter(value);

@@ -284,13 +284,13 @@ TEST_F(AssemblerTest, MetricsCountEmittedEvents) {
             nlohmann::json({{"total", 3}, {"r", 0}, {"c", 1}, {"u", 1}, {"d", 1}}));
 }
 
-// A sink that takes inserts as JSON text, like the Kafka sink for JSON.
+// A sink that takes row images as JSON text, like the Kafka sink for JSON.
 class TextSink : public MemorySink {
  public:
   bool TakesJsonText() const override { return true; }
 };
 
-TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersStayTrees) {
+TEST(AssemblerJsonText, RowImagesAreRenderedByteForByteAsTheirTreesDumpWhereTheyCanBe) {
   // Names out of order, every kind of type the tree path treats apart.
   const std::vector<std::pair<std::string, std::uint32_t>> columns = {
       {"z_id", 20},      {"b_text", 25},  {"a_num", 1700},    {"c_bool", 16}, {"d_float", 701},
@@ -317,13 +317,37 @@ TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersSt
                                          relation.Build()};
     for (const auto& row : rows)
       messages.push_back(MessageBuilder('I').U32(1).U8('N').Tuple(row).Build());
+    const Row updated = {"1",
+                         "updated",
+                         "1",
+                         "t",
+                         "1",
+                         "{}",
+                         "\\x",
+                         "{}",
+                         "2026-12-01 10:00:00+00",
+                         "1",
+                         "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+                         "{}",
+                         "w"};
+    Row unchanged = updated;
+    unchanged[1] = unchanged[5] = std::string(MessageBuilder::kUnchanged);  // TOASTed, left out
+    Row key_unchanged = updated;
+    key_unchanged[0] = std::string(MessageBuilder::kUnchanged);
+    const Row old_key = {"1",          std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                         std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                         std::nullopt, std::nullopt, std::nullopt};
+    Row moved = updated;
+    moved[0] = "9";
+    // Text: an update without its old row (twice), deletes by key and by
+    // whole old row. Trees: a key change, and an unchanged value in the key.
+    messages.push_back(MessageBuilder('U').U32(1).U8('N').Tuple(updated).Build());
+    messages.push_back(MessageBuilder('U').U32(1).U8('N').Tuple(unchanged).Build());
+    messages.push_back(MessageBuilder('D').U32(1).U8('K').Tuple(old_key).Build());
+    messages.push_back(MessageBuilder('D').U32(1).U8('O').Tuple(rows[1]).Build());
     messages.push_back(
-        MessageBuilder('U')
-            .U32(1)
-            .U8('N')
-            .Tuple(Row{"1", "updated", "1", "t", "1", "{}", "\\x", "{}", "2026-12-01 10:00:00+00",
-                       "1", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "{}", "w"})
-            .Build());
+        MessageBuilder('U').U32(1).U8('K').Tuple(old_key).U8('N').Tuple(moved).Build());
+    messages.push_back(MessageBuilder('U').U32(1).U8('N').Tuple(key_unchanged).Build());
     messages.push_back(MessageBuilder('C').U8(0).U64(0x200).U64(0x210).U64(0).Build());
     for (const auto& bytes : messages) {
       auto m = decoder.Decode(bytes);
@@ -339,25 +363,36 @@ TEST(AssemblerJsonText, InsertsAreRenderedByteForByteAsTheirTreesDumpAndOthersSt
   ChangeAssembler texts(&text_sink, &text_schemas, "pfx");
   feed(trees);
   feed(texts);
-  ASSERT_EQ(tree_sink.events.size(), 4u);
-  ASSERT_EQ(text_sink.events.size(), 4u);
+  ASSERT_EQ(tree_sink.events.size(), 9u);
+  ASSERT_EQ(text_sink.events.size(), 9u);
   constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
-  for (std::size_t i = 0; i < 3; ++i) {
+  auto dump = [](const nlohmann::json& tree) { return tree.dump(-1, ' ', false, kReplace); };
+  auto either = [&](const std::string& text, const nlohmann::json& tree) {
+    return text.empty() ? dump(tree) : text;
+  };
+  const std::vector<bool> as_text = {true, true, true, true, true, true, true, false, false};
+  for (std::size_t i = 0; i < 9; ++i) {
     const auto& tree = tree_sink.events[i];
     const auto& text = text_sink.events[i];
-    EXPECT_EQ(text.after_json, tree.after.dump(-1, ' ', false, kReplace)) << "row " << i;
-    EXPECT_EQ(text.key_json, tree.key.dump(-1, ' ', false, kReplace)) << "row " << i;
-    EXPECT_TRUE(text.after.is_null());
-    EXPECT_EQ(text.op, common::ChangeOp::kCreate);
+    SCOPED_TRACE("change " + std::to_string(i));
+    EXPECT_EQ(either(text.after_json, text.after), dump(tree.after));
+    EXPECT_EQ(either(text.before_json, text.before), dump(tree.before));
+    EXPECT_EQ(either(text.key_json, text.key), dump(tree.key));
+    EXPECT_EQ(text.unchanged_columns, tree.unchanged_columns);
+    EXPECT_EQ(text.text_columns, tree.text_columns);
+    EXPECT_EQ(text.op, tree.op);
     EXPECT_EQ(text.lsn, tree.lsn);
     EXPECT_EQ(text.commit_lsn, tree.commit_lsn);
+    // Rendered as text, the trees stay null; kept as trees, no text.
+    EXPECT_EQ(!text.key_json.empty(), as_text[i]);
+    EXPECT_EQ(text.after.is_null() && text.before.is_null() && text.key.is_null(), as_text[i]);
   }
   EXPECT_NE(text_sink.events[1].after_json.find("\xef\xbf\xbd"), std::string::npos)
       << "invalid UTF-8 is replaced, as the tree dump replaces it";
-  // An update keeps its trees (and no text).
-  EXPECT_TRUE(text_sink.events[3].after_json.empty());
-  EXPECT_EQ(text_sink.events[3].after, tree_sink.events[3].after);
-  EXPECT_EQ(text_sink.events[3].key, tree_sink.events[3].key);
+  EXPECT_EQ(text_sink.events[4].unchanged_columns, (std::vector<std::string>{"b_text", "e_jsonb"}));
+  EXPECT_EQ(text_sink.events[5].before_json, R"({"z_id":1})");
+  EXPECT_FALSE(text_sink.events[6].before_json.empty());
+  EXPECT_EQ(text_sink.events[6].after_json, "");
 }
 
 // Values with no exact JSON form are carried as their text, named in
@@ -408,7 +443,7 @@ TEST(AssemblerJsonText, ValuesWithoutAnExactJsonFormGoAsTheirText) {
     EXPECT_EQ(after(1)["arr"], nlohmann::json({1, 2}));
     EXPECT_EQ(sink.events[1].text_columns, std::vector<std::string>{"j"});
     EXPECT_EQ(sink.events[2].op, common::ChangeOp::kUpdate);
-    EXPECT_EQ(sink.events[2].after["flag"], "maybe");
+    EXPECT_EQ(after(2)["flag"], "maybe");
     EXPECT_EQ(sink.events[2].text_columns.size(), 4u);
   }
 }

@@ -36,7 +36,7 @@ Status BinaryValue(const TableSchema& schema, const ColumnSchema& column) {
 ChangeAssembler::ChangeAssembler(ChangeSink* sink, SchemaCache* schemas, std::string topic_prefix,
                                  KeyLookup key_lookup, ProductionMetrics* metrics)
     : sink_(sink),
-      text_inserts_(sink->TakesJsonText()),
+      text_rows_(sink->TakesJsonText()),
       schemas_(schemas),
       topic_prefix_(std::move(topic_prefix)),
       key_lookup_(std::move(key_lookup)),
@@ -228,18 +228,24 @@ Status ChangeAssembler::OnRelation(const RelationMessage& m) {
   return Deliver(m.xid, rel.schema);
 }
 
-Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData& tuple,
-                                           ChangeEvent& event) const {
+Result<bool> ChangeAssembler::RenderRow(const Relation& rel, const TupleData& tuple, bool key_only,
+                                        std::string& image, ChangeEvent& event) const {
   const auto& cols = rel.schema.columns;
   SLUICE_RETURN_IF_ERROR(CheckWidth(rel.schema, tuple));
-  event.text_columns.clear();
+  auto decline = [&] {
+    event.text_columns.clear();
+    event.unchanged_columns.clear();
+    return false;
+  };
+  constexpr auto kAbsent = std::string::npos;
   // Each value rendered once, then laid out in name order for the image
   // and again for the key.
   thread_local std::string values;
   thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
   values.clear();
-  spans.resize(cols.size());
+  spans.assign(cols.size(), {kAbsent, 0});
   for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (key_only && !cols[i].key) continue;
     const TupleValue& v = tuple[i];
     std::size_t from = values.size();
     switch (v.kind) {
@@ -247,8 +253,10 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
         values += "null";
         break;
       case TupleValue::Kind::kUnchangedToast:
-        event.text_columns.clear();
-        return false;
+        // A key column's would leave the key to the old image: the trees'.
+        if (cols[i].key) return decline();
+        event.unchanged_columns.push_back(cols[i].name);
+        continue;
       case TupleValue::Kind::kText:
         if (CarriedAsText(cols[i].type_oid, v.data)) {
           common::AppendJsonString(values, v.data);
@@ -265,13 +273,13 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
     }
     spans[i] = {from, values.size() - from};
   }
-  auto layout = [&](std::string& out, bool key_only) {
+  auto layout = [&](std::string& out, bool keys) {
     out.reserve(values.size() + 16 * cols.size());
     out.push_back('{');
     bool first = true;
     for (std::size_t n = 0; n < rel.name_order.size(); ++n) {
       std::size_t i = rel.name_order[n];
-      if (key_only && !cols[i].key) continue;
+      if (spans[i].first == kAbsent || (keys && !cols[i].key)) continue;
       if (!first) out.push_back(',');
       first = false;
       out += rel.json_names[n];
@@ -280,7 +288,7 @@ Result<bool> ChangeAssembler::RenderInsert(const Relation& rel, const TupleData&
     }
     out.push_back('}');
   };
-  layout(event.after_json, false);
+  layout(image, false);
   layout(event.key_json, true);
   return true;
 }
@@ -343,10 +351,22 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
   event.topic = rel.schema.topic;
   event.schema_version = rel.schema.version;
   event.lsn = current_lsn_;
-  if (text_inserts_ && event.op == common::ChangeOp::kCreate && !old_tuple && new_tuple) {
-    auto rendered = RenderInsert(rel, *new_tuple, event);
+  // An insert, an update without its old row, a delete: written as text.
+  // An update with its old row (a key change, REPLICA IDENTITY FULL) merges
+  // the two images, and keeps the trees.
+  if (text_rows_ && (old_tuple == nullptr) != (new_tuple == nullptr)) {
+    const bool deleted = new_tuple == nullptr;
+    auto rendered = deleted ? RenderRow(rel, *old_tuple, old_kind == 'K', event.before_json, event)
+                            : RenderRow(rel, *new_tuple, false, event.after_json, event);
     if (!rendered.ok()) return rendered.status();
-    if (*rendered) return Deliver(xid, std::move(event));
+    // The trees leave an old image's unchanged values out unnamed.
+    if (*rendered && !(deleted && !event.unchanged_columns.empty()))
+      return Deliver(xid, std::move(event));
+    event.before_json.clear();
+    event.after_json.clear();
+    event.key_json.clear();
+    event.text_columns.clear();
+    event.unchanged_columns.clear();
   }
   std::vector<std::string> before_text;
   if (old_tuple) {

@@ -19,8 +19,8 @@
 #include "common/status.h"
 #include "connectors/change_sink.h"
 #include "connectors/postgres/pgoutput_decoder.h"
-#include "connectors/postgres/transaction_spool.h"
 #include "connectors/postgres/relation_diff.h"
+#include "connectors/postgres/transaction_spool.h"
 #include "connectors/production_metrics.h"
 
 namespace sluice::connectors::postgres {
@@ -91,11 +91,13 @@ class ChangeAssembler {
                        char old_kind, const TupleData* old_tuple, const TupleData* new_tuple);
   common::Status Deliver(std::uint32_t xid, std::variant<ChangeEvent, TableSchema> item);
   common::Status EmitNow(ChangeEvent& event);
-  // An insert's after image and key written as JSON text into the event,
-  // byte for byte what dumping TupleToJson's trees gives; false (nothing
-  // written) when a value is an unchanged TOAST pointer.
-  common::Result<bool> RenderInsert(const Relation& rel, const TupleData& tuple,
-                                    ChangeEvent& event) const;
+  // A row image written as JSON text into `image` and its key into
+  // event.key_json, byte for byte what dumping TupleToJson's trees gives
+  // (`key_only`: of the key columns alone). Unchanged TOAST values are
+  // named in event.unchanged_columns; false (nothing kept) when one is in a
+  // key column.
+  common::Result<bool> RenderRow(const Relation& rel, const TupleData& tuple, bool key_only,
+                                 std::string& image, ChangeEvent& event) const;
   // Values carried as their text are named in `as_text` (when given).
   common::Result<nlohmann::json> TupleToJson(const Relation& rel, const TupleData& tuple,
                                              bool key_only, std::vector<std::string>* unchanged,
@@ -105,7 +107,7 @@ class ChangeAssembler {
                         const common::Status& why) const;
 
   ChangeSink* sink_;
-  bool text_inserts_;  // the sink takes inserts as JSON text
+  bool text_rows_;  // the sink takes row images as JSON text
   SchemaCache* schemas_;
   std::string topic_prefix_;
   KeyLookup key_lookup_;
