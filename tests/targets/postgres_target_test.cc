@@ -478,26 +478,29 @@ TEST_F(PostgresTargetTest, InsertsFromJsonTextThatDoNotFitOrAreRefusedAreLeftToA
 struct TextChanges {
   struct One {
     std::string key, image, unchanged;
-    bool deleted = false;
+    ChangeOp op = ChangeOp::kUpdate;
   };
   std::vector<One> changes;
   void Upsert(const json& key, json image, const std::vector<std::string>& unchanged = {}) {
     for (const auto& name : unchanged) image.erase(name);
     changes.push_back({key.dump(), image.dump(), unchanged.empty() ? "" : json(unchanged).dump()});
   }
-  void Delete(const std::string& key_text) { changes.push_back({key_text, "", "", true}); }
+  void Insert(const json& key, const json& image) {
+    changes.push_back({key.dump(), image.dump(), "", ChangeOp::kCreate});
+  }
+  void Delete(const std::string& key_text) {
+    changes.push_back({key_text, "", "", ChangeOp::kDelete});
+  }
   std::vector<JsonRow> rows() const {
     std::vector<JsonRow> out;
-    for (const auto& c : changes)
-      out.push_back(
-          {c.key, c.image, c.unchanged, c.deleted ? ChangeOp::kDelete : ChangeOp::kUpdate});
+    for (const auto& c : changes) out.push_back({c.key, c.image, c.unchanged, c.op});
     return out;
   }
   std::vector<TargetChange> decoded(const std::vector<TargetColumn>& columns) const {
     std::vector<TargetChange> out;
     for (const auto& c : changes)
-      out.push_back({c.deleted ? ChangeOp::kDelete : ChangeOp::kUpdate, json::parse(c.key),
-                     c.deleted ? json(nullptr) : json::parse(c.image), columns});
+      out.push_back({c.op, json::parse(c.key),
+                     c.op == ChangeOp::kDelete ? json(nullptr) : json::parse(c.image), columns});
     return out;
   }
 };
@@ -643,6 +646,43 @@ TEST_F(PostgresTargetTest, APartialImageIsCompletedFromTheImagesOfItsRowBeforeIt
 // An update that leaves out an unchanged NOT NULL column must update the
 // row: an upsert's insert half is checked against NOT NULL before it meets
 // the conflict, and refused.
+TEST_F(PostgresTargetTest, NewRowsOfAMixedBatchGoStraightInBesideItsUpdatesAndDeletes) {
+  PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1});
+  PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
+  auto preload = Plain(1, 1000);
+  ASSERT_TRUE(*from_text.ApplyJsonRows(preload.rows(), kPlainColumns));
+  ASSERT_TRUE(decoded.Apply(Decoded(preload)).ok());
+  EXPECT_EQ(from_text.direct_batches(), 1);
+  TextChanges batch;
+  for (int id = 1; id <= 300; ++id) batch.Upsert({{"id", id}}, PlainImage(id, "u-"));
+  for (int id = 301; id <= 400; ++id) batch.Upsert({{"id", id}}, PlainImage(id, "p-"), {"doc"});
+  for (int id = 401; id <= 450; ++id) batch.Delete(json{{"id", id}}.dump());
+  for (int id = 2000; id <= 2500; ++id) batch.Insert({{"id", id}}, PlainImage(id, "n-"));
+  batch.Upsert({{"id", 2002}}, PlainImage(2002, "then-"), {"doc"});  // a new row, updated
+  batch.Delete(json{{"id", 2003}}.dump());                           // a new row, gone again
+  // Deleted, then inserted again: its row is in the table, so it must not
+  // be copied straight in.
+  batch.Delete(json{{"id", 461}}.dump());
+  batch.Insert({{"id", 461}}, PlainImage(461, "again-"));
+  auto landed = from_text.ApplyJsonRows(batch.rows(), kPlainColumns);
+  ASSERT_TRUE(landed.ok()) << landed.status().ToString();
+  EXPECT_TRUE(*landed);
+  ASSERT_TRUE(decoded.Apply(batch.decoded(kPlainColumns)).ok());
+  EXPECT_EQ(TableJson("from_text"), TableJson("decoded"));
+  EXPECT_EQ(from_text.direct_batches(), 2);  // straight in, and no key met there
+  EXPECT_EQ(Query("SELECT name FROM from_text WHERE id = 461")[0][0].as<std::string>().find(
+                "again-") != std::string::npos,
+            true);
+  // Delivered again (at least once): the new rows are there now, so the
+  // straight COPY meets them and the batch lands staged, the same.
+  landed = from_text.ApplyJsonRows(batch.rows(), kPlainColumns);
+  ASSERT_TRUE(landed.ok()) << landed.status().ToString();
+  EXPECT_TRUE(*landed);
+  EXPECT_EQ(TableJson("from_text"), TableJson("decoded"));
+  EXPECT_EQ(from_text.copied_batches(), 3);
+  EXPECT_EQ(from_text.direct_batches(), 2);
+}
+
 TEST_F(PostgresTargetTest, AnUpdateLeavingOutANotNullColumnLandsOnBothPaths) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
   PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});

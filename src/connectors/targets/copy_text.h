@@ -34,6 +34,10 @@ struct CopyText {
   // that is there is updated, never upserted, as an upsert's insert half
   // would meet the table's NOT NULLs on the columns left out.
   bool partial = false;
+  // Every row's key was created by the batch itself (its first change
+  // there an insert): no row of theirs should be in the table yet, so they
+  // are worth copying straight in (PostgresTarget::CopyRows).
+  bool fresh = false;
 };
 
 // Renders images given as JSON object text, each with its key's JSON object

@@ -628,14 +628,13 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
     }
     rows.push_back('\n');
   }
-  bool new_rows = true;
+  text.fresh = true;  // worth trying straight in when every row is an insert
   for (std::size_t i : order)
-    new_rows = new_rows &&
-               (batch[i].op == common::ChangeOp::kCreate || batch[i].op == common::ChangeOp::kRead);
+    text.fresh = text.fresh && (batch[i].op == common::ChangeOp::kCreate ||
+                                batch[i].op == common::ChangeOp::kRead);
   return CopyRows(columns, {text},
                   deletes.empty() ? std::string()
-                                  : deletes.dump(-1, ' ', false, json::error_handler_t::replace),
-                  new_rows);
+                                  : deletes.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& rows,
@@ -649,6 +648,7 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
   struct FoldedJsonRow {
     JsonRow row;
     std::string column_set;  // rows of one column set, in one order, share a COPY
+    bool fresh = false;      // the key's first change here created its row
   };
   std::vector<FoldedJsonRow> last;
   std::deque<MergedImage> merged;  // images completed here (the rows view them)
@@ -660,12 +660,13 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
     if (!key) return false;
     auto [it, fresh] = slot.try_emplace(std::move(*key), last.size());
     if (fresh) {
-      last.push_back({row, std::string(row.unchanged)});
+      last.push_back({row, std::string(row.unchanged),
+                      row.op == common::ChangeOp::kCreate || row.op == common::ChangeOp::kRead});
       continue;
     }
     auto& earlier = last[it->second];
     if (row.deleted() || row.unchanged.empty() || earlier.row.deleted()) {
-      earlier = {row, std::string(row.unchanged)};
+      earlier = {row, std::string(row.unchanged), earlier.fresh};
       continue;
     }
     if (!earlier.row.as_text.empty()) return false;
@@ -675,19 +676,18 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
     // Its members: the later image's, then the columns it took from before.
     std::string column_set = "+" + std::string(row.unchanged) + "|" + merged.back().unchanged;
     earlier = {{row.key, merged.back().image, merged.back().unchanged, row.op},
-               std::move(column_set)};
+               std::move(column_set),
+               earlier.fresh};
   }
   std::string deletes;
-  std::map<std::string_view, std::vector<JsonRow>> by_column_set;  // one COPY each
-  bool inserts_only = true;
-  for (const auto& [row, column_set] : last) {
-    inserts_only =
-        inserts_only && (row.op == common::ChangeOp::kCreate || row.op == common::ChangeOp::kRead);
+  // One COPY per column set, new rows apart.
+  std::map<std::pair<bool, std::string_view>, std::vector<JsonRow>> by_column_set;
+  for (const auto& [row, column_set, fresh] : last) {
     if (row.deleted()) {
       deletes += deletes.empty() ? '[' : ',';
       deletes += row.key;
     } else {
-      by_column_set[column_set].push_back(row);
+      by_column_set[{fresh, column_set}].push_back(row);
     }
   }
   if (!deletes.empty()) deletes += ']';
@@ -699,14 +699,15 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
     return it == types.end() ? kUnknown : it->second;
   };
   std::vector<CopyText> groups;
-  for (const auto& [column_set, group] : by_column_set) {
+  for (const auto& [fresh_and_set, group] : by_column_set) {
     auto text = RenderJsonImages(group, type_of);
     if (!text) return false;
     text->partial = !group.front().unchanged.empty();
+    text->fresh = fresh_and_set.first;
     groups.push_back(std::move(*text));
   }
   try {
-    auto copied = CopyRows(columns, groups, deletes, inserts_only);
+    auto copied = CopyRows(columns, groups, deletes);
     if (copied.ok()) return true;
     if (copied.code() == common::Code::kUnavailable) return copied;
     return false;
@@ -721,7 +722,7 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
 
 common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns,
                                         const std::vector<CopyText>& groups,
-                                        const std::string& delete_keys, bool new_rows) {
+                                        const std::string& delete_keys) {
   // The table is looked at (and grown) only when the batch names a column
   // not seen yet: a round trip per batch otherwise.
   bool known = !known_columns_.empty() && !key_columns_.empty();
@@ -765,88 +766,97 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
     conflict += (i ? ", " : "") + QuoteIdent(key_columns_[i]);
   std::string fence =
       options_.backfill_fence ? BackfillFenceKey(options_.schema, options_.table) : std::string();
-  // Straight into the table when its key is a primary key and the batch
-  // holds only new rows (a catch-up of inserts, a snapshot): they are then
-  // written once instead of twice. A
-  // key that is already there (a replay) is a unique violation that rolls
-  // the attempt back; the staged upsert below then applies the batch, and
-  // the next few batches go staged directly, as a replay comes in runs.
-  const bool deletes = !delete_keys.empty();
-  if (new_rows && key_is_primary_ && staged_only_batches_ == 0 && !deletes && groups.size() == 1) {
-    auto direct = bulk_->CopyIn(
-        fence, {},
-        {{fmt::format("COPY {} ({}) FROM STDIN", Qualified(), column_list(groups[0].names)),
-          &groups[0].rows,
-          {}}});
-    if (direct.ok()) {
-      ++copied_batches_;
-      ++direct_batches_;
-      return common::Status::Ok();
-    }
-    if (!bulk_->connected()) {
-      bulk_.reset();
-      return direct;
-    }
-    if (direct.code() != common::Code::kAlreadyExists) return direct;
-    staged_only_batches_ = 8;
-  } else if (staged_only_batches_ > 0) {
+  // Rows whose keys the batch itself created (CopyText::fresh) go straight
+  // into the table when its key is a primary key: written once instead of
+  // staged and upserted. A key that is there already (a replay) is a unique
+  // violation that rolls the attempt back; the batch is then applied all
+  // staged, and so are the next few, as a replay comes in runs.
+  bool direct = false;
+  if (staged_only_batches_ > 0) {
     --staged_only_batches_;
+  } else {
+    direct = key_is_primary_ && std::any_of(groups.begin(), groups.end(),
+                                            [](const auto& g) { return g.fresh && !g.partial; });
   }
-  // The staging table lives as long as the session, emptied at each commit:
-  // creating one per batch cost more than a small batch's rows.
-  std::vector<std::string> before;
-  if (!bulk_->staging_ready) {
-    if (bulk_->staging_made) before.push_back("DROP TABLE IF EXISTS pg_temp.sluice_copy");
-    // Without the table's NOT NULLs (LIKE keeps them): an image that leaves
-    // an unchanged column out must still stage.
-    before.push_back(fmt::format(
-        "CREATE TEMP TABLE sluice_copy ON COMMIT DELETE ROWS AS SELECT * FROM {} WITH NO DATA",
-        Qualified()));
-    // Stored uncompressed: a value is compressed once, going into the table,
-    // not also on its way through here (8,000 rows of 10 KB text took 3.1 s
-    // staged against 1.7 s copied straight in).
-    before.push_back(
-        "DO $$ DECLARE c name; BEGIN FOR c IN SELECT attname FROM pg_attribute WHERE "
-        "attrelid = 'pg_temp.sluice_copy'::regclass AND attnum > 0 AND NOT attisdropped AND "
-        "attstorage <> 'p' LOOP EXECUTE format('ALTER TABLE pg_temp.sluice_copy ALTER COLUMN %I "
-        "SET STORAGE EXTERNAL', c); END LOOP; END $$");
-    bulk_->staging_made = true;
-  }
-  if (deletes) {
+  std::string delete_sql;
+  if (!delete_keys.empty()) {
     // Folded: no key is both deleted and written, so the order is free.
     char* literal = PQescapeLiteral(bulk_->conn, delete_keys.data(), delete_keys.size());
     if (!literal) return common::Unavailable("target connection lost: " + PqError(bulk_->conn));
-    before.push_back(
+    delete_sql =
         fmt::format("DELETE FROM {} t USING json_populate_recordset(NULL::{}, {}) d WHERE {}",
-                    Qualified(), Qualified(), literal, KeyMatch("t", "d")));
+                    Qualified(), Qualified(), literal, KeyMatch("t", "d"));
     PQfreemem(literal);
   }
-  std::vector<BulkConnection::CopyStep> steps;
-  for (const auto& group : groups) {
-    std::string cols = column_list(group.names), updates;
-    for (const auto& n : group.names)
-      if (std::find(key_columns_.begin(), key_columns_.end(), n) == key_columns_.end())
-        updates += (updates.empty() ? "" : ", ") +
-                   fmt::format("{} = EXCLUDED.{}", QuoteIdent(n), QuoteIdent(n));
-    BulkConnection::CopyStep step{
-        fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), &group.rows, {}};
-    if (group.partial)
-      step.after = PartialImageSql("sluice_copy s", cols, group.names);
-    else
-      step.after = {fmt::format(
-          "INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}", Qualified(),
-          cols, cols, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates)};
-    // The next column set's rows must not meet these.
-    if (&group != &groups.back()) step.after.push_back("DELETE FROM sluice_copy");
-    steps.push_back(std::move(step));
+  auto apply = [&](bool straight_in) {
+    std::vector<BulkConnection::CopyStep> staged, straight;
+    for (const auto& group : groups) {
+      std::string cols = column_list(group.names), updates;
+      if (straight_in && group.fresh && !group.partial) {
+        straight.push_back(
+            {fmt::format("COPY {} ({}) FROM STDIN", Qualified(), cols), &group.rows, {}});
+        continue;
+      }
+      for (const auto& n : group.names)
+        if (std::find(key_columns_.begin(), key_columns_.end(), n) == key_columns_.end())
+          updates += (updates.empty() ? "" : ", ") +
+                     fmt::format("{} = EXCLUDED.{}", QuoteIdent(n), QuoteIdent(n));
+      BulkConnection::CopyStep step{
+          fmt::format("COPY sluice_copy ({}) FROM STDIN", cols), &group.rows, {}};
+      if (group.partial)
+        step.after = PartialImageSql("sluice_copy s", cols, group.names);
+      else
+        step.after = {fmt::format(
+            "INSERT INTO {} ({}) SELECT {} FROM sluice_copy ON CONFLICT ({}) DO {}", Qualified(),
+            cols, cols, conflict, updates.empty() ? "NOTHING" : "UPDATE SET " + updates)};
+      // The next column set's rows must not meet these.
+      step.after.push_back("DELETE FROM sluice_copy");
+      staged.push_back(std::move(step));
+    }
+    std::vector<std::string> before;
+    if (!staged.empty()) {
+      staged.back().after.pop_back();
+      // The staging table lives as long as the session, emptied at each
+      // commit: creating one per batch cost more than a small batch's rows.
+      if (!bulk_->staging_ready) {
+        if (bulk_->staging_made) before.push_back("DROP TABLE IF EXISTS pg_temp.sluice_copy");
+        // Without the table's NOT NULLs (LIKE keeps them): an image that
+        // leaves an unchanged column out must still stage.
+        before.push_back(fmt::format(
+            "CREATE TEMP TABLE sluice_copy ON COMMIT DELETE ROWS AS SELECT * FROM {} WITH NO DATA",
+            Qualified()));
+        // Stored uncompressed: a value is compressed once, going into the
+        // table, not also on its way through here (8,000 rows of 10 KB text
+        // took 3.1 s staged against 1.7 s copied straight in).
+        before.push_back(
+            "DO $$ DECLARE c name; BEGIN FOR c IN SELECT attname FROM pg_attribute WHERE "
+            "attrelid = 'pg_temp.sluice_copy'::regclass AND attnum > 0 AND NOT attisdropped AND "
+            "attstorage <> 'p' LOOP EXECUTE format('ALTER TABLE pg_temp.sluice_copy ALTER "
+            "COLUMN %I SET STORAGE EXTERNAL', c); END LOOP; END $$");
+        bulk_->staging_made = true;
+      }
+      bulk_->staging_ready = true;
+    }
+    if (!delete_sql.empty()) before.push_back(delete_sql);
+    // New rows last: an update may free a value of another unique index
+    // that one of them takes.
+    for (auto& step : straight) staged.push_back(std::move(step));
+    return bulk_->CopyIn(fence, before, staged);
+  };
+  auto applied = apply(direct);
+  if (!applied.ok() && direct && applied.code() == common::Code::kAlreadyExists &&
+      bulk_->connected()) {
+    staged_only_batches_ = 8;
+    direct = false;
+    applied = apply(false);
   }
-  bulk_->staging_ready = true;
-  auto staged = bulk_->CopyIn(fence, before, steps);
-  if (!staged.ok()) {
+  if (!applied.ok()) {
     if (!bulk_->connected()) bulk_.reset();
-    return staged.code() == common::Code::kAlreadyExists ? common::InvalidArgument(staged.message())
-                                                         : staged;
+    return applied.code() == common::Code::kAlreadyExists
+               ? common::InvalidArgument(applied.message())
+               : applied;
   }
+  if (direct) ++direct_batches_;
   ++copied_batches_;
   return common::Status::Ok();
 }

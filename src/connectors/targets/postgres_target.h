@@ -84,8 +84,8 @@ class PostgresTarget {
   // PostgreSQL type for a source type name (int4 -> integer, _text -> text[] ...).
   static std::string TargetType(const std::string& source_type);
 
-  // Batches applied through COPY so far, and of those, copied straight into
-  // the table without a staging table.
+  // Batches applied through COPY so far, and of those, the ones with rows
+  // copied straight into the table, not staged.
   std::int64_t copied_batches() const { return copied_batches_; }
   std::int64_t direct_batches() const { return direct_batches_; }
 
@@ -130,10 +130,9 @@ class PostgresTarget {
   // COPYs rendered rows, one COPY per column set: straight in, or staged
   // and upserted, in one transaction with deleting the rows of
   // `delete_keys` (a JSON array's text; empty for none). No key may be in
-  // two of them. `new_rows`: the rows are inserts, worth copying straight in.
+  // two of them.
   common::Status CopyRows(const std::vector<TargetColumn>& columns,
-                          const std::vector<CopyText>& groups, const std::string& delete_keys,
-                          bool new_rows);
+                          const std::vector<CopyText>& groups, const std::string& delete_keys);
   std::string Qualified() const;
 
   PostgresTargetOptions options_;
