@@ -43,6 +43,24 @@ start_cluster() {
 
 uuid() { $PY -c 'import uuid; print(uuid.uuid4())'; }
 
+# wait_rows_landed TABLE CONDITION COUNT [LAST_ID]: waits until COUNT rows
+# of the target's TABLE match `id CONDITION`, in one server-side loop: a
+# psql per poll (each a perl wrapper and a backend) took a tenth of the
+# machine from the pipeline being measured. The count runs only once the
+# last id (a key lookup) has landed; end times come from the rows'
+# landed_at, not from this loop. Needs TGT.
+wait_rows_landed() {
+  local table=$1 cond=$2 count=$3 first=""
+  [ -n "${4:-}" ] && first="WHILE NOT EXISTS (SELECT 1 FROM $table WHERE id = $4) LOOP PERFORM pg_sleep(0.1); END LOOP;"
+  if ! q "$TGT" -c "SET statement_timeout = '900s'" -c "DO \$\$ BEGIN $first
+      WHILE (SELECT count(*) FROM $table WHERE id $cond) < $count LOOP PERFORM pg_sleep(0.2); END LOOP;
+      END \$\$" >/dev/null; then
+    echo "target stuck at $(q "$TGT" -c "SELECT count(*) FROM $table WHERE id $cond") of $count rows; logs in $WORK" >&2
+    KEEP=1
+    exit 1
+  fi
+}
+
 # start_broker_and_registry: the broker on a free port (BPORT; BROKER is its
 # pid) and, when FORMAT is avro, a schema registry over the database $REG.
 # REGISTRY is then the workers' "registry" setting (null without one).

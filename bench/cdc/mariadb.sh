@@ -133,19 +133,7 @@ stop_workers() {
   for p in "${WORKER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
-# Waits in one server-side loop: a psql per poll (a perl wrapper, a
-# backend) every 0.1 s took CPU from the pipeline being measured. The end
-# time comes from the rows' landed_at; VmHWM is the peak, read at the stop.
-# The count runs only once the last id (a key lookup) has landed.
-wait_landed() {  # condition, count[, last id]
-  local first=""
-  [ -n "${3:-}" ] && first="WHILE NOT EXISTS (SELECT 1 FROM bench_rows WHERE id = $3) LOOP PERFORM pg_sleep(0.1); END LOOP;"
-  if ! q "$TGT" -c "SET statement_timeout = '900s'" -c "DO \$\$ BEGIN $first
-      WHILE (SELECT count(*) FROM bench_rows WHERE id $1) < $2 LOOP PERFORM pg_sleep(0.2); END LOOP;
-      END \$\$" >/dev/null; then
-    echo "target stuck; logs in $WORK" >&2; KEEP=1; exit 1
-  fi
-}
+wait_landed() { wait_rows_landed bench_rows "$@"; }
 
 # Up and streaming: one row through, then the backlogs.
 start_workers

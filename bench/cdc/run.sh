@@ -149,21 +149,7 @@ stop_workers() {
   for p in "${WORKER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${WORKER_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
-landed() { q "$TGT" -c "SELECT count(*) FROM all_rows WHERE id $1"; }
-# Waits until `count` rows match `condition`, inside one server-side loop:
-# a psql per poll (a process and a backend every 0.2 s) took a tenth of the
-# machine from the pipeline being measured. The count runs only once the
-# last id (a key lookup) has landed; the end time itself comes from the
-# rows' landed_at, not from this loop.
-wait_landed() {  # condition, count[, last id]
-  local first=""
-  [ -n "${3:-}" ] && first="WHILE NOT EXISTS (SELECT 1 FROM all_rows WHERE id = $3) LOOP PERFORM pg_sleep(0.1); END LOOP;"
-  if ! q "$TGT" -c "SET statement_timeout = '900s'" -c "DO \$\$ BEGIN $first
-      WHILE (SELECT count(*) FROM all_rows WHERE id $1) < $2 LOOP PERFORM pg_sleep(0.2); END LOOP;
-      END \$\$" >/dev/null; then
-    echo "target stuck at $(landed "$1") of $2 rows; logs in $WORK" >&2; KEEP=1; exit 1
-  fi
-}
+wait_landed() { wait_rows_landed all_rows "$@"; }
 
 start_workers
 # Streaming once every source's slot is active.

@@ -115,6 +115,23 @@ class Durability : public ::testing::Test {
     return all;
   }
 
+  // Restarts `broker` after a power cut and expects every acknowledged
+  // value (one list per producer) back on `topic`; returns how many.
+  static int ExpectAcknowledgedRecovered(BrokerProcess& broker, const std::string& topic,
+                                         const std::vector<std::vector<std::string>>& acked) {
+    broker.Start();
+    std::set<std::string> recovered;
+    for (auto& [offset, value] : ReadAll(broker.port(), topic)) recovered.insert(value);
+    int checked = 0;
+    for (const auto& a : acked) {
+      for (const auto& v : a) {
+        EXPECT_TRUE(recovered.count(v)) << v << " was acknowledged";
+        ++checked;
+      }
+    }
+    return checked;
+  }
+
   static std::vector<fs::path> Segments(const BrokerProcess& b, const std::string& topic) {
     std::vector<fs::path> out;
     for (const auto& e : fs::directory_iterator(b.data_dir() / "topics" / topic / "0"))
@@ -147,16 +164,7 @@ TEST_F(Durability, EveryAcknowledgedProduceSurvivesAPowerCutDuringProduction) {
   while (acks < 400) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   broker.PowerCut(/*torn=*/true);
   for (auto& th : producers) th.join();
-  broker.Start();
-  std::set<std::string> recovered;
-  for (auto& [offset, value] : ReadAll(broker.port(), "cut")) recovered.insert(value);
-  int checked = 0;
-  for (const auto& a : acked) {
-    for (const auto& v : a) {
-      EXPECT_TRUE(recovered.count(v)) << v << " was acknowledged";
-      ++checked;
-    }
-  }
+  int checked = ExpectAcknowledgedRecovered(broker, "cut", acked);
   EXPECT_GE(checked, 400);
   // And the log takes new records after the recovered end.
   Conn c(broker.port());
@@ -236,16 +244,7 @@ TEST_F(Durability, EveryAcknowledgedPipelinedProduceSurvivesAPowerCut) {
   while (acks < 300) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   broker.PowerCut(/*torn=*/true);
   for (auto& th : producers) th.join();
-  broker.Start();
-  std::set<std::string> recovered;
-  for (auto& [offset, value] : ReadAll(broker.port(), "cut")) recovered.insert(value);
-  int checked = 0;
-  for (const auto& a : acked) {
-    for (const auto& v : a) {
-      EXPECT_TRUE(recovered.count(v)) << v << " was acknowledged";
-      ++checked;
-    }
-  }
+  int checked = ExpectAcknowledgedRecovered(broker, "cut", acked);
   EXPECT_GE(checked, 300);
 }
 
