@@ -81,9 +81,8 @@ std::int64_t RequestProcessor::max_frame_bytes() const {
   return std::min(o.max_preauth_request_bytes, o.max_request_bytes);
 }
 
-RequestProcessor::Outcome RequestProcessor::Process(
-    std::string_view frame, protocol::Frame* response,
-    std::vector<handlers::DurableWait>* durable_waits) {
+RequestProcessor::Outcome RequestProcessor::Process(std::string_view frame,
+                                                    protocol::Frame* response) {
   Broker& b = *broker_;
   *response = {};
   if (raw_sasl_next_) {
@@ -100,7 +99,6 @@ RequestProcessor::Outcome RequestProcessor::Process(
   }
   h::RequestContext ctx;
   ctx.client_host = peer_;
-  ctx.durable_waits = durable_waits;
   protocol::Writer out;
   h::Reply reply = h::Reply::kClose;
   try {

@@ -20,11 +20,8 @@ class RequestProcessor {
 
   // Fills `response` (size-prefixed; record batches of a Fetch as file
   // slices) when the outcome is kRespond. Never throws: anything undecodable
-  // is kClose. With `durable_waits`, a Produce's response is written before
-  // its appends are on disk and must not leave before the waits it adds
-  // there are done (handlers::DurableWait; positions within `response`).
-  Outcome Process(std::string_view frame, protocol::Frame* response,
-                  std::vector<handlers::DurableWait>* durable_waits = nullptr);
+  // is kClose.
+  Outcome Process(std::string_view frame, protocol::Frame* response);
 
   // After a failed SaslAuthenticate the reply goes out, then the connection closes.
   bool hang_up_after_reply() const { return hang_up_; }

@@ -19,7 +19,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "broker/protocol/api.h"
 #include "broker/protocol/wire.h"
 #include "broker/request_processor.h"
 #include "broker/stream.h"
@@ -380,23 +379,7 @@ void Server::Serve(Connection* c) {
     if (!ok && (errno == EAGAIN || errno == EWOULDBLOCK)) send_timed_out = true;
     return ok;
   };
-  // The held produces' waits for durability (positions within `held`).
-  // They are done just before `held` leaves: one fdatasync then covers every
-  // produce read ahead, where waiting in each would sync once per request
-  // and hold the client's pipeline to one request per sync.
-  std::vector<handlers::DurableWait> waits;
-  auto settle = [&] {
-    for (const auto& w : waits) {
-      auto st = b.logs().AwaitDurable(w.log, w.offset);
-      if (st.ok()) continue;
-      spdlog::error("{}: sync of offset {}: {}", peer, w.offset, st.ToString());
-      protocol::StoreBe16(held.data() + w.error_at, protocol::error::kKafkaStorageError);
-      protocol::StoreBe64(held.data() + w.base_offset_at, -1);
-    }
-    waits.clear();
-  };
   auto flush = [&] {
-    settle();
     bool ok = sent(stream.Write(held.data(), held.size()));
     held.clear();
     return ok;
@@ -435,22 +418,15 @@ void Server::Serve(Connection* c) {
     if (status != FrameReader::Status::kFrame) break;
 
     protocol::Frame response;
-    std::size_t waits_before = waits.size();
-    auto outcome = processor.Process(frame, &response, &waits);
-    if (outcome != RequestProcessor::Outcome::kRespond) waits.resize(waits_before);
+    auto outcome = processor.Process(frame, &response);
     if (outcome == RequestProcessor::Outcome::kClose) break;
     if (outcome == RequestProcessor::Outcome::kRespond) {
       if (response.files.empty()) {
-        for (std::size_t i = waits_before; i < waits.size(); ++i) {
-          waits[i].error_at += held.size();
-          waits[i].base_offset_at += held.size();
-        }
         held += response.bytes;
+      } else if (!sent(stream.Write(held.data(), held.size(), /*more=*/true)) ||
+                 !sent(SendFrame(stream, response))) {
+        break;
       } else {
-        settle();
-        if (!sent(stream.Write(held.data(), held.size(), /*more=*/true)) ||
-            !sent(SendFrame(stream, response)))
-          break;
         held.clear();
       }
     }

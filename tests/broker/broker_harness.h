@@ -26,8 +26,6 @@ class BrokerProcess {
   // Test-only storage mode (before Start): the broker journals the length of
   // every file it fdatasyncs, which PowerCut needs.
   void RecordSyncedLengths();
-  // Its journal: a "<length> <path>" line per fdatasync.
-  const std::filesystem::path& synced_journal() const { return synced_journal_; }
   // A simulated power loss: SIGKILL, then every segment, index and offsets
   // file is cut back to the last length the broker synced (0 when never),
   // as if the page cache were gone. With `torn`, random bytes are appended

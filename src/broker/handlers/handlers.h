@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "broker/acl.h"
 #include "broker/broker.h"
@@ -13,22 +12,7 @@
 
 namespace sluice::broker::handlers {
 
-// A produce's acknowledgement, written but held back until its append is
-// on disk: where its partition's error code and base offset sit in the
-// response frame, to become KAFKA_STORAGE_ERROR and -1 should the sync fail.
-struct DurableWait {
-  storage::PartitionLog* log = nullptr;
-  std::int64_t offset = 0;
-  std::size_t error_at = 0;
-  std::size_t base_offset_at = 0;
-};
-
 struct RequestContext {
-  // When set, Produce leaves its waits for durability here instead of
-  // waiting: the connection then waits once for all the produces it has
-  // read ahead, so one fdatasync covers their appends, before any of their
-  // responses leaves (see Server).
-  std::vector<DurableWait>* durable_waits = nullptr;
   std::int16_t api_key = 0;
   std::int16_t api_version = 0;
   std::int32_t correlation_id = 0;

@@ -110,24 +110,17 @@ Reply Produce(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
   }
   if (acks == 0) return Reply::kNone;  // Kafka sends no response for acks=0
   // An acknowledgement means "on disk": wait for the fdatasync covering each
-  // append (or the retried original), shared with concurrent producers; or
-  // leave the wait to the connection (RequestContext::durable_waits).
-  auto durable_log = [&](const std::string& name, const PartitionResult& r) {
-    if (r.error != err::kNone || r.base_offset < 0)
-      return static_cast<storage::PartitionLog*>(nullptr);
-    return b.logs().Partition(name, r.index);
-  };
-  if (!ctx.durable_waits) {
-    for (auto& [name, parts] : results) {
-      for (auto& r : parts) {
-        storage::PartitionLog* log = durable_log(name, r);
-        if (log == nullptr) continue;
-        auto st = b.logs().AwaitDurable(log, r.base_offset);
-        if (!st.ok()) {
-          spdlog::error("sync {}-{}: {}", name, r.index, st.ToString());
-          r.error = err::kKafkaStorageError;
-          r.base_offset = -1;
-        }
+  // append (or the retried original), shared with concurrent producers.
+  for (auto& [name, parts] : results) {
+    for (auto& r : parts) {
+      if (r.error != err::kNone || r.base_offset < 0) continue;
+      storage::PartitionLog* log = b.logs().Partition(name, r.index);
+      if (log == nullptr) continue;
+      auto st = b.logs().AwaitDurable(log, r.base_offset);
+      if (!st.ok()) {
+        spdlog::error("sync {}-{}: {}", name, r.index, st.ToString());
+        r.error = err::kKafkaStorageError;
+        r.base_offset = -1;
       }
     }
   }
@@ -137,8 +130,6 @@ Reply Produce(Broker& b, const RequestContext& ctx, Reader& in, Writer& out) {
     out.ArrayLength(parts.size());
     for (const auto& r : parts) {
       out.Int32(r.index);
-      if (storage::PartitionLog* log = ctx.durable_waits ? durable_log(name, r) : nullptr)
-        ctx.durable_waits->push_back({log, r.base_offset, out.total_size(), out.total_size() + 2});
       out.Int16(r.error);
       out.Int64(r.base_offset);
       if (v >= 2) out.Int64(-1);  // log_append_time_ms: CreateTime topics

@@ -32,12 +32,6 @@ void StoreBe64(char* p, std::int64_t v) {
   }
 }
 
-void StoreBe16(char* p, std::int16_t v) {
-  auto u = static_cast<std::uint16_t>(v);
-  p[0] = static_cast<char>(u >> 8);
-  p[1] = static_cast<char>(u & 0xff);
-}
-
 void StoreBe32(char* p, std::int32_t v) {
   auto u = static_cast<std::uint32_t>(v);
   for (int i = 3; i >= 0; --i) {

@@ -118,6 +118,5 @@ std::int32_t LoadBe32(const char* p);
 std::int16_t LoadBe16(const char* p);
 void StoreBe64(char* p, std::int64_t v);
 void StoreBe32(char* p, std::int32_t v);
-void StoreBe16(char* p, std::int16_t v);
 
 }  // namespace sluice::broker::protocol
