@@ -23,6 +23,12 @@ constexpr char Letter(ChangeOp op) { return static_cast<char>(op); }
 // "create", "update", "delete", "read" or "truncate".
 std::string_view Name(ChangeOp op);
 
+// Brings a row the target should not hold yet (c, r): an insert, or a
+// snapshot or backfill read.
+constexpr bool BringsNewRow(ChangeOp op) {
+  return op == ChangeOp::kCreate || op == ChangeOp::kRead;
+}
+
 // Upserts a row image (c, u, r).
 constexpr bool WritesRow(ChangeOp op) {
   return op == ChangeOp::kCreate || op == ChangeOp::kUpdate || op == ChangeOp::kRead;

@@ -427,6 +427,17 @@ std::vector<TargetChange> Decoded(const TextRows& rows) {
   return out;
 }
 
+// `rows` landed on twin tables: through their JSON text, and decoded.
+::testing::AssertionResult LandOnBoth(PostgresTarget& from_text, PostgresTarget& decoded,
+                                      const TextRows& rows) {
+  auto landed = from_text.ApplyJsonRows(rows.rows(), kPlainColumns);
+  if (!landed.ok()) return ::testing::AssertionFailure() << landed.status().ToString();
+  if (!*landed) return ::testing::AssertionFailure() << "the JSON text path declined the rows";
+  auto applied = decoded.Apply(Decoded(rows));
+  if (!applied.ok()) return ::testing::AssertionFailure() << applied.status().ToString();
+  return ::testing::AssertionSuccess();
+}
+
 TEST_F(PostgresTargetTest, InsertsFromJsonTextLandExactlyAsDecodedOnes) {
   auto rows = Plain(1, 1500);
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
@@ -512,9 +523,7 @@ json PlainImage(int id, const std::string& suffix) {
 TEST_F(PostgresTargetTest, RowChangesFromJsonTextLandExactlyAsDecodedOnes) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
   PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
-  auto preload = Plain(1, 1500);
-  ASSERT_TRUE(*from_text.ApplyJsonRows(preload.rows(), kPlainColumns));
-  ASSERT_TRUE(decoded.Apply(Decoded(preload)).ok());
+  ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 1500)));
   TextChanges batch;
   for (int id = 1; id <= 600; ++id) batch.Upsert({{"id", id}}, PlainImage(id, "u-"));
   // Unchanged TOAST values the source did not send: the rows keep theirs.
@@ -608,9 +617,7 @@ TEST_F(PostgresTargetTest, ValuesCarriedAsTextLandFromJsonTextExactlyAsDecoded) 
 TEST_F(PostgresTargetTest, APartialImageIsCompletedFromTheImagesOfItsRowBeforeIt) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
   PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
-  auto preload = Plain(1, 1200);
-  ASSERT_TRUE(*from_text.ApplyJsonRows(preload.rows(), kPlainColumns));
-  ASSERT_TRUE(decoded.Apply(Decoded(preload)).ok());
+  ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 1200)));
   auto with_doc = [](int id, const std::string& suffix) {
     auto image = PlainImage(id, suffix);
     image["doc"] = {{"changed", suffix}, {"id", id}, {"q", "\"\t\u00e9"}};
@@ -649,9 +656,7 @@ TEST_F(PostgresTargetTest, APartialImageIsCompletedFromTheImagesOfItsRowBeforeIt
 TEST_F(PostgresTargetTest, NewRowsOfAMixedBatchGoStraightInBesideItsUpdatesAndDeletes) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1});
   PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
-  auto preload = Plain(1, 1000);
-  ASSERT_TRUE(*from_text.ApplyJsonRows(preload.rows(), kPlainColumns));
-  ASSERT_TRUE(decoded.Apply(Decoded(preload)).ok());
+  ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 1000)));
   EXPECT_EQ(from_text.direct_batches(), 1);
   TextChanges batch;
   for (int id = 1; id <= 300; ++id) batch.Upsert({{"id", id}}, PlainImage(id, "u-"));
@@ -686,9 +691,7 @@ TEST_F(PostgresTargetTest, NewRowsOfAMixedBatchGoStraightInBesideItsUpdatesAndDe
 TEST_F(PostgresTargetTest, AnUpdateLeavingOutANotNullColumnLandsOnBothPaths) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
   PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
-  auto preload = Plain(1, 1200);
-  ASSERT_TRUE(*from_text.ApplyJsonRows(preload.rows(), kPlainColumns));
-  ASSERT_TRUE(decoded.Apply(Decoded(preload)).ok());
+  ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 1200)));
   Query("ALTER TABLE from_text ALTER COLUMN doc SET NOT NULL");
   Query("ALTER TABLE decoded ALTER COLUMN doc SET NOT NULL");
   TextChanges partial;
@@ -712,9 +715,8 @@ TEST_F(PostgresTargetTest, LongValuesAreCompressedWithLz4UnlessSomeoneChoseAMeth
   auto land = [&](const std::string& prefix) {
     PostgresTarget from_text({db_.url(), "public", prefix + "_text", true, true, 1});
     PostgresTarget decoded({db_.url(), "public", prefix + "_decoded", true, true, 0});
-    auto rows = Plain(1, 30, std::string(10000, 'x'));  // a name that compresses
-    ASSERT_TRUE(*from_text.ApplyJsonRows(rows.rows(), kPlainColumns));
-    ASSERT_TRUE(decoded.Apply(Decoded(rows)).ok());
+    // A name that compresses.
+    ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 30, std::string(10000, 'x'))));
   };
   land("chosen_by_no_one");
   EXPECT_EQ(methods("chosen_by_no_one_text"), "lz4");

@@ -228,8 +228,9 @@ Status ChangeAssembler::OnRelation(const RelationMessage& m) {
   return Deliver(m.xid, rel.schema);
 }
 
-Result<bool> ChangeAssembler::RenderRow(const Relation& rel, const TupleData& tuple, bool key_only,
-                                        std::string& image, ChangeEvent& event) const {
+Result<bool> ChangeAssembler::RenderRow(const Relation& rel, const TupleData& tuple, bool old_row,
+                                        bool key_only, std::string& image,
+                                        ChangeEvent& event) const {
   const auto& cols = rel.schema.columns;
   SLUICE_RETURN_IF_ERROR(CheckWidth(rel.schema, tuple));
   auto decline = [&] {
@@ -253,8 +254,9 @@ Result<bool> ChangeAssembler::RenderRow(const Relation& rel, const TupleData& tu
         values += "null";
         break;
       case TupleValue::Kind::kUnchangedToast:
-        // A key column's would leave the key to the old image: the trees'.
-        if (cols[i].key) return decline();
+        // A key column's would leave the key to the old image, and an old
+        // image's is left out unnamed: the trees' cases.
+        if (cols[i].key || old_row) return decline();
         event.unchanged_columns.push_back(cols[i].name);
         continue;
       case TupleValue::Kind::kText:
@@ -356,17 +358,11 @@ Status ChangeAssembler::OnRow(std::uint32_t xid, std::uint32_t relation_id, Chan
   // the two images, and keeps the trees.
   if (text_rows_ && (old_tuple == nullptr) != (new_tuple == nullptr)) {
     const bool deleted = new_tuple == nullptr;
-    auto rendered = deleted ? RenderRow(rel, *old_tuple, old_kind == 'K', event.before_json, event)
-                            : RenderRow(rel, *new_tuple, false, event.after_json, event);
+    auto rendered =
+        deleted ? RenderRow(rel, *old_tuple, true, old_kind == 'K', event.before_json, event)
+                : RenderRow(rel, *new_tuple, false, false, event.after_json, event);
     if (!rendered.ok()) return rendered.status();
-    // The trees leave an old image's unchanged values out unnamed.
-    if (*rendered && !(deleted && !event.unchanged_columns.empty()))
-      return Deliver(xid, std::move(event));
-    event.before_json.clear();
-    event.after_json.clear();
-    event.key_json.clear();
-    event.text_columns.clear();
-    event.unchanged_columns.clear();
+    if (*rendered) return Deliver(xid, std::move(event));
   }
   std::vector<std::string> before_text;
   if (old_tuple) {

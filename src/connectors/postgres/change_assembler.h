@@ -94,10 +94,10 @@ class ChangeAssembler {
   // A row image written as JSON text into `image` and its key into
   // event.key_json, byte for byte what dumping TupleToJson's trees gives
   // (`key_only`: of the key columns alone). Unchanged TOAST values are
-  // named in event.unchanged_columns; false (nothing kept) when one is in a
-  // key column.
-  common::Result<bool> RenderRow(const Relation& rel, const TupleData& tuple, bool key_only,
-                                 std::string& image, ChangeEvent& event) const;
+  // named in event.unchanged_columns; false (nothing written) when one is in
+  // a key column or in an `old_row` image.
+  common::Result<bool> RenderRow(const Relation& rel, const TupleData& tuple, bool old_row,
+                                 bool key_only, std::string& image, ChangeEvent& event) const;
   // Values carried as their text are named in `as_text` (when given).
   common::Result<nlohmann::json> TupleToJson(const Relation& rel, const TupleData& tuple,
                                              bool key_only, std::vector<std::string>* unchanged,

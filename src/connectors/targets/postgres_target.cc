@@ -5,6 +5,7 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -628,10 +629,9 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
     }
     rows.push_back('\n');
   }
-  text.fresh = true;  // worth trying straight in when every row is an insert
-  for (std::size_t i : order)
-    text.fresh = text.fresh && (batch[i].op == common::ChangeOp::kCreate ||
-                                batch[i].op == common::ChangeOp::kRead);
+  // Worth trying straight in when every row is new.
+  text.fresh = std::all_of(order.begin(), order.end(),
+                           [&](std::size_t i) { return common::BringsNewRow(batch[i].op); });
   return CopyRows(columns, {text},
                   deletes.empty() ? std::string()
                                   : deletes.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -660,8 +660,7 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
     if (!key) return false;
     auto [it, fresh] = slot.try_emplace(std::move(*key), last.size());
     if (fresh) {
-      last.push_back({row, std::string(row.unchanged),
-                      row.op == common::ChangeOp::kCreate || row.op == common::ChangeOp::kRead});
+      last.push_back({row, std::string(row.unchanged), common::BringsNewRow(row.op)});
       continue;
     }
     auto& earlier = last[it->second];
