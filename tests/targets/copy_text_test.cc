@@ -2,6 +2,7 @@
 // renders, and every row that needs more than its text must be declined.
 #include "connectors/targets/copy_text.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace sluice::connectors::targets {
@@ -58,18 +59,41 @@ TEST(CopyText, RendersEveryKindOfValueExactlyAsTheTreePathDoes) {
                                                    "paid", "ratio"}));
 }
 
+// Doubles are spelt without a tree, so each must come out as nlohmann's dump
+// of the same value: the shortest text that reads back to it.
+TEST(CopyText, DoublesAreSpeltAsTheTreePathSpellsThem) {
+  const std::vector<std::string> doubles = {
+      "5e-324", "2.2250738585072014e-308", "1.7976931348623157e308",
+      "-0.0",   "0.30000000000000004",     "1e21",
+      "1E-7",   "123456789.125",           "-1.5e+300",
+      "0.1e1"};
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::string want;
+  for (std::size_t i = 0; i < doubles.size(); ++i) {
+    std::string image = fmt::format(R"({{"id":{},"ratio":{}}})", i, doubles[i]);
+    rows.emplace_back(fmt::format(R"({{"id":{}}})", i), image);
+    want += TreeRow(image);
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_TRUE(Render({rows[i]}).has_value()) << doubles[i];
+  auto text = Render(rows);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->rows, want);
+}
+
 TEST(CopyText, DeclinesRowsThatNeedMoreThanTheirText) {
   auto declined = [](const std::string& image, const std::string& key = R"({"id":1})") {
     return !Render({{key, image}}).has_value();
   };
-  EXPECT_FALSE(declined(R"({"id":1,"name":"x"})"));           // the control: this one fits
-  EXPECT_TRUE(declined(R"({"id":1,"raw":"AAE="})"));          // bytea arrives as base64
-  EXPECT_TRUE(declined(R"({"id":1,"tags":["a",null]})"));     // an array literal
-  EXPECT_TRUE(declined(R"({"id":1,"note":{"b":1,"a":2}})"));  // json keeps its text
-  EXPECT_TRUE(declined(R"({"id":1,"doc":"a"})"));             // into jsonb: quoted JSON
-  EXPECT_TRUE(declined(R"({"name":"x"})"));                   // no key member
-  EXPECT_TRUE(declined(R"({"id":"1","name":"x"})"));          // the key spelled otherwise
-  EXPECT_TRUE(declined(R"({"id":2,"name":"x"})"));            // another key value
+  EXPECT_FALSE(declined(R"({"id":1,"name":"x"})"));                    // the control: this one fits
+  EXPECT_TRUE(declined(R"({"id":1,"raw":"AAE="})"));                   // bytea arrives as base64
+  EXPECT_TRUE(declined(R"({"id":1,"tags":["a",null]})"));              // an array literal
+  EXPECT_TRUE(declined(R"({"id":1,"note":{"b":1,"a":2}})"));           // json keeps its text
+  EXPECT_TRUE(declined(R"({"id":1,"doc":"a"})"));                      // into jsonb: quoted JSON
+  EXPECT_TRUE(declined(R"({"id":1,"ratio":100000000000000000000})"));  // past 64 bits
+  EXPECT_TRUE(declined(R"({"name":"x"})"));                            // no key member
+  EXPECT_TRUE(declined(R"({"id":"1","name":"x"})"));                   // the key spelled otherwise
+  EXPECT_TRUE(declined(R"({"id":2,"name":"x"})"));                     // another key value
   EXPECT_TRUE(declined(R"({})", R"({})"));
   EXPECT_TRUE(declined(R"([1])"));
   EXPECT_TRUE(declined(R"({"id":1,"name":)"));

@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <iterator>
 
 #include "common/padded_json.h"
@@ -42,9 +44,20 @@ std::string ArrayLiteral(const json& a) {
 
 namespace od = simdjson::ondemand;
 
+// What a column's type asks of its JSON strings and containers, told once
+// per column rather than by comparing its type name at every value.
+enum class ValueRule { kPlain, kBytea, kJson, kJsonb };
+
+ValueRule RuleOf(const std::string& type) {
+  if (type == "bytea") return ValueRule::kBytea;
+  if (type == "json") return ValueRule::kJson;
+  if (type == "jsonb") return ValueRule::kJsonb;
+  return ValueRule::kPlain;
+}
+
 // One value of a JSON image rendered as AppendCopyValue renders its tree;
 // false when it needs more than its text (see RenderJsonImages).
-bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od::json_type* kind) {
+bool AppendJsonValue(std::string& out, od::value v, ValueRule rule, od::json_type* kind) {
   if (v.type().get(*kind)) return false;
   switch (*kind) {
     case od::json_type::null:
@@ -59,8 +72,7 @@ bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od:
     case od::json_type::string: {
       std::string_view s;
       // bytea needs decoding; a JSON string into json is the quoted JSON.
-      if (type == "bytea" || type == "json" || type == "jsonb" || v.get_string().get(s))
-        return false;
+      if (rule != ValueRule::kPlain || v.get_string().get(s)) return false;
       AppendCopyEscaped(out, s);
       return true;
     }
@@ -70,15 +82,21 @@ bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od:
       if (nt == od::number_type::signed_integer) {
         std::int64_t i = 0;
         if (v.get_int64().get(i)) return false;
-        out += fmt::format_int(i).c_str();
+        fmt::format_int digits(i);
+        out.append(digits.data(), digits.size());
       } else if (nt == od::number_type::unsigned_integer) {
         std::uint64_t u = 0;
         if (v.get_uint64().get(u)) return false;
-        out += fmt::format_int(u).c_str();
+        fmt::format_int digits(u);
+        out.append(digits.data(), digits.size());
       } else {
         double d = 0;
-        if (v.get_double().get(d)) return false;
-        out += json(d).dump();  // nlohmann's spelling, as the tree path writes it
+        if (v.get_double().get(d) || !std::isfinite(d)) return false;
+        // nlohmann's spelling, as the tree path writes it (its dump of a
+        // finite double is this), without a tree and a serializer per value.
+        char digits[64];
+        char* end = nlohmann::detail::to_chars(digits, digits + sizeof digits, d);
+        out.append(digits, static_cast<std::size_t>(end - digits));
       }
       return true;
     }
@@ -86,7 +104,7 @@ bool AppendJsonValue(std::string& out, od::value v, const std::string& type, od:
     case od::json_type::array: {
       // Only jsonb reads any spelling of the same JSON alike; json and text
       // columns keep the text, which the tree path writes normalised.
-      if (type != "jsonb") return false;
+      if (rule != ValueRule::kJsonb) return false;
       std::string_view raw;
       if (*kind == od::json_type::object) {
         od::object o;
@@ -122,18 +140,23 @@ bool ReadNames(std::string_view text, std::vector<std::string>& names) {
 }  // namespace
 
 void AppendCopyEscaped(std::string& out, std::string_view s) {
-  // Runs without a special character are appended whole.
+  // The letter each special character is escaped with, 0 for the rest; runs
+  // without a special character are appended whole.
+  static constexpr auto kEscape = [] {
+    std::array<char, 256> table{};
+    table['\\'] = '\\';
+    table['\t'] = 't';
+    table['\n'] = 'n';
+    table['\r'] = 'r';
+    return table;
+  }();
   std::size_t from = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    const char* escaped = c == '\\'   ? "\\\\"
-                          : c == '\t' ? "\\t"
-                          : c == '\n' ? "\\n"
-                          : c == '\r' ? "\\r"
-                                      : nullptr;
-    if (!escaped) continue;
+    char letter = kEscape[static_cast<unsigned char>(s[i])];
+    if (!letter) continue;
     out.append(s.data() + from, i - from);
-    out += escaped;
+    out.push_back('\\');
+    out.push_back(letter);
     from = i + 1;
   }
   out.append(s.data() + from, s.size() - from);
@@ -164,7 +187,15 @@ std::optional<CopyText> RenderJsonImages(
     const std::vector<JsonRow>& rows,
     const std::function<const std::string&(std::string_view)>& type_of) {
   CopyText out;
-  std::vector<const std::string*> types;
+  std::vector<ValueRule> rules;  // the image's columns', in order
+  // The key members' rules by name: keys name the same few columns.
+  std::vector<std::pair<std::string, ValueRule>> key_rules;
+  auto key_rule = [&](std::string_view name) {
+    for (const auto& [known, rule] : key_rules)
+      if (known == name) return rule;
+    key_rules.emplace_back(std::string(name), RuleOf(type_of(name)));
+    return key_rules.back().second;
+  };
   // The key's members rendered the same way, to find them in the image.
   struct KeyMember {
     std::string name, text;
@@ -173,7 +204,6 @@ std::optional<CopyText> RenderJsonImages(
   std::vector<KeyMember> key;
   std::vector<std::string> as_text;  // this row's columns whose string is their text
   std::string_view as_text_of;       // the text `as_text` was read from
-  std::string value;
   thread_local common::PaddedJson padded;
   for (const auto& row : rows) {
     key.clear();
@@ -191,7 +221,7 @@ std::optional<CopyText> RenderJsonImages(
       KeyMember member;
       if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
       member.name = name;
-      if (!AppendJsonValue(member.text, v, type_of(name), &member.kind)) return std::nullopt;
+      if (!AppendJsonValue(member.text, v, key_rule(name), &member.kind)) return std::nullopt;
       key.push_back(std::move(member));
     }
     doc = padded.Iterate(row.image);
@@ -204,28 +234,28 @@ std::optional<CopyText> RenderJsonImages(
       if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
       if (first_row) {
         out.names.emplace_back(name);
-        types.push_back(&type_of(name));
+        rules.push_back(RuleOf(type_of(name)));
       } else if (j >= out.names.size() || out.names[j] != name) {
         return std::nullopt;
       }
       if (j) out.rows.push_back('\t');
-      value.clear();
+      const std::size_t value_at = out.rows.size();  // rendered in place
       od::json_type kind;
       const bool text_carried =
           !as_text.empty() && std::find(as_text.begin(), as_text.end(), name) != as_text.end();
       if (text_carried && !v.type().get(kind) && kind == od::json_type::string) {
         std::string_view text;
         if (v.get_string().get(text)) return std::nullopt;
-        AppendCopyEscaped(value, text);  // its text is what COPY reads
-      } else if (!AppendJsonValue(value, v, *types[j], &kind)) {
+        AppendCopyEscaped(out.rows, text);  // its text is what COPY reads
+      } else if (!AppendJsonValue(out.rows, v, rules[j], &kind)) {
         return std::nullopt;
       }
+      const std::string_view value = std::string_view(out.rows).substr(value_at);
       for (const auto& k : key) {
         if (k.name != name) continue;
         if (k.kind != kind || k.text != value) return std::nullopt;
         ++keys_seen;
       }
-      out.rows += value;
       ++j;
     }
     if (j != out.names.size() || keys_seen != key.size() || j == 0) return std::nullopt;
@@ -307,24 +337,30 @@ std::optional<std::string> CanonicalKeyText(std::string_view key) {
   od::document* doc = padded.Iterate(key);
   od::object members;
   if (!doc || doc->get_object().get(members)) return std::nullopt;
-  std::vector<std::pair<std::string, std::string>> named;
-  static const std::string kPlain;
+  // Reused from key to key, strings and all: one call per row of a batch.
+  thread_local std::vector<std::pair<std::string, std::string>> named;
+  std::size_t count = 0;
   for (auto field : members) {
     std::string_view name;
     od::value v;
     if (field.unescaped_key().get(name) || field.value().get(v)) return std::nullopt;
-    std::string text;
+    if (count == named.size()) named.emplace_back();
+    auto& [member, text] = named[count++];
+    member.assign(name);
+    text.clear();
     od::json_type kind;
-    if (!AppendJsonValue(text, v, kPlain, &kind)) return std::nullopt;
+    if (!AppendJsonValue(text, v, ValueRule::kPlain, &kind)) return std::nullopt;
     text.push_back(static_cast<char>('0' + static_cast<int>(kind)));
-    named.emplace_back(std::string(name), std::move(text));
   }
-  std::sort(named.begin(), named.end());
+  std::sort(named.begin(), named.begin() + static_cast<std::ptrdiff_t>(count));
   std::string out;
-  for (const auto& [name, text] : named) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& [member, text] = named[i];
     // Lengths first: no name or value can run into the next.
-    fmt::format_to(std::back_inserter(out), "{}:{}:", name.size(), text.size());
-    out += name;
+    fmt::format_int name_size(member.size()), text_size(text.size());
+    out.append(name_size.data(), name_size.size()).push_back(':');
+    out.append(text_size.data(), text_size.size()).push_back(':');
+    out += member;
     out += text;
   }
   return out;
