@@ -29,6 +29,9 @@ const std::vector<connectors::targets::TargetColumn> kErrorColumns = {
     {"error", "text", false},
     {"subscription_id", "text", false},
     {"failed_at", "timestamptz", false}};
+
+// PrepareInPlace's answer for a batch that does not take the in-place path.
+std::unique_ptr<connectors::targets::PreparedRows> NotInPlace() { return nullptr; }
 }  // namespace
 
 SubscriptionStage::SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
@@ -95,6 +98,11 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
   if (stopped_) return common::FailedPrecondition(*stopped_);
   retry_after_.reset();
   found_nothing_ = false;
+  if (!under_way_.empty()) {
+    auto finished = FinishStarted();
+    NoteFirstDelivery();
+    return finished;
+  }
   const bool stable = target_->StableBatches();
   if (pending_.empty()) {
     if (!held_.empty()) {
@@ -132,12 +140,15 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
     marked_ = true;
   }
   auto delivered = Deliver();
-  if (delivered.ok() && !first_delivered_ && counters_.delivered > 0) {
-    first_delivered_ = true;
-    spdlog::debug("subscription {}: first batch delivered {} ms after the start", spec_.id,
-                  common::MillisSince(started_));
-  }
+  NoteFirstDelivery();
   return delivered;
+}
+
+void SubscriptionStage::NoteFirstDelivery() {
+  if (first_delivered_ || counters_.delivered == 0) return;
+  first_delivered_ = true;
+  spdlog::debug("subscription {}: first batch delivered {} ms after the start", spec_.id,
+                common::MillisSince(started_));
 }
 
 namespace {
@@ -207,20 +218,22 @@ common::Status SubscriptionStage::MarkInFlight() {
   return consumer_->CommitWithMetadata(marks);
 }
 
-common::Result<bool> SubscriptionStage::DeliverInPlace() {
+common::Result<std::unique_ptr<connectors::targets::PreparedRows>>
+SubscriptionStage::PrepareInPlace() {
   for (const auto& t : transforms_)
-    if (!t.is_identity()) return false;
+    if (!t.is_identity()) return NotInPlace();
   std::vector<connectors::targets::JsonRow> rows;
   rows.reserve(pending_.size());
   std::string_view columns;  // JSON: the envelopes' `columns` text
   const std::vector<connectors::targets::TargetColumn>* avro_columns = nullptr;
   std::deque<AvroEnvelopeDecoder::RowText> avro_rows;  // the Avro rows' text, viewed by `rows`
   for (const auto& m : pending_) {
-    if (m.key.empty()) return false;
+    if (m.key.empty()) return NotInPlace();
     if (IsWireFramed(m.value)) {
       auto row = avro_->ViewRowChange(m.value);
-      if (!row || !columns.empty()) return false;
-      if (avro_columns && row->columns != avro_columns) return false;  // one schema per batch
+      if (!row || !columns.empty()) return NotInPlace();
+      if (avro_columns && row->columns != avro_columns)
+        return NotInPlace();  // one schema per batch
       avro_columns = row->columns;
       avro_rows.push_back(std::move(*row));
       const auto& text = avro_rows.back();
@@ -228,9 +241,9 @@ common::Result<bool> SubscriptionStage::DeliverInPlace() {
       continue;
     }
     auto view = ViewRowChange(m.value);
-    if (!view || avro_columns) return false;
+    if (!view || avro_columns) return NotInPlace();
     if (view->op != common::ChangeOp::kDelete) {
-      if (!columns.empty() && view->columns != columns) return false;
+      if (!columns.empty() && view->columns != columns) return NotInPlace();
       columns = view->columns;
     }
     rows.push_back({m.key, view->image, view->unchanged, view->op, view->as_text});
@@ -238,27 +251,91 @@ common::Result<bool> SubscriptionStage::DeliverInPlace() {
   const auto* described = avro_columns      ? avro_columns
                           : columns.empty() ? nullptr
                                             : ColumnsFromText(columns);
-  if (!described) return false;
-  auto landed = target_->ApplyJsonRows(rows, *described);
-  if (!landed.ok()) retry_after_ = target_->RetryAfter();
-  if (!landed.ok() || !*landed) return landed;
-  SLUICE_RETURN_IF_ERROR(consumer_->Commit(pending_));
-  counters_.delivered += static_cast<std::int64_t>(pending_.size());
-  pending_.clear();
-  if (!applied_in_place_) {
-    applied_in_place_ = true;
-    spdlog::info("subscription {}: a batch was applied from its messages' own text", spec_.id);
-  }
-  return true;
+  if (!described) return NotInPlace();
+  return target_->PrepareJsonRows(rows, *described);
 }
 
 common::Status SubscriptionStage::Deliver() {
   // A batch of row changes of one table, with nothing to transform, goes to
   // the target as the messages' own JSON text, or text written straight
   // from their Avro payloads (bench/cdc perf).
-  auto inserted = DeliverInPlace();
-  if (!inserted.ok()) return inserted.status();
-  if (*inserted) return common::Status::Ok();
+  auto prepared = PrepareInPlace();
+  if (!prepared.ok()) return prepared.status();
+  return DeliverPrepared(std::move(*prepared));
+}
+
+common::Status SubscriptionStage::DeliverPrepared(
+    std::unique_ptr<connectors::targets::PreparedRows> prepared) {
+  if (prepared) {
+    auto started = target_->StartPrepared(std::move(prepared));
+    if (!started.ok()) {  // an outage: keep pending_, commit nothing, retry later
+      retry_after_ = target_->RetryAfter();
+      return started.status();
+    }
+    if (*started) {
+      under_way_ = std::move(pending_);
+      pending_.clear();
+      return common::Status::Ok();
+    }
+  }
+  return DeliverDecoded();
+}
+
+common::Status SubscriptionStage::FinishStarted() {
+  // The database applies the started batch meanwhile.
+  if (pending_.empty()) {
+    if (!held_.empty()) {
+      pending_ = std::move(held_);
+      held_.clear();
+    } else if (auto polled = consumer_->Poll(2000, std::chrono::milliseconds(0)); polled.ok()) {
+      pending_ = std::move(polled).value();
+      counters_.consumed += static_cast<std::int64_t>(pending_.size());
+    }
+  }
+  common::Result<std::unique_ptr<connectors::targets::PreparedRows>> next =
+      std::unique_ptr<connectors::targets::PreparedRows>();
+  if (!pending_.empty()) next = PrepareInPlace();
+  auto finished = target_->FinishPrepared();
+  if (!finished.ok() || !*finished) {
+    Requeue();
+    if (!finished.ok()) {  // an outage: nothing landed, retried whole later
+      retry_after_ = target_->RetryAfter();
+      return finished.status();
+    }
+    return DeliverDecoded();  // the database refused it: row by row
+  }
+  if (auto committed = consumer_->Commit(under_way_); !committed.ok()) {
+    Requeue();  // landed, but applied again (idempotently) after a replay
+    return committed;
+  }
+  counters_.delivered += static_cast<std::int64_t>(under_way_.size());
+  under_way_.clear();
+  if (!applied_in_place_) {
+    applied_in_place_ = true;
+    spdlog::info("subscription {}: a batch was applied from its messages' own text", spec_.id);
+  }
+  if (pending_.empty()) return common::Status::Ok();
+  if (!next.ok()) return next.status();
+  return DeliverPrepared(std::move(*next));
+}
+
+void SubscriptionStage::Requeue() {
+  for (auto& m : pending_) held_.push_back(std::move(m));
+  pending_ = std::move(under_way_);
+  under_way_.clear();
+}
+
+void SubscriptionStage::Close() {
+  if (!under_way_.empty()) {
+    auto finished = target_->FinishPrepared();
+    if (finished.ok() && *finished && consumer_->Commit(under_way_).ok())
+      counters_.delivered += static_cast<std::int64_t>(under_way_.size());
+    under_way_.clear();
+  }
+  consumer_->Close();
+}
+
+common::Status SubscriptionStage::DeliverDecoded() {
   std::vector<TargetChange> batch;
   std::vector<std::size_t> origin;  // batch index -> pending_ index
   std::vector<RejectedRecord> undecodable;

@@ -106,7 +106,9 @@ class SubscriptionStage {
   DeliveryCounters TakeCounters();
   // Records refused since the last call (for dlq events).
   std::vector<RejectedRecord> TakeRejected();
-  void Close() { consumer_->Close(); }
+  // Finishes a batch still under way at the target (see RunOnce), then
+  // leaves the group.
+  void Close();
   const SubscriptionSpec& spec() const { return spec_; }
   // A record arriving for this subscription wakes `wakeup`.
   void WakeOnArrival(kafka::ArrivalWakeup& wakeup) { consumer_->WakeOnArrival(wakeup); }
@@ -116,10 +118,30 @@ class SubscriptionStage {
  private:
   SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
                     std::unique_ptr<connectors::targets::Target> target);
+  // Delivers pending_: started at the target in place (Target::
+  // PrepareJsonRows; finished by the next RunOnce) where it takes that path,
+  // else decoded.
   common::Status Deliver();
-  // The whole batch as row changes read in place (Target::ApplyJsonRows);
-  // false when it is not that, or the target does not take it.
-  common::Result<bool> DeliverInPlace();
+  // Starts `prepared` (pending_'s rows, or null) at the target, moving
+  // pending_ to under_way_; delivers pending_ decoded when there is nothing
+  // prepared or the target declines it.
+  common::Status DeliverPrepared(std::unique_ptr<connectors::targets::PreparedRows> prepared);
+  // Each record of pending_ decoded (and transformed) and applied; what the
+  // target refuses goes to the error table, or stops the subscription.
+  common::Status DeliverDecoded();
+  // pending_ as row changes read in place, prepared by the target; null when
+  // it is not that (a transform, another kind of record, two schemas) or
+  // the target does not take it.
+  common::Result<std::unique_ptr<connectors::targets::PreparedRows>> PrepareInPlace();
+  // The batch started last time: what arrived since is polled and prepared
+  // while the target database applies it, then it is finished (its offsets
+  // committed) and the next one started. A batch that did not land goes
+  // the ordinary way again, before the records polled after it.
+  common::Status FinishStarted();
+  // Puts the started batch back in front of pending_ (held meanwhile).
+  void Requeue();
+  // Debug log: the first batch delivered, once.
+  void NoteFirstDelivery();
   // on_refusal stop: commits what lies before the first refused record of
   // each partition, and stops (FailedPrecondition naming that record).
   // `landed`/`filtered`: the batch's changes delivered / filtered out.
@@ -138,9 +160,12 @@ class SubscriptionStage {
   std::unique_ptr<connectors::targets::Target> target_;
   std::unique_ptr<connectors::targets::PostgresTarget> error_target_;
   std::vector<kafka::Message> pending_;  // polled, not yet delivered
+  // Started at the target and not finished yet: its offsets wait for the
+  // database's commit.
+  std::vector<kafka::Message> under_way_;
   DeliveryCounters counters_;
   std::vector<RejectedRecord> rejected_;
-  bool applied_in_place_ = false;  // DeliverInPlace has landed a batch (logged once)
+  bool applied_in_place_ = false;  // a batch landed in place (logged once)
   std::optional<std::chrono::milliseconds> retry_after_;
   std::optional<std::string> stopped_;
   bool found_nothing_ = false;

@@ -560,6 +560,7 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
   report_rejected();
   auto last = lanes.TakeCounters();
   for (std::size_t i = 0; i < subscriptions.size(); ++i) {
+    subscriptions[i]->Close();  // first: a batch still under way counts once it lands
     auto counters = subscriptions[i]->TakeCounters();
     if (auto& answered = last[i]) {  // asked for, not yet reported: one report of both
       answered->Add(counters);
@@ -567,7 +568,6 @@ int RunTarget(const WorkerLaunch& launch, WorkerReporter& reporter, const std::a
     }
     wm.OnDelivery(subscriptions[i]->spec().id, counters);
     (void)reporter.Consumption(subscriptions[i]->spec(), counters);
-    subscriptions[i]->Close();
   }
   (void)reporter.ReportState(WorkerState::kStopped, std::nullopt);
   return 0;

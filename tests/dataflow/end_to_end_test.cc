@@ -19,6 +19,7 @@
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "connectors/topic_naming.h"
+#include "kafka/admin.h"
 #include "runtime/process_supervisor.h"
 #include "support/pipeline_checks.h"
 #include "support/test_database.h"
@@ -420,6 +421,58 @@ TEST_F(EndToEnd, ASubscriptionStuckOnALockedTableDoesNotHoldUpItsWorkersOthers) 
     std::this_thread::sleep_for(250ms);
   }
   EXPECT_EQ(got, want) << Logs();
+}
+
+// A target worker starts a batch and prepares the next while the database
+// applies it: the group's offsets must still wait for that commit. A
+// statement trigger that sleeps holds the transaction open; meanwhile the
+// rows are not there and their records are not committed, and once it
+// ends, both are, with nothing newer arriving to push the batch along.
+TEST_F(EndToEnd, TheGroupsOffsetsWaitForTheTargetDatabasesCommit) {
+  StartWorkers();
+  ASSERT_TRUE(Converges());
+  {
+    pqxx::connection c(target_.url());
+    pqxx::nontransaction(c).exec(
+        "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "PERFORM pg_sleep(4); RETURN NULL; END $$; CREATE TRIGGER slow AFTER INSERT OR UPDATE ON "
+        "orders_copy FOR EACH STATEMENT EXECUTE FUNCTION slow()");
+  }
+  auto admin =
+      kafka::Admin::Create(
+          kafka::ClientConfig::FromJson({{"bootstrap_servers", broker_.bootstrap()}}).value())
+          .value();
+  const auto topic = connectors::TopicForTable("e2e", {"public", "orders"});
+  auto lag = [&] {
+    auto parts = admin->ConsumerLag("e2e-orders", topic);
+    std::int64_t sum = -1;
+    if (parts.ok()) {
+      sum = 0;
+      for (const auto& p : *parts) sum += p.lag;
+    }
+    return sum;
+  };
+  Source("INSERT INTO orders (name) SELECT 'slow-' || g FROM generate_series(1, 50) g");
+  pqxx::connection watch(target_.url());
+  bool sleeping = false;
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       !sleeping && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
+    sleeping = pqxx::nontransaction(watch)
+                   .exec1("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")[0]
+                   .as<int>() > 0;
+  }
+  ASSERT_TRUE(sleeping) << "the batch never reached the target's trigger\n" << Logs();
+  EXPECT_EQ(pqxx::nontransaction(watch)
+                .exec1("SELECT count(*) FROM orders_copy WHERE name LIKE 'slow-%'")[0]
+                .as<int>(),
+            0);
+  EXPECT_GT(lag(), 0) << "records were committed before the rows they carry";
+  EXPECT_TRUE(Converges());
+  std::int64_t left = -1;
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       left != 0 && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(100ms))
+    left = lag();
+  EXPECT_EQ(left, 0) << "the landed batch's records were never committed\n" << Logs();
 }
 
 TEST_F(EndToEnd, AvroConnectorRowsLandExactlyAndConfluentClientsDecodeTheTopic) {

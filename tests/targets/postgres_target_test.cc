@@ -688,6 +688,65 @@ TEST_F(PostgresTargetTest, NewRowsOfAMixedBatchGoStraightInBesideItsUpdatesAndDe
   EXPECT_EQ(from_text.direct_batches(), 2);
 }
 
+// The in-place path in its three steps: a started batch's transaction runs
+// on in the database, its COMMIT sent with its rows, while the caller goes
+// on (prepares its next batch); FinishPrepared waits for it. A statement
+// trigger that sleeps holds the transaction open to see that from outside.
+TEST_F(PostgresTargetTest, AStartedBatchRunsOnInTheDatabaseUntilItIsFinished) {
+  PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1});
+  PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
+  ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 10)));
+  Query(
+      "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(5); "
+      "RETURN NULL; END $$; CREATE TRIGGER slow AFTER INSERT ON from_text FOR EACH STATEMENT "
+      "EXECUTE FUNCTION slow()");
+  auto rows = Plain(100, 600);
+  auto prepared = from_text.PrepareJsonRows(rows.rows(), kPlainColumns);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  ASSERT_TRUE(*prepared) << "the rows were declined";
+  auto started = from_text.StartPrepared(std::move(*prepared));
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_TRUE(*started);
+  EXPECT_EQ(Query("SELECT count(*) FROM from_text")[0][0].as<int>(), 10)
+      << "StartPrepared waited for the transaction to end";
+  auto second = Plain(700, 710);
+  auto second_prepared = from_text.PrepareJsonRows(second.rows(), kPlainColumns);
+  ASSERT_TRUE(second_prepared.ok());
+  EXPECT_FALSE(from_text.StartPrepared(std::move(second_prepared).value()).ok())
+      << "a second batch started while one is under way";
+  auto finished = from_text.FinishPrepared();
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  EXPECT_TRUE(*finished);
+  ASSERT_TRUE(decoded.Apply(Decoded(rows)).ok());
+  EXPECT_EQ(TableJson("from_text"), TableJson("decoded"));
+  EXPECT_EQ(from_text.direct_batches(), 2);
+}
+
+// What the database refuses once the rows are sent (here a CHECK on the
+// straight COPY) rolls the whole batch back: FinishPrepared says declined,
+// so the caller applies it row by row, and the target takes the next batch.
+TEST_F(PostgresTargetTest, AStartedBatchTheDatabaseRefusesIsRolledBackWhole) {
+  PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1});
+  PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});
+  ASSERT_TRUE(LandOnBoth(from_text, decoded, Plain(1, 10)));
+  Query("ALTER TABLE from_text ADD CONSTRAINT no_600 CHECK (id <> 600)");
+  auto prepared = from_text.PrepareJsonRows(Plain(100, 600).rows(), kPlainColumns);
+  ASSERT_TRUE(prepared.ok() && *prepared);
+  auto started = from_text.StartPrepared(std::move(*prepared));
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  ASSERT_TRUE(*started);
+  auto finished = from_text.FinishPrepared();
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  EXPECT_FALSE(*finished);
+  EXPECT_EQ(Query("SELECT count(*) FROM from_text")[0][0].as<int>(), 10);
+  auto next = Plain(100, 599);
+  auto landed = from_text.ApplyJsonRows(next.rows(), kPlainColumns);
+  ASSERT_TRUE(landed.ok()) << landed.status().ToString();
+  EXPECT_TRUE(*landed);
+  ASSERT_TRUE(decoded.Apply(Decoded(next)).ok());
+  EXPECT_EQ(TableJson("from_text"), TableJson("decoded"));
+}
+
 TEST_F(PostgresTargetTest, AnUpdateLeavingOutANotNullColumnLandsOnBothPaths) {
   PostgresTarget from_text({db_.url(), "public", "from_text", true, true, 1000});
   PostgresTarget decoded({db_.url(), "public", "decoded", true, true, 0});

@@ -99,34 +99,52 @@ struct PostgresTarget::BulkConnection {
   // each step, COMMIT. Anything refused rolls it all back: Unavailable when
   // the connection is gone or for an outage (PostgresTarget::IsOutage),
   // AlreadyExists for a unique violation, else InvalidArgument, each with
-  // the server's words.
+  // the server's words. With `defer`, the last step's rows are sent with
+  // the rest of the transaction (its statements after and the COMMIT) in
+  // the same query, and it returns without waiting: FinishCopy reads how
+  // it ended, and the connection takes nothing else before that.
   common::Status CopyIn(const std::string& fence_key, const std::vector<std::string>& before,
-                        const std::vector<CopyStep>& steps) {
-    std::string error, sqlstate;
-    auto take = [&](PGresult* r, ExecStatusType wanted) {
-      bool ok = PQresultStatus(r) == wanted || PQresultStatus(r) == PGRES_TUPLES_OK;
-      if (!ok && error.empty()) {
-        error = FirstLine(PQresultErrorMessage(r));
-        if (const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE)) sqlstate = state;
-      }
-      PQclear(r);
-      return ok;
-    };
+                        const std::vector<CopyStep>& steps, bool defer = false) {
+    error.clear();
+    sqlstate.clear();
     auto run = [&](const std::string& sql, ExecStatusType wanted = PGRES_COMMAND_OK) {
-      return take(PQexec(conn, sql.c_str()), wanted);
+      return Take(PQexec(conn, sql.c_str()), wanted);
     };
     bool ok = run("BEGIN");
     if (ok && !fence_key.empty()) {
       // The same fence as the ordinary path: a backfill chunk never
       // interleaves with this batch (see src/backfill/loader.h).
       const char* params[1] = {fence_key.c_str()};
-      ok = take(PQexecParams(conn, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", 1,
+      ok = Take(PQexecParams(conn, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", 1,
                              nullptr, params, nullptr, nullptr, 0),
                 PGRES_TUPLES_OK);
     }
     for (const auto& sql : before) ok = ok && run(sql);
-    for (const auto& step : steps) {
-      ok = ok && run(step.copy_sql, PGRES_COPY_IN);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const auto& step = steps[i];
+      const bool last_deferred = defer && i + 1 == steps.size();
+      if (last_deferred) {
+        // COPY FROM STDIN may open a query of several statements: the
+        // server goes on with the rest once the rows have ended.
+        std::string sql = step.copy_sql;
+        for (const auto& after : step.after) sql += "; " + after;
+        sql += "; COMMIT";
+        ok = ok && PQsendQuery(conn, sql.c_str()) == 1;
+        if (ok) {
+          PGresult* r = PQgetResult(conn);
+          ok = PQresultStatus(r) == PGRES_COPY_IN;
+          if (!ok) {
+            Take(r, PGRES_COPY_IN);
+            while (PGresult* rest = PQgetResult(conn)) PQclear(rest);
+          } else {
+            PQclear(r);
+          }
+        } else if (error.empty()) {
+          error = PqError(conn);
+        }
+      } else {
+        ok = ok && run(step.copy_sql, PGRES_COPY_IN);
+      }
       if (ok) {
         const std::string& rows = *step.rows;
         constexpr std::size_t kPiece = 1 << 20;
@@ -135,13 +153,48 @@ struct PostgresTarget::BulkConnection {
           ok = PQputCopyData(conn, rows.data() + at, static_cast<int>(n)) == 1;
         }
         ok = PQputCopyEnd(conn, nullptr) == 1 && ok;
-        if (!ok) error = FirstLine(PQerrorMessage(conn));
-        while (PGresult* r = PQgetResult(conn)) ok = take(r, PGRES_COMMAND_OK) && ok;
+        if (!ok && error.empty()) error = PqError(conn);
+        if (last_deferred) {
+          if (ok) return common::Status::Ok();  // under way: FinishCopy
+          while (PGresult* r = PQgetResult(conn)) PQclear(r);
+          break;
+        }
+        while (PGresult* r = PQgetResult(conn)) ok = Take(r, PGRES_COMMAND_OK) && ok;
       }
       for (const auto& sql : step.after) ok = ok && run(sql);
     }
+    // Also with `defer` when no step had rows: FinishCopy finds nothing then.
     ok = ok && run("COMMIT");
     if (ok) return common::Status::Ok();
+    return Failed();
+  }
+
+  // How a transaction CopyIn left under way ended, as CopyIn says it.
+  common::Status FinishCopy() {
+    error.clear();
+    sqlstate.clear();
+    bool ok = true;
+    while (PGresult* r = PQgetResult(conn)) ok = Take(r, PGRES_COMMAND_OK) && ok;
+    if (ok) return common::Status::Ok();
+    return Failed();
+  }
+
+ private:
+  // The first refusal's words and SQLSTATE, of the transaction under way.
+  std::string error, sqlstate;
+
+  bool Take(PGresult* r, ExecStatusType wanted) {
+    bool ok = PQresultStatus(r) == wanted || PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok && error.empty()) {
+      error = FirstLine(PQresultErrorMessage(r));
+      if (const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE)) sqlstate = state;
+    }
+    PQclear(r);
+    return ok;
+  }
+
+  // Rolls the transaction back and says why it failed.
+  common::Status Failed() {
     (void)Exec("ROLLBACK");
     staging_ready = false;  // a rollback may have taken it away
     if (!connected()) return common::Unavailable("target connection lost: " + error);
@@ -637,10 +690,30 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
                                   : deletes.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+namespace {
+// PrepareJsonRows' answer for a batch that does not take its path.
+std::unique_ptr<PreparedRows> Declined() { return nullptr; }
+}  // namespace
+
+struct PostgresTarget::Prepared : PreparedRows {
+  std::vector<TargetColumn> columns;
+  std::vector<CopyText> groups;
+  std::string deletes;  // a JSON array of keys, empty for none
+};
+
 common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& rows,
                                                    const std::vector<TargetColumn>& columns) {
-  if (options_.copy_threshold == 0 || rows.size() < options_.copy_threshold) return false;
-  SLUICE_RETURN_IF_ERROR(Connect());
+  auto prepared = PrepareJsonRows(rows, columns);
+  if (!prepared.ok()) return prepared.status();
+  if (!*prepared) return false;
+  auto started = StartPrepared(std::move(*prepared));
+  if (!started.ok() || !*started) return started;
+  return FinishPrepared();
+}
+
+common::Result<std::unique_ptr<PreparedRows>> PostgresTarget::PrepareJsonRows(
+    const std::vector<JsonRow>& rows, const std::vector<TargetColumn>& columns) {
+  if (options_.copy_threshold == 0 || rows.size() < options_.copy_threshold) return Declined();
   // Folded by key: each key's last change decides its row, completed from
   // the images before it when it left unchanged columns out. Keys are
   // compared as their values, not their spelling, as a delete and an
@@ -655,9 +728,9 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
   std::unordered_map<std::string, std::size_t> slot;
   for (const auto& row : rows) {
     // Text-carried values of a partial image would need merging by name.
-    if (!row.as_text.empty() && !row.unchanged.empty()) return false;
+    if (!row.as_text.empty() && !row.unchanged.empty()) return Declined();
     auto key = CanonicalKeyText(row.key);
-    if (!key) return false;
+    if (!key) return Declined();
     auto [it, fresh] = slot.try_emplace(std::move(*key), last.size());
     if (fresh) {
       last.push_back({row, std::string(row.unchanged), common::BringsNewRow(row.op)});
@@ -668,9 +741,9 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
       earlier = {row, std::string(row.unchanged), earlier.fresh};
       continue;
     }
-    if (!earlier.row.as_text.empty()) return false;
+    if (!earlier.row.as_text.empty()) return Declined();
     auto completed = MergePartialImage(earlier.row.image, row.image, row.unchanged);
-    if (!completed) return false;
+    if (!completed) return Declined();
     merged.push_back(std::move(*completed));
     // Its members: the later image's, then the columns it took from before.
     std::string column_set = "+" + std::string(row.unchanged) + "|" + merged.back().unchanged;
@@ -700,28 +773,68 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
   std::vector<CopyText> groups;
   for (const auto& [fresh_and_set, group] : by_column_set) {
     auto text = RenderJsonImages(group, type_of);
-    if (!text) return false;
+    if (!text) return Declined();
     text->partial = !group.front().unchanged.empty();
     text->fresh = fresh_and_set.first;
     groups.push_back(std::move(*text));
   }
+  auto prepared = std::make_unique<Prepared>();
+  prepared->columns = columns;
+  prepared->groups = std::move(groups);
+  prepared->deletes = std::move(deletes);
+  return std::unique_ptr<PreparedRows>(std::move(prepared));
+}
+
+common::Result<bool> PostgresTarget::StartPrepared(std::unique_ptr<PreparedRows> prepared) {
+  if (started_) return common::FailedPrecondition("a batch is under way already");
+  auto* mine = dynamic_cast<Prepared*>(prepared.get());
+  if (!mine) return false;
+  SLUICE_RETURN_IF_ERROR(Connect());
+  auto copied = CopyRowsCaught(mine->columns, mine->groups, mine->deletes, /*defer=*/true);
+  if (copied.code() == common::Code::kUnavailable) return copied;
+  if (!copied.ok()) return false;
+  started_.reset(static_cast<Prepared*>(prepared.release()));
+  return true;
+}
+
+common::Result<bool> PostgresTarget::FinishPrepared() {
+  if (!started_) return common::FailedPrecondition("no batch is under way");
+  auto batch = std::move(started_);
+  auto finished = bulk_->FinishCopy();
+  if (finished.ok()) {
+    if (started_direct_) ++direct_batches_;
+    ++copied_batches_;
+    return true;
+  }
+  if (finished.code() == common::Code::kAlreadyExists && started_direct_ && bulk_->connected()) {
+    // A replay met rows copied straight in: this batch and the next few go
+    // staged (see CopyRows), this one at once.
+    staged_only_batches_ = 8;
+    finished = CopyRowsCaught(batch->columns, batch->groups, batch->deletes, /*defer=*/false);
+    if (finished.ok()) return true;
+  }
+  if (bulk_ && !bulk_->connected()) bulk_.reset();
+  if (finished.code() == common::Code::kUnavailable) return finished;
+  return false;
+}
+
+common::Status PostgresTarget::CopyRowsCaught(const std::vector<TargetColumn>& columns,
+                                              const std::vector<CopyText>& groups,
+                                              const std::string& delete_keys, bool defer) {
   try {
-    auto copied = CopyRows(columns, groups, deletes);
-    if (copied.ok()) return true;
-    if (copied.code() == common::Code::kUnavailable) return copied;
-    return false;
+    return CopyRows(columns, groups, delete_keys, defer);
   } catch (const pqxx::broken_connection& e) {
     conn_.reset();
     return common::Unavailable(fmt::format("target connection lost: {}", FirstLine(e.what())));
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
     known_columns_.clear();  // the failed transaction may have rolled DDL back
-    return false;
+    return common::FailedPrecondition(FirstLine(e.what()));
   }
 }
 
 common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns,
                                         const std::vector<CopyText>& groups,
-                                        const std::string& delete_keys) {
+                                        const std::string& delete_keys, bool defer) {
   // The table is looked at (and grown) only when the batch names a column
   // not seen yet: a round trip per batch otherwise.
   bool known = !known_columns_.empty() && !key_columns_.empty();
@@ -840,7 +953,7 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
     // New rows last: an update may free a value of another unique index
     // that one of them takes.
     for (auto& step : straight) staged.push_back(std::move(step));
-    return bulk_->CopyIn(fence, before, staged);
+    return bulk_->CopyIn(fence, before, staged, defer);
   };
   auto applied = apply(direct);
   if (!applied.ok() && direct && applied.code() == common::Code::kAlreadyExists &&
@@ -854,6 +967,10 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
     return applied.code() == common::Code::kAlreadyExists
                ? common::InvalidArgument(applied.message())
                : applied;
+  }
+  if (defer) {
+    started_direct_ = direct;  // FinishPrepared counts it
+    return common::Status::Ok();
   }
   if (direct) ++direct_batches_;
   ++copied_batches_;

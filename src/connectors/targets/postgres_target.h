@@ -72,6 +72,13 @@ class PostgresTarget {
   // Apply, which rejects poison rows one by one. An error status as for Apply.
   common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
                                      const std::vector<TargetColumn>& columns);
+  // ApplyJsonRows in its three steps (see Target::PrepareJsonRows): the
+  // last COPY of a started batch is sent in one query with the rest of its
+  // transaction, COMMIT included, and its outcome read by FinishPrepared.
+  common::Result<std::unique_ptr<PreparedRows>> PrepareJsonRows(
+      const std::vector<JsonRow>& rows, const std::vector<TargetColumn>& columns);
+  common::Result<bool> StartPrepared(std::unique_ptr<PreparedRows> prepared);
+  common::Result<bool> FinishPrepared();
 
   // The advisory-lock key text of a destination's backfill fence; both sides
   // lock pg_advisory_*lock*(hashtextextended(key, 0)) on the target database.
@@ -131,8 +138,16 @@ class PostgresTarget {
   // and upserted, in one transaction with deleting the rows of
   // `delete_keys` (a JSON array's text; empty for none). No key may be in
   // two of them.
+  // With `defer`, the transaction is left under way (BulkConnection::CopyIn)
+  // and its bookkeeping to FinishPrepared.
   common::Status CopyRows(const std::vector<TargetColumn>& columns,
-                          const std::vector<CopyText>& groups, const std::string& delete_keys);
+                          const std::vector<CopyText>& groups, const std::string& delete_keys,
+                          bool defer = false);
+  // CopyRows with its database exceptions told apart: Unavailable for a lost
+  // connection, FailedPrecondition for the rest (the batch does not fit).
+  common::Status CopyRowsCaught(const std::vector<TargetColumn>& columns,
+                                const std::vector<CopyText>& groups, const std::string& delete_keys,
+                                bool defer);
   std::string Qualified() const;
 
   PostgresTargetOptions options_;
@@ -159,6 +174,11 @@ class PostgresTarget {
   std::unique_ptr<BulkConnection> bulk_;
   std::int64_t copied_batches_ = 0;
   std::int64_t direct_batches_ = 0;
+  // The batch StartPrepared left under way, and whether its rows went
+  // straight into the table.
+  struct Prepared;
+  std::unique_ptr<Prepared> started_;
+  bool started_direct_ = false;
 };
 
 }  // namespace sluice::connectors::targets

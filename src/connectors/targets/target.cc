@@ -17,10 +17,14 @@ class PostgresAdapter : public Target {
       const std::vector<TargetChange>& batch) override {
     return target_.Apply(batch);
   }
-  common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
-                                     const std::vector<TargetColumn>& columns) override {
-    return target_.ApplyJsonRows(rows, columns);
+  common::Result<std::unique_ptr<PreparedRows>> PrepareJsonRows(
+      const std::vector<JsonRow>& rows, const std::vector<TargetColumn>& columns) override {
+    return target_.PrepareJsonRows(rows, columns);
   }
+  common::Result<bool> StartPrepared(std::unique_ptr<PreparedRows> prepared) override {
+    return target_.StartPrepared(std::move(prepared));
+  }
+  common::Result<bool> FinishPrepared() override { return target_.FinishPrepared(); }
 
  private:
   PostgresTarget target_;

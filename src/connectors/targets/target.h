@@ -35,14 +35,29 @@ class Target {
       const std::vector<TargetChange>& batch) = 0;
   // A batch of row changes of one table (inserts, updates and deletes),
   // read in place from their messages, applied without decoding each row
-  // into a tree first. False when this target (or this batch) does not take
-  // that path: the caller then decodes the batch and calls Apply.
-  virtual common::Result<bool> ApplyJsonRows(const std::vector<JsonRow>& rows,
-                                             const std::vector<TargetColumn>& columns) {
+  // into a tree first, in three steps so that the caller can prepare its
+  // next batch while the target database applies this one:
+  //  - PrepareJsonRows folds and renders the rows, with no database work;
+  //    null when this target (or this batch) does not take that path: the
+  //    caller then decodes the batch and calls Apply.
+  //  - StartPrepared sends it, its commit under way. False when the target
+  //    declined it (nothing is under way: decode and Apply); an error status
+  //    for an outage, as for Apply.
+  //  - FinishPrepared waits for it: true once it is committed, false when
+  //    the database refused it (rolled back: decode and Apply), an error
+  //    status for an outage (rolled back). Nothing else may be asked of the
+  //    target while a batch is under way.
+  virtual common::Result<std::unique_ptr<PreparedRows>> PrepareJsonRows(
+      const std::vector<JsonRow>& rows, const std::vector<TargetColumn>& columns) {
     (void)rows;
     (void)columns;
+    return std::unique_ptr<PreparedRows>();
+  }
+  virtual common::Result<bool> StartPrepared(std::unique_ptr<PreparedRows> prepared) {
+    (void)prepared;
     return false;
   }
+  virtual common::Result<bool> FinishPrepared() { return false; }
   // After an outage: how long the target asked to be left alone (an HTTP
   // Retry-After), if it said; the caller waits at least that long.
   virtual std::optional<std::chrono::milliseconds> RetryAfter() const { return std::nullopt; }

@@ -36,7 +36,7 @@ struct TargetChange {
 };
 
 // A row change read in place from the message it came in (see
-// Target::ApplyJsonRows): its op (c, r, u or d), its key's JSON object text
+// Target::PrepareJsonRows): its op (c, r, u or d), its key's JSON object text
 // and, unless it is a delete, its row image's. An image names every column but those in
 // `unchanged` (the text of the envelope's array, empty when there is none):
 // images with the same `unchanged` name the same columns.
@@ -49,6 +49,14 @@ struct JsonRow {
   // string is their PostgreSQL text, not a JSON value (MySQL's JSON, say).
   std::string_view as_text = {};
   bool deleted() const { return op == common::ChangeOp::kDelete; }
+};
+
+// A batch of JsonRows made ready for its target (folded and rendered), with
+// no database work yet and no view into the messages left: see
+// Target::PrepareJsonRows.
+class PreparedRows {
+ public:
+  virtual ~PreparedRows() = default;
 };
 
 // A change the target refused, with the target's own words.
