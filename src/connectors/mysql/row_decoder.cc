@@ -1,5 +1,6 @@
 #include "connectors/mysql/row_decoder.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -176,7 +177,7 @@ Result<std::int64_t> Fraction(Reader& r, std::uint32_t fsp) {
 // PostgreSQL prints them; "" for none.
 std::string Micros(std::int64_t micros) {
   if (micros == 0) return "";
-  std::string s = fmt::format(".{:06}", micros);
+  std::string s = fmt::format(FMT_COMPILE(".{:06}"), micros);
   while (s.back() == '0') s.pop_back();
   return s;
 }
@@ -204,12 +205,12 @@ Result<json> Decimal(Reader& r, std::uint32_t precision, std::uint32_t scale) {
     return v;
   };
   std::string int_part;
-  if (intg0x > 0) int_part += fmt::format("{}", group(kDigBytes[intg0x]));
-  for (int i = 0; i < intg0; ++i) int_part += fmt::format("{:09}", group(4));
+  if (intg0x > 0) int_part += fmt::format(FMT_COMPILE("{}"), group(kDigBytes[intg0x]));
+  for (int i = 0; i < intg0; ++i) int_part += fmt::format(FMT_COMPILE("{:09}"), group(4));
   std::size_t nz = int_part.find_first_not_of('0');
   int_part = nz == std::string::npos ? "0" : int_part.substr(nz);
   std::string frac_part;
-  for (int i = 0; i < frac0; ++i) frac_part += fmt::format("{:09}", group(4));
+  for (int i = 0; i < frac0; ++i) frac_part += fmt::format(FMT_COMPILE("{:09}"), group(4));
   if (frac0x > 0) frac_part += fmt::format("{:0{}}", group(kDigBytes[frac0x]), frac0x);
   bool zero = int_part == "0" && frac_part.find_first_not_of('0') == std::string::npos;
   std::string out = (negative && !zero ? "-" : "") + int_part;
@@ -268,7 +269,7 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
       unsigned day = v & 31, month = (v >> 5) & 15, year = static_cast<unsigned>(v >> 9);
       // Zero dates (and zero parts) have no PostgreSQL value: NULL, as documented.
       if (day == 0 || month == 0) return json(nullptr);
-      return json(fmt::format("{:04}-{:02}-{:02}", year, month, day));
+      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}"), year, month, day));
     }
     case kTimestamp:
     case kTimestamp2: {
@@ -287,9 +288,9 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
       std::time_t t = static_cast<std::time_t>(seconds);
       std::tm tm{};
       gmtime_r(&t, &tm);
-      return json(fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}Z", tm.tm_year + 1900,
-                              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                              Micros(micros)));
+      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}Z"),
+                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                              tm.tm_sec, Micros(micros)));
     }
     case kDateTime2: {
       SLUICE_ASSIGN(v, r.Be(5));
@@ -301,16 +302,16 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
       std::uint64_t ym = ymd >> 5;
       unsigned day = ymd % 32, month = ym % 13, year = static_cast<unsigned>(ym / 13);
       if (day == 0 || month == 0) return json(nullptr);
-      return json(fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}", year, month, day, hms >> 12,
-                              (hms >> 6) % 64, hms % 64, Micros(micros)));
+      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}"), year, month,
+                              day, hms >> 12, (hms >> 6) % 64, hms % 64, Micros(micros)));
     }
     case kDateTime: {
       SLUICE_ASSIGN(v, r.Le(8));
       std::uint64_t d = v / 1000000, t = v % 1000000;
       unsigned year = static_cast<unsigned>(d / 10000), month = (d / 100) % 100, day = d % 100;
       if (day == 0 || month == 0) return json(nullptr);
-      return json(fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", year, month, day, t / 10000,
-                              (t / 100) % 100, t % 100));
+      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}"), year, month, day,
+                              t / 10000, (t / 100) % 100, t % 100));
     }
     case kTime2: {
       // my_time_packed_from_binary: the integer part and the fraction are
