@@ -109,7 +109,7 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
       pending_ = std::move(held_);
       held_.clear();
     } else {
-      auto polled = consumer_->Poll(2000, poll_timeout);
+      auto polled = consumer_->Poll(kMaxBatch, poll_timeout);
       if (!polled.ok()) return polled.status();
       pending_ = std::move(polled).value();
       counters_.consumed += static_cast<std::int64_t>(pending_.size());
@@ -185,7 +185,7 @@ common::Status SubscriptionStage::TrimToReplay() {
     return false;
   };
   for (int i = 0; i < 25 && short_of_it(); ++i) {
-    auto more = consumer_->Poll(2000, std::chrono::milliseconds(200));
+    auto more = consumer_->Poll(kMaxBatch, std::chrono::milliseconds(200));
     if (!more.ok()) return more.status();
     counters_.consumed += static_cast<std::int64_t>(more->size());
     for (auto& m : *more) pending_.push_back(std::move(m));
@@ -287,14 +287,17 @@ common::Status SubscriptionStage::FinishStarted() {
     if (!held_.empty()) {
       pending_ = std::move(held_);
       held_.clear();
-    } else if (auto polled = consumer_->Poll(2000, std::chrono::milliseconds(0)); polled.ok()) {
-      pending_ = std::move(polled).value();
-      counters_.consumed += static_cast<std::int64_t>(pending_.size());
+    } else {
+      TopUp();
     }
   }
+  // Prepared ahead only from a backlog (a whole batch waiting): at a steady
+  // rate, what arrives while the started batch finishes joins the next one
+  // instead of waiting for the one after it (latency at 10k changes/s).
+  const bool backlog = pending_.size() >= kMaxBatch;
   common::Result<std::unique_ptr<connectors::targets::PreparedRows>> next =
       std::unique_ptr<connectors::targets::PreparedRows>();
-  if (!pending_.empty()) next = PrepareInPlace();
+  if (backlog) next = PrepareInPlace();
   auto finished = target_->FinishPrepared();
   if (!finished.ok() || !*finished) {
     Requeue();
@@ -314,9 +317,20 @@ common::Status SubscriptionStage::FinishStarted() {
     applied_in_place_ = true;
     spdlog::info("subscription {}: a batch was applied from its messages' own text", spec_.id);
   }
-  if (pending_.empty()) return common::Status::Ok();
+  if (!backlog) {
+    TopUp();
+    return pending_.empty() ? common::Status::Ok() : Deliver();
+  }
   if (!next.ok()) return next.status();
   return DeliverPrepared(std::move(*next));
+}
+
+void SubscriptionStage::TopUp() {
+  if (pending_.size() >= kMaxBatch) return;
+  auto polled = consumer_->Poll(kMaxBatch - pending_.size(), std::chrono::milliseconds(0));
+  if (!polled.ok()) return;  // the next ordinary poll reports it
+  counters_.consumed += static_cast<std::int64_t>(polled->size());
+  for (auto& m : *polled) pending_.push_back(std::move(m));
 }
 
 void SubscriptionStage::Requeue() {

@@ -140,6 +140,9 @@ class SubscriptionStage {
   common::Status FinishStarted();
   // Puts the started batch back in front of pending_ (held meanwhile).
   void Requeue();
+  // Adds to pending_, without waiting, what the consumer holds, up to a batch.
+  void TopUp();
+  static constexpr std::size_t kMaxBatch = 2000;  // records a batch takes at most
   // Debug log: the first batch delivered, once.
   void NoteFirstDelivery();
   // on_refusal stop: commits what lies before the first refused record of
