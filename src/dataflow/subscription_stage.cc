@@ -30,8 +30,6 @@ const std::vector<connectors::targets::TargetColumn> kErrorColumns = {
     {"subscription_id", "text", false},
     {"failed_at", "timestamptz", false}};
 
-// PrepareInPlace's answer for a batch that does not take the in-place path.
-std::unique_ptr<connectors::targets::PreparedRows> NotInPlace() { return nullptr; }
 }  // namespace
 
 SubscriptionStage::SubscriptionStage(SubscriptionSpec spec, std::vector<RowTransform> transforms,
@@ -109,15 +107,7 @@ common::Status SubscriptionStage::RunOnce(std::chrono::milliseconds poll_timeout
       pending_ = std::move(held_);
       held_.clear();
     } else {
-      auto polled = consumer_->Poll(kMaxBatch, poll_timeout);
-      if (!polled.ok()) return polled.status();
-      pending_ = std::move(polled).value();
-      counters_.consumed += static_cast<std::int64_t>(pending_.size());
-      if (!pending_.empty() && !first_polled_) {
-        first_polled_ = true;
-        spdlog::debug("subscription {}: first {} records polled {} ms after the start", spec_.id,
-                      pending_.size(), common::MillisSince(started_));
-      }
+      SLUICE_RETURN_IF_ERROR(TopUp(poll_timeout));
     }
     // One partition after the other, each in offset order: the same
     // records make the same body whatever order the fetches came in.
@@ -221,19 +211,19 @@ common::Status SubscriptionStage::MarkInFlight() {
 common::Result<std::unique_ptr<connectors::targets::PreparedRows>>
 SubscriptionStage::PrepareInPlace() {
   for (const auto& t : transforms_)
-    if (!t.is_identity()) return NotInPlace();
+    if (!t.is_identity()) return connectors::targets::NotPrepared();
   std::vector<connectors::targets::JsonRow> rows;
   rows.reserve(pending_.size());
   std::string_view columns;  // JSON: the envelopes' `columns` text
   const std::vector<connectors::targets::TargetColumn>* avro_columns = nullptr;
   std::deque<AvroEnvelopeDecoder::RowText> avro_rows;  // the Avro rows' text, viewed by `rows`
   for (const auto& m : pending_) {
-    if (m.key.empty()) return NotInPlace();
+    if (m.key.empty()) return connectors::targets::NotPrepared();
     if (IsWireFramed(m.value)) {
       auto row = avro_->ViewRowChange(m.value);
-      if (!row || !columns.empty()) return NotInPlace();
+      if (!row || !columns.empty()) return connectors::targets::NotPrepared();
       if (avro_columns && row->columns != avro_columns)
-        return NotInPlace();  // one schema per batch
+        return connectors::targets::NotPrepared();  // one schema per batch
       avro_columns = row->columns;
       avro_rows.push_back(std::move(*row));
       const auto& text = avro_rows.back();
@@ -241,9 +231,9 @@ SubscriptionStage::PrepareInPlace() {
       continue;
     }
     auto view = ViewRowChange(m.value);
-    if (!view || avro_columns) return NotInPlace();
+    if (!view || avro_columns) return connectors::targets::NotPrepared();
     if (view->op != common::ChangeOp::kDelete) {
-      if (!columns.empty() && view->columns != columns) return NotInPlace();
+      if (!columns.empty() && view->columns != columns) return connectors::targets::NotPrepared();
       columns = view->columns;
     }
     rows.push_back({m.key, view->image, view->unchanged, view->op, view->as_text});
@@ -251,7 +241,7 @@ SubscriptionStage::PrepareInPlace() {
   const auto* described = avro_columns      ? avro_columns
                           : columns.empty() ? nullptr
                                             : ColumnsFromText(columns);
-  if (!described) return NotInPlace();
+  if (!described) return connectors::targets::NotPrepared();
   return target_->PrepareJsonRows(rows, *described);
 }
 
@@ -288,7 +278,7 @@ common::Status SubscriptionStage::FinishStarted() {
       pending_ = std::move(held_);
       held_.clear();
     } else {
-      TopUp();
+      (void)TopUp(std::chrono::milliseconds(0));  // an error: the next ordinary poll says it
     }
   }
   // Prepared ahead only from a backlog (a whole batch waiting): at a steady
@@ -318,19 +308,29 @@ common::Status SubscriptionStage::FinishStarted() {
     spdlog::info("subscription {}: a batch was applied from its messages' own text", spec_.id);
   }
   if (!backlog) {
-    TopUp();
+    (void)TopUp(std::chrono::milliseconds(0));
     return pending_.empty() ? common::Status::Ok() : Deliver();
   }
   if (!next.ok()) return next.status();
   return DeliverPrepared(std::move(*next));
 }
 
-void SubscriptionStage::TopUp() {
-  if (pending_.size() >= kMaxBatch) return;
-  auto polled = consumer_->Poll(kMaxBatch - pending_.size(), std::chrono::milliseconds(0));
-  if (!polled.ok()) return;  // the next ordinary poll reports it
+common::Status SubscriptionStage::TopUp(std::chrono::milliseconds wait) {
+  if (pending_.size() >= kMaxBatch) return common::Status::Ok();
+  auto polled = consumer_->Poll(kMaxBatch - pending_.size(), wait);
+  if (!polled.ok()) return polled.status();
   counters_.consumed += static_cast<std::int64_t>(polled->size());
-  for (auto& m : *polled) pending_.push_back(std::move(m));
+  if (pending_.empty()) {
+    pending_ = std::move(polled).value();
+  } else {
+    for (auto& m : *polled) pending_.push_back(std::move(m));
+  }
+  if (!pending_.empty() && !first_polled_) {
+    first_polled_ = true;
+    spdlog::debug("subscription {}: first {} records polled {} ms after the start", spec_.id,
+                  pending_.size(), common::MillisSince(started_));
+  }
+  return common::Status::Ok();
 }
 
 void SubscriptionStage::Requeue() {

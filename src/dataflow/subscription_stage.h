@@ -133,15 +133,17 @@ class SubscriptionStage {
   // it is not that (a transform, another kind of record, two schemas) or
   // the target does not take it.
   common::Result<std::unique_ptr<connectors::targets::PreparedRows>> PrepareInPlace();
-  // The batch started last time: what arrived since is polled and prepared
-  // while the target database applies it, then it is finished (its offsets
-  // committed) and the next one started. A batch that did not land goes
-  // the ordinary way again, before the records polled after it.
+  // The batch started last time: what arrived since is polled, and from a
+  // backlog prepared while the target database applies it; then it is
+  // finished (its offsets committed) and the next one started. A batch that
+  // did not land goes the ordinary way again, before the records polled
+  // after it.
   common::Status FinishStarted();
   // Puts the started batch back in front of pending_ (held meanwhile).
   void Requeue();
-  // Adds to pending_, without waiting, what the consumer holds, up to a batch.
-  void TopUp();
+  // Adds to pending_ what the consumer holds, up to a batch, waiting up to
+  // `wait` for a first record.
+  common::Status TopUp(std::chrono::milliseconds wait);
   static constexpr std::size_t kMaxBatch = 2000;  // records a batch takes at most
   // Debug log: the first batch delivered, once.
   void NoteFirstDelivery();

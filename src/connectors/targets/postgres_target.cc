@@ -57,6 +57,10 @@ struct FoldedRow {
 
 std::string PqError(PGconn* conn) { return FirstLine(PQerrorMessage(conn)); }
 
+// After a straight COPY met a key already there (a replay, which comes in
+// runs), this many batches go staged.
+constexpr int kStagedBatchesAfterReplay = 8;
+
 // Values the target stores are TOAST-compressed with lz4, about four times
 // quicker than pglz (the mixed bench's 10 KB values cost the target most of
 // its time there), when the server has lz4 and nobody chose a method: a
@@ -690,11 +694,6 @@ common::Status PostgresTarget::ApplyCopy(const std::vector<TargetChange>& batch)
                                   : deletes.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-namespace {
-// PrepareJsonRows' answer for a batch that does not take its path.
-std::unique_ptr<PreparedRows> Declined() { return nullptr; }
-}  // namespace
-
 struct PostgresTarget::Prepared : PreparedRows {
   std::vector<TargetColumn> columns;
   std::vector<CopyText> groups;
@@ -713,7 +712,7 @@ common::Result<bool> PostgresTarget::ApplyJsonRows(const std::vector<JsonRow>& r
 
 common::Result<std::unique_ptr<PreparedRows>> PostgresTarget::PrepareJsonRows(
     const std::vector<JsonRow>& rows, const std::vector<TargetColumn>& columns) {
-  if (options_.copy_threshold == 0 || rows.size() < options_.copy_threshold) return Declined();
+  if (options_.copy_threshold == 0 || rows.size() < options_.copy_threshold) return NotPrepared();
   // Folded by key: each key's last change decides its row, completed from
   // the images before it when it left unchanged columns out. Keys are
   // compared as their values, not their spelling, as a delete and an
@@ -728,9 +727,9 @@ common::Result<std::unique_ptr<PreparedRows>> PostgresTarget::PrepareJsonRows(
   std::unordered_map<std::string, std::size_t> slot;
   for (const auto& row : rows) {
     // Text-carried values of a partial image would need merging by name.
-    if (!row.as_text.empty() && !row.unchanged.empty()) return Declined();
+    if (!row.as_text.empty() && !row.unchanged.empty()) return NotPrepared();
     auto key = CanonicalKeyText(row.key);
-    if (!key) return Declined();
+    if (!key) return NotPrepared();
     auto [it, fresh] = slot.try_emplace(std::move(*key), last.size());
     if (fresh) {
       last.push_back({row, std::string(row.unchanged), common::BringsNewRow(row.op)});
@@ -741,9 +740,9 @@ common::Result<std::unique_ptr<PreparedRows>> PostgresTarget::PrepareJsonRows(
       earlier = {row, std::string(row.unchanged), earlier.fresh};
       continue;
     }
-    if (!earlier.row.as_text.empty()) return Declined();
+    if (!earlier.row.as_text.empty()) return NotPrepared();
     auto completed = MergePartialImage(earlier.row.image, row.image, row.unchanged);
-    if (!completed) return Declined();
+    if (!completed) return NotPrepared();
     merged.push_back(std::move(*completed));
     // Its members: the later image's, then the columns it took from before.
     std::string column_set = "+" + std::string(row.unchanged) + "|" + merged.back().unchanged;
@@ -773,7 +772,7 @@ common::Result<std::unique_ptr<PreparedRows>> PostgresTarget::PrepareJsonRows(
   std::vector<CopyText> groups;
   for (const auto& [fresh_and_set, group] : by_column_set) {
     auto text = RenderJsonImages(group, type_of);
-    if (!text) return Declined();
+    if (!text) return NotPrepared();
     text->partial = !group.front().unchanged.empty();
     text->fresh = fresh_and_set.first;
     groups.push_back(std::move(*text));
@@ -809,7 +808,7 @@ common::Result<bool> PostgresTarget::FinishPrepared() {
   if (finished.code() == common::Code::kAlreadyExists && started_direct_ && bulk_->connected()) {
     // A replay met rows copied straight in: this batch and the next few go
     // staged (see CopyRows), this one at once.
-    staged_only_batches_ = 8;
+    staged_only_batches_ = kStagedBatchesAfterReplay;
     finished = CopyRowsCaught(batch->columns, batch->groups, batch->deletes, /*defer=*/false);
     if (finished.ok()) return true;
   }
@@ -958,7 +957,7 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   auto applied = apply(direct);
   if (!applied.ok() && direct && applied.code() == common::Code::kAlreadyExists &&
       bulk_->connected()) {
-    staged_only_batches_ = 8;
+    staged_only_batches_ = kStagedBatchesAfterReplay;
     direct = false;
     applied = apply(false);
   }

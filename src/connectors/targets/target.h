@@ -51,7 +51,7 @@ class Target {
       const std::vector<JsonRow>& rows, const std::vector<TargetColumn>& columns) {
     (void)rows;
     (void)columns;
-    return std::unique_ptr<PreparedRows>();
+    return NotPrepared();
   }
   virtual common::Result<bool> StartPrepared(std::unique_ptr<PreparedRows> prepared) {
     (void)prepared;

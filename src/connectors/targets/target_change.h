@@ -3,6 +3,7 @@
 // idempotently in order, so at-least-once delivery ends exactly right.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -58,6 +59,8 @@ class PreparedRows {
  public:
   virtual ~PreparedRows() = default;
 };
+// The answer for a batch that does not take that path.
+inline std::unique_ptr<PreparedRows> NotPrepared() { return nullptr; }
 
 // A change the target refused, with the target's own words.
 struct RejectedChange {
