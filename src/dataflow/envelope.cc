@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/fast_json.h"
+#include "common/json_text.h"
 #include "common/padded_json.h"
 
 namespace sluice::dataflow {
@@ -31,40 +32,64 @@ EncodedEvent EncodeEnvelope(const connectors::ChangeEvent& event, const std::str
   return {EnvelopeKey(event), EnvelopeValue(event, columns_json)};
 }
 
+namespace {
+
+// A row image: its JSON text when the source rendered one, else its tree.
+void AppendImage(std::string& out, const std::string& text, const json& tree) {
+  if (!text.empty()) {
+    out += text;
+  } else if (tree.is_null()) {
+    out += "null";
+  } else {
+    // A SQL_ASCII source can hand over text that is not UTF-8, which JSON
+    // cannot carry; strict dumping throws and the worker would crash-loop on
+    // that row forever (found by the pgoutput fuzzer). Such bytes become U+FFFD.
+    out += tree.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+void AppendNames(std::string& out, const std::vector<std::string>& names) {
+  out.push_back('[');
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i) out.push_back(',');
+    common::AppendJsonString(out, names[i]);
+  }
+  out.push_back(']');
+}
+
+}  // namespace
+
 std::string EnvelopeValue(const connectors::ChangeEvent& event, const std::string& columns_json) {
-  // A SQL_ASCII source can hand over text that is not UTF-8, which JSON
-  // cannot carry; strict dumping throws and the worker would crash-loop on
-  // that row forever (found by the pgoutput fuzzer). Such bytes become U+FFFD.
-  constexpr auto kReplace = json::error_handler_t::replace;
-  auto dump = [](const json& j) { return j.dump(-1, ' ', false, kReplace); };
   // Written member by member rather than as one json object: building that
   // object deep-copied both row images of every change (bench/cdc perf). The
-  // members keep nlohmann's sorted order, and `columns` comes last (the
-  // decoder's ParseSplit relies on it).
+  // members keep nlohmann's sorted order and spelling, and `columns` comes
+  // last (the decoder's ParseSplit relies on it). Sized once: the images and
+  // the columns are most of it.
   std::string value;
-  value.reserve(256 + columns_json.size());
+  value.reserve(256 + event.after_json.size() + event.before_json.size() + columns_json.size() +
+                event.table.schema.size() + event.table.name.size());
   value += "{\"after\":";
-  value += event.after_json.empty() ? dump(event.after) : event.after_json;
+  AppendImage(value, event.after_json, event.after);
   if (!event.text_columns.empty()) {
     value += ",\"as_text\":";
-    value += dump(event.text_columns);
+    AppendNames(value, event.text_columns);
   }
   value += ",\"before\":";
-  value += event.before_json.empty() ? dump(event.before) : event.before_json;
+  AppendImage(value, event.before_json, event.before);
   value += ",\"op\":\"";
   value += common::Letter(event.op);
   auto out = std::back_inserter(value);
   fmt::format_to(out,
                  "\",\"schema_version\":{},\"source\":{{\"commit_lsn\":{},\"lsn\":{},\"schema\":",
                  event.schema_version, event.commit_lsn, event.lsn);
-  value += dump(event.table.schema);
+  common::AppendJsonString(value, event.table.schema);
   value += event.op == common::ChangeOp::kRead ? ",\"snapshot\":true,\"table\":"
                                                : ",\"snapshot\":false,\"table\":";
-  value += dump(event.table.name);
+  common::AppendJsonString(value, event.table.name);
   fmt::format_to(out, ",\"ts_ms\":{}}}", event.commit_time_micros / 1000);
   if (!event.unchanged_columns.empty()) {
     value += ",\"unchanged\":";
-    value += dump(event.unchanged_columns);
+    AppendNames(value, event.unchanged_columns);
   }
   value += ",\"columns\":";
   value += columns_json;

@@ -48,6 +48,56 @@ TEST(Envelope, TextThatIsNotUtf8IsCarriedWithReplacementCharacters) {
   EXPECT_EQ(decoded->after["name"], "caf\xef\xbf\xbd");
 }
 
+// The value is written member by member; it must read exactly as the dump
+// of the whole envelope object would (sorted members, U+FFFD for bytes that
+// are not UTF-8), with `columns` moved last.
+TEST(Envelope, TheValueIsSpeltAsTheWholeObjectsDump) {
+  auto reference = [](const connectors::ChangeEvent& e, const std::string& columns) {
+    json object = {{"after", e.after_json.empty() ? e.after : json::parse(e.after_json)},
+                   {"before", e.before},
+                   {"op", std::string(1, common::Letter(e.op))},
+                   {"schema_version", e.schema_version},
+                   {"source",
+                    {{"commit_lsn", e.commit_lsn},
+                     {"lsn", e.lsn},
+                     {"schema", e.table.schema},
+                     {"snapshot", e.op == common::ChangeOp::kRead},
+                     {"table", e.table.name},
+                     {"ts_ms", e.commit_time_micros / 1000}}}};
+    if (!e.text_columns.empty()) object["as_text"] = e.text_columns;
+    if (!e.unchanged_columns.empty()) object["unchanged"] = e.unchanged_columns;
+    std::string text = object.dump(-1, ' ', false, json::error_handler_t::replace);
+    text.pop_back();
+    return text + ",\"columns\":" + columns + "}";
+  };
+  const std::string columns = ColumnsJson(Schema());
+
+  connectors::ChangeEvent update;
+  update.op = common::ChangeOp::kUpdate;
+  update.table = {"sch\"ema\xff", "ta\\ble\n\x01"};
+  update.schema_version = 3;
+  update.lsn = 99;
+  update.commit_lsn = 98;
+  update.commit_time_micros = 1796673523796123;
+  update.before = {{"id", 6}, {"name", "old \xe9"}};
+  update.after = {{"id", 7}, {"name", "new \"\\ \U0001F600"}};
+  update.text_columns = {"na\"me", "\xfe", "plain"};
+  update.unchanged_columns = {"big\tnote", "doc"};
+  EXPECT_EQ(EnvelopeValue(update, columns), reference(update, columns));
+
+  connectors::ChangeEvent snapshot_row;
+  snapshot_row.op = common::ChangeOp::kRead;
+  snapshot_row.table = {"public", "orders"};
+  snapshot_row.after_json = R"({"id":1,"name":"x"})";
+  EXPECT_EQ(EnvelopeValue(snapshot_row, columns), reference(snapshot_row, columns));
+
+  connectors::ChangeEvent deleted;
+  deleted.op = common::ChangeOp::kDelete;
+  deleted.table = {"public", "orders"};
+  deleted.before = {{"id", 1}};
+  EXPECT_EQ(EnvelopeValue(deleted, columns), reference(deleted, columns));
+}
+
 TEST(Envelope, DebeziumFieldsArePresent) {
   connectors::ChangeEvent e;
   e.op = common::ChangeOp::kCreate;
