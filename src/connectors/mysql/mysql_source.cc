@@ -608,10 +608,6 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   if (rows.column_update_bitmap)
     present_after = {reinterpret_cast<const char*>(rows.column_update_bitmap), bitmap_len};
   bool after_in_data = ev->event_type == UPDATE_ROWS_EVENT && !rows.column_update_bitmap;
-  auto decoded = DecodeRows(
-      t.map, kind, rows.column_count, present, present_after,
-      std::string_view(static_cast<const char*>(rows.row_data), rows.row_data_size), after_in_data);
-  if (!decoded.ok()) return decoded.status();
   Lsn at = PositionLsn(file_, ev->next_event_pos);
   const auto& cols = t.map.columns;
   auto object = [&](const RowImage& image, ChangeEvent& e, bool is_key_image) {
@@ -638,40 +634,41 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   e.commit_lsn = group_start_;
   e.commit_time_micros =
       group_time_micros_ ? group_time_micros_ : static_cast<std::int64_t>(ev->timestamp) * 1000000;
-  const bool as_text = kind == RowsKind::kWrite && sink_->TakesJsonText();
+  const std::string_view row_data(static_cast<const char*>(rows.row_data), rows.row_data_size);
+  if (kind == RowsKind::kWrite && sink_->TakesJsonText()) {
+    // Inserts go out as text, decoded straight into it.
+    thread_local TextRows text;
+    SLUICE_RETURN_IF_ERROR(
+        DecodeWriteRowsAsText(t.map, rows.column_count, present, row_data, text));
+    for (std::size_t row = 0; row < text.rows(); ++row) {
+      e.text_columns.clear();
+      RenderInsert(t, text, row, e);
+      SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+      if (metrics_) metrics_->Record(e.topic, e.op);
+    }
+    return Status::Ok();
+  }
+  auto decoded =
+      DecodeRows(t.map, kind, rows.column_count, present, present_after, row_data, after_in_data);
+  if (!decoded.ok()) return decoded.status();
   for (const auto& row : *decoded) {
     e.text_columns.clear();
-    if (as_text) {
-      RenderInsert(t, row.after, e);
-    } else {
-      e.key = json::object();
-      e.before = row.before.empty() ? json() : object(row.before, e, kind == RowsKind::kDelete);
-      e.after = row.after.empty() ? json() : object(row.after, e, true);
-    }
+    e.key = json::object();
+    e.before = row.before.empty() ? json() : object(row.before, e, kind == RowsKind::kDelete);
+    e.after = row.after.empty() ? json() : object(row.after, e, true);
     SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
     if (metrics_) metrics_->Record(e.topic, e.op);
   }
   return Status::Ok();
 }
 
-void MysqlSource::RenderInsert(const Table& t, const RowImage& after, ChangeEvent& e) const {
+void MysqlSource::RenderInsert(const Table& t, const TextRows& rows, std::size_t row,
+                               ChangeEvent& e) const {
   const auto& cols = t.map.columns;
-  // Each value rendered once, then laid out for the image and the key.
-  thread_local std::string values;
-  thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
-  values.clear();
-  spans.assign(cols.size(), {0, 0});
-  // Appends to `values`; bytes that are not UTF-8 become U+FFFD, as the
-  // envelope's own dump does.
-  nlohmann::detail::serializer<json> serializer(
-      nlohmann::detail::output_adapter<char, std::string>(values), ' ',
-      json::error_handler_t::replace);
-  for (std::size_t i = 0; i < cols.size() && i < after.size(); ++i) {
-    if (!after[i]) continue;
-    std::size_t from = values.size();
-    serializer.dump(*after[i], false, false, 0);
-    spans[i] = {from, values.size() - from};
-    if (CarriedAsText(cols[i]) && !after[i]->is_null()) e.text_columns.push_back(cols[i].name);
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const TextCell& cell = rows.cell(row, i);
+    if (cell.present && !cell.null && CarriedAsText(cols[i]))
+      e.text_columns.push_back(cols[i].name);
   }
   auto layout = [&](std::string& out, bool key_only) {
     out.clear();
@@ -679,12 +676,13 @@ void MysqlSource::RenderInsert(const Table& t, const RowImage& after, ChangeEven
     bool first = true;
     for (std::size_t n = 0; n < t.name_order.size(); ++n) {
       std::size_t i = t.name_order[n];
-      if (i >= after.size() || !after[i] || (key_only && !cols[i].key)) continue;
+      const TextCell& cell = rows.cell(row, i);
+      if (!cell.present || (key_only && !cols[i].key)) continue;
       if (!first) out.push_back(',');
       first = false;
       out += t.json_names[n];
       out.push_back(':');
-      out.append(values, spans[i].first, spans[i].second);
+      out += rows.text(cell);
     }
     out.push_back('}');
   };

@@ -154,7 +154,8 @@ class MysqlSource {
   common::Status OnTableMap(st_mariadb_rpl_event* event);
   common::Status OnRows(st_mariadb_rpl_event* event);
   // An insert's key and after image as JSON text (ChangeSink::TakesJsonText).
-  void RenderInsert(const Table& table, const RowImage& after, ChangeEvent& event) const;
+  void RenderInsert(const Table& table, const TextRows& rows, std::size_t row,
+                    ChangeEvent& event) const;
   common::Status EndGroup(Lsn end);
   common::Status SendIfCaughtUp();
   common::Status Announce(TableSchema& schema);

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 
 #include "common/base64.h"
+#include "common/json_text.h"
 
 namespace sluice::connectors::mysql {
 
@@ -142,10 +144,55 @@ std::string Latin1ToUtf8(std::string_view in) {
   return out;
 }
 
-json Text(const ColumnInfo& c, std::string_view bytes) {
-  if (c.binary()) return common::Base64Encode(bytes);
-  if (IsLatin1(c.collation)) return Latin1ToUtf8(bytes);
-  return std::string(bytes);
+// Where a decoded value goes: into a tree (JsonTree), or onto JSON text
+// spelt as that tree's dump spells it (JsonText: U+FFFD for bytes that are
+// not UTF-8, nlohmann's shortest doubles), for a source that sends an
+// insert's image as text without building the tree.
+class JsonTree {
+ public:
+  explicit JsonTree(json& value) : value_(value) {}
+  void Null() { value_ = nullptr; }
+  void Signed(std::int64_t v) { value_ = v; }
+  void Unsigned(std::uint64_t v) { value_ = v; }
+  void Double(double v) { value_ = v; }
+  void String(std::string_view v) { value_ = std::string(v); }
+  void Tree(json&& v) { value_ = std::move(v); }
+
+ private:
+  json& value_;
+};
+
+class JsonText {
+ public:
+  explicit JsonText(std::string& out) : out_(out) {}
+  void Null() { out_ += "null"; }
+  void Signed(std::int64_t v) { fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), v); }
+  void Unsigned(std::uint64_t v) { fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), v); }
+  void Double(double v) {
+    if (!std::isfinite(v)) {
+      out_ += "null";  // as nlohmann dumps NaN and the infinities
+      return;
+    }
+    char digits[64];
+    char* end = nlohmann::detail::to_chars(digits, digits + sizeof digits, v);
+    out_.append(digits, static_cast<std::size_t>(end - digits));
+  }
+  void String(std::string_view v) { common::AppendJsonString(out_, v); }
+  void Tree(json&& v) { out_ += v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ private:
+  std::string& out_;
+};
+
+template <class Out>
+void Text(const ColumnInfo& c, std::string_view bytes, Out& out) {
+  if (c.binary()) {
+    out.String(common::Base64Encode(bytes));
+  } else if (IsLatin1(c.collation)) {
+    out.String(Latin1ToUtf8(bytes));
+  } else {
+    out.String(bytes);
+  }
 }
 
 // Fractional seconds: (fsp + 1) / 2 big-endian bytes, scaled to microseconds.
@@ -184,7 +231,7 @@ std::string Micros(std::int64_t micros) {
 
 // MySQL's binary DECIMAL (decimal2bin): groups of nine digits in four
 // big-endian bytes, a shorter group at each end, the sign in the top bit.
-Result<json> Decimal(Reader& r, std::uint32_t precision, std::uint32_t scale) {
+Result<std::string> Decimal(Reader& r, std::uint32_t precision, std::uint32_t scale) {
   static constexpr int kDigBytes[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
   if (precision == 0 || precision > 65 || scale > 38 || scale > precision)
     return common::InvalidArgument(fmt::format("bad DECIMAL({},{})", precision, scale));
@@ -215,36 +262,41 @@ Result<json> Decimal(Reader& r, std::uint32_t precision, std::uint32_t scale) {
   bool zero = int_part == "0" && frac_part.find_first_not_of('0') == std::string::npos;
   std::string out = (negative && !zero ? "-" : "") + int_part;
   if (!frac_part.empty()) out += "." + frac_part;
-  return json(std::move(out));
+  return out;
 }
 
-Result<json> Value(const ColumnInfo& c, Reader& r) {
+template <class Out>
+Status Value(const ColumnInfo& c, Reader& r, Out& out) {
   switch (c.type) {
     case kTiny: {
       SLUICE_ASSIGN(v, r.Le(1));
-      return c.is_unsigned ? json(v) : json(static_cast<std::int8_t>(v));
+      c.is_unsigned ? out.Unsigned(v) : out.Signed(static_cast<std::int8_t>(v));
+      return Status::Ok();
     }
     case kShort: {
       SLUICE_ASSIGN(v, r.Le(2));
-      return c.is_unsigned ? json(v) : json(static_cast<std::int16_t>(v));
+      c.is_unsigned ? out.Unsigned(v) : out.Signed(static_cast<std::int16_t>(v));
+      return Status::Ok();
     }
     case kInt24: {
       SLUICE_ASSIGN(v, r.Le(3));
-      if (c.is_unsigned) return json(v);
-      std::int32_t s = static_cast<std::int32_t>(v << 8) >> 8;
-      return json(s);
+      c.is_unsigned ? out.Unsigned(v) : out.Signed(static_cast<std::int32_t>(v << 8) >> 8);
+      return Status::Ok();
     }
     case kLong: {
       SLUICE_ASSIGN(v, r.Le(4));
-      return c.is_unsigned ? json(v) : json(static_cast<std::int32_t>(v));
+      c.is_unsigned ? out.Unsigned(v) : out.Signed(static_cast<std::int32_t>(v));
+      return Status::Ok();
     }
     case kLongLong: {
       SLUICE_ASSIGN(v, r.Le(8));
-      return c.is_unsigned ? json(v) : json(static_cast<std::int64_t>(v));
+      c.is_unsigned ? out.Unsigned(v) : out.Signed(static_cast<std::int64_t>(v));
+      return Status::Ok();
     }
     case kYear: {
       SLUICE_ASSIGN(v, r.Le(1));
-      return json(v == 0 ? 0 : static_cast<int>(v) + 1900);
+      out.Signed(v == 0 ? 0 : static_cast<int>(v) + 1900);
+      return Status::Ok();
     }
     case kFloat: {
       SLUICE_ASSIGN(v, r.Le(4));
@@ -253,23 +305,32 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
       std::memcpy(&f, &bits, sizeof f);
       // The float's shortest spelling, so 1.1 stays 1.1 rather than the
       // double nearest the float (1.100000023841858).
-      return json::parse(fmt::format("{}", f), nullptr, false);
+      out.Tree(json::parse(fmt::format("{}", f), nullptr, false));
+      return Status::Ok();
     }
     case kDouble: {
       SLUICE_ASSIGN(v, r.Le(8));
       double d;
       std::memcpy(&d, &v, sizeof d);
-      return json(d);
+      out.Double(d);
+      return Status::Ok();
     }
-    case kNewDecimal:
-      return Decimal(r, c.precision, c.scale);
+    case kNewDecimal: {
+      SLUICE_ASSIGN(text, Decimal(r, c.precision, c.scale));
+      out.String(text);
+      return Status::Ok();
+    }
     case kDate:
     case kNewDate: {
       SLUICE_ASSIGN(v, r.Le(3));
       unsigned day = v & 31, month = (v >> 5) & 15, year = static_cast<unsigned>(v >> 9);
       // Zero dates (and zero parts) have no PostgreSQL value: NULL, as documented.
-      if (day == 0 || month == 0) return json(nullptr);
-      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}"), year, month, day));
+      if (day == 0 || month == 0) {
+        out.Null();
+        return Status::Ok();
+      }
+      out.String(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}"), year, month, day));
+      return Status::Ok();
     }
     case kTimestamp:
     case kTimestamp2: {
@@ -284,13 +345,17 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
         SLUICE_ASSIGN(f, Fraction(r, c.precision));
         micros = f;
       }
-      if (seconds == 0 && micros == 0) return json(nullptr);  // the zero timestamp
+      if (seconds == 0 && micros == 0) {
+        out.Null();  // the zero timestamp
+        return Status::Ok();
+      }
       std::time_t t = static_cast<std::time_t>(seconds);
       std::tm tm{};
       gmtime_r(&t, &tm);
-      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}Z"),
-                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                              tm.tm_sec, Micros(micros)));
+      out.String(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}Z"),
+                             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                             tm.tm_sec, Micros(micros)));
+      return Status::Ok();
     }
     case kDateTime2: {
       SLUICE_ASSIGN(v, r.Be(5));
@@ -301,17 +366,25 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
       std::uint64_t hms = static_cast<std::uint64_t>(packed) % (1 << 17);
       std::uint64_t ym = ymd >> 5;
       unsigned day = ymd % 32, month = ym % 13, year = static_cast<unsigned>(ym / 13);
-      if (day == 0 || month == 0) return json(nullptr);
-      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}"), year, month,
-                              day, hms >> 12, (hms >> 6) % 64, hms % 64, Micros(micros)));
+      if (day == 0 || month == 0) {
+        out.Null();
+        return Status::Ok();
+      }
+      out.String(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}"), year, month, day,
+                             hms >> 12, (hms >> 6) % 64, hms % 64, Micros(micros)));
+      return Status::Ok();
     }
     case kDateTime: {
       SLUICE_ASSIGN(v, r.Le(8));
       std::uint64_t d = v / 1000000, t = v % 1000000;
       unsigned year = static_cast<unsigned>(d / 10000), month = (d / 100) % 100, day = d % 100;
-      if (day == 0 || month == 0) return json(nullptr);
-      return json(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}"), year, month, day,
-                              t / 10000, (t / 100) % 100, t % 100));
+      if (day == 0 || month == 0) {
+        out.Null();
+        return Status::Ok();
+      }
+      out.String(fmt::format(FMT_COMPILE("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}"), year, month, day,
+                             t / 10000, (t / 100) % 100, t % 100));
+      return Status::Ok();
     }
     case kTime2: {
       // my_time_packed_from_binary: the integer part and the fraction are
@@ -367,43 +440,51 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
       bool neg = packed < 0;
       if (neg) packed = -packed;
       std::int64_t hms = packed >> 24, micros = packed % (1 << 24);
-      return json(fmt::format("{}{:02}:{:02}:{:02}{}", neg ? "-" : "", (hms >> 12) % (1 << 10),
-                              (hms >> 6) % 64, hms % 64, Micros(micros)));
+      out.String(fmt::format("{}{:02}:{:02}:{:02}{}", neg ? "-" : "", (hms >> 12) % (1 << 10),
+                             (hms >> 6) % 64, hms % 64, Micros(micros)));
+      return Status::Ok();
     }
     case kTime: {
       SLUICE_ASSIGN(v, r.Le(3));
       std::int32_t s = static_cast<std::int32_t>(v << 8) >> 8;
       bool neg = s < 0;
       if (neg) s = -s;
-      return json(
+      out.String(
           fmt::format("{}{:02}:{:02}:{:02}", neg ? "-" : "", s / 10000, (s / 100) % 100, s % 100));
+      return Status::Ok();
     }
     case kBit: {
       std::uint32_t bits = c.length;
       SLUICE_ASSIGN(v, r.Take((bits + 7) / 8));
-      std::string out;
+      std::string text;
       std::size_t total = v.size() * 8;
       for (std::size_t i = total - bits; i < total; ++i)
-        out.push_back(((static_cast<std::uint8_t>(v[i / 8]) >> (7 - i % 8)) & 1) ? '1' : '0');
-      return json(std::move(out));
+        text.push_back(((static_cast<std::uint8_t>(v[i / 8]) >> (7 - i % 8)) & 1) ? '1' : '0');
+      out.String(text);
+      return Status::Ok();
     }
     case kEnum: {
       SLUICE_ASSIGN(v, r.Le(c.length));
-      if (v == 0) return json("");  // the error value of an invalid ENUM
+      if (v == 0) {
+        out.String("");  // the error value of an invalid ENUM
+        return Status::Ok();
+      }
       if (v > c.labels.size())
         return common::InvalidArgument(fmt::format(
             "ENUM index {} of {} labels (binlog_row_metadata=FULL?)", v, c.labels.size()));
-      return json(c.labels[v - 1]);
+      out.String(c.labels[v - 1]);
+      return Status::Ok();
     }
     case kSet: {
       SLUICE_ASSIGN(v, r.Le(c.length));
-      std::string out;
+      std::string text;
       for (std::size_t i = 0; i < 64 && i < c.labels.size(); ++i) {
         if (!((v >> i) & 1)) continue;
-        if (!out.empty()) out += ',';
-        out += c.labels[i];
+        if (!text.empty()) text += ',';
+        text += c.labels[i];
       }
-      return json(std::move(out));
+      out.String(text);
+      return Status::Ok();
     }
     case kString: {
       SLUICE_ASSIGN(n, r.Le(c.length > 255 ? 2 : 1));
@@ -412,15 +493,18 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
         // BINARY(n) is stored without its trailing zero padding.
         std::string padded(bytes);
         padded.resize(c.length, '\0');
-        return json(common::Base64Encode(padded));
+        out.String(common::Base64Encode(padded));
+        return Status::Ok();
       }
-      return Text(c, bytes);
+      Text(c, bytes, out);
+      return Status::Ok();
     }
     case kVarchar:
     case kVarString: {
       SLUICE_ASSIGN(n, r.Le(c.length > 255 ? 2 : 1));
       SLUICE_ASSIGN(bytes, r.Take(n));
-      return Text(c, bytes);
+      Text(c, bytes, out);
+      return Status::Ok();
     }
     case kBlob:
     case kTinyBlob:
@@ -431,8 +515,12 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
         return common::InvalidArgument(fmt::format("BLOB length prefix of {} bytes", c.length));
       SLUICE_ASSIGN(n, r.Le(c.length));
       SLUICE_ASSIGN(bytes, r.Take(n));
-      if (c.type == kGeometry) return json(common::Base64Encode(bytes));
-      return Text(c, bytes);
+      if (c.type == kGeometry) {
+        out.String(common::Base64Encode(bytes));
+        return Status::Ok();
+      }
+      Text(c, bytes, out);
+      return Status::Ok();
     }
     case kJson:
       return common::FailedPrecondition(
@@ -443,26 +531,66 @@ Result<json> Value(const ColumnInfo& c, Reader& r) {
   }
 }
 
-Result<RowImage> Image(const TableMap& map, std::string_view present, Reader& r) {
+// Reads one row image: its null bitmap, then each present column's value,
+// handed to `put(column, is_null)` (which reads it from `r` unless null).
+template <class Put>
+Status ReadImage(const TableMap& map, std::string_view present, Reader& r, Put&& put) {
   std::size_t n = map.columns.size();
   std::size_t count = 0;
   for (std::size_t i = 0; i < n; ++i) count += BitLsb(present, i);
   SLUICE_ASSIGN(nulls, r.Take((count + 7) / 8));
-  RowImage image(n);
   std::size_t j = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (!BitLsb(present, i)) continue;
-    if (BitLsb(nulls, j++)) {
-      image[i] = json(nullptr);
-      continue;
-    }
-    auto v = Value(map.columns[i], r);
-    if (!v.ok())
-      return Status(v.status().code(), fmt::format("{}.{}.{}: {}", map.database, map.table,
-                                                   map.columns[i].name, v.status().message()));
-    image[i] = std::move(*v);
+    Status st = put(i, BitLsb(nulls, j++));
+    if (!st.ok())
+      return Status(st.code(), fmt::format("{}.{}.{}: {}", map.database, map.table,
+                                           map.columns[i].name, st.message()));
   }
+  return Status::Ok();
+}
+
+Result<RowImage> Image(const TableMap& map, std::string_view present, Reader& r) {
+  RowImage image(map.columns.size());
+  SLUICE_RETURN_IF_ERROR(ReadImage(map, present, r, [&](std::size_t i, bool is_null) {
+    JsonTree out(image[i].emplace());
+    if (is_null) {
+      out.Null();
+      return Status::Ok();
+    }
+    return Value(map.columns[i], r, out);
+  }));
   return image;
+}
+
+// What every rows event must satisfy before its rows are read.
+Status CheckRowsEvent(const TableMap& map, std::uint32_t column_count, std::string_view present,
+                      std::string_view present_after) {
+  if (column_count != map.columns.size())
+    return common::InvalidArgument(
+        fmt::format("rows event for {}.{} has {} columns, its table map {}", map.database,
+                    map.table, column_count, map.columns.size()));
+  const std::size_t bitmap_len = (column_count + 7) / 8;
+  if (present.size() < bitmap_len || present_after.size() < bitmap_len)
+    return common::InvalidArgument(fmt::format(
+        "rows event for {}.{}: a column bitmap of {} bytes for {} columns", map.database, map.table,
+        std::min(present.size(), present_after.size()), column_count));
+  return Status::Ok();
+}
+
+// Calls `read_row()` until the event's bytes are used up.
+template <class ReadRow>
+Status ForEachRow(const TableMap& map, Reader& r, ReadRow&& read_row) {
+  while (!r.empty()) {
+    // A row of no bytes (no column present) would never end the event.
+    const std::size_t left = r.left();
+    SLUICE_RETURN_IF_ERROR(read_row());
+    if (r.left() == left)
+      return common::InvalidArgument(
+          fmt::format("rows event for {}.{}: a row image of no bytes (no column present)",
+                      map.database, map.table));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -619,25 +747,16 @@ Result<std::vector<RowChange>> DecodeRows(const TableMap& map, RowsKind kind,
                                           std::uint32_t column_count, std::string_view present,
                                           std::string_view present_after, std::string_view row_data,
                                           bool after_bitmap_in_data) {
-  if (column_count != map.columns.size())
-    return common::InvalidArgument(
-        fmt::format("rows event for {}.{} has {} columns, its table map {}", map.database,
-                    map.table, column_count, map.columns.size()));
   Reader r(row_data);
-  if (kind == RowsKind::kUpdate && after_bitmap_in_data) {
+  if (kind == RowsKind::kUpdate && after_bitmap_in_data && column_count == map.columns.size()) {
     SLUICE_ASSIGN(bitmap, r.Take((column_count + 7) / 8));
     present_after = bitmap;
   }
-  if (present_after.empty()) present_after = present;
-  const std::size_t bitmap_len = (column_count + 7) / 8;
-  if (present.size() < bitmap_len || present_after.size() < bitmap_len)
-    return common::InvalidArgument(fmt::format(
-        "rows event for {}.{}: a column bitmap of {} bytes for {} columns", map.database, map.table,
-        std::min(present.size(), present_after.size()), column_count));
+  // Only an update has a second image with a bitmap of its own.
+  if (present_after.empty() || kind != RowsKind::kUpdate) present_after = present;
+  SLUICE_RETURN_IF_ERROR(CheckRowsEvent(map, column_count, present, present_after));
   std::vector<RowChange> rows;
-  while (!r.empty()) {
-    // A row of no bytes (no column present) would never end the event.
-    const std::size_t left = r.left();
+  SLUICE_RETURN_IF_ERROR(ForEachRow(map, r, [&]() -> Status {
     RowChange row;
     if (kind == RowsKind::kWrite) {
       SLUICE_ASSIGN(after, Image(map, present, r));
@@ -651,13 +770,38 @@ Result<std::vector<RowChange>> DecodeRows(const TableMap& map, RowsKind kind,
       row.before = std::move(before);
       row.after = std::move(after);
     }
-    if (r.left() == left)
-      return common::InvalidArgument(
-          fmt::format("rows event for {}.{}: a row image of no bytes (no column present)",
-                      map.database, map.table));
     rows.push_back(std::move(row));
-  }
+    return Status::Ok();
+  }));
   return rows;
+}
+
+Status DecodeWriteRowsAsText(const TableMap& map, std::uint32_t column_count,
+                             std::string_view present, std::string_view row_data, TextRows& out) {
+  out.values.clear();
+  out.cells.clear();
+  out.columns = map.columns.size();
+  SLUICE_RETURN_IF_ERROR(CheckRowsEvent(map, column_count, present, present));
+  Reader r(row_data);
+  return ForEachRow(map, r, [&]() -> Status {
+    const std::size_t row = out.cells.size();
+    out.cells.resize(row + out.columns);
+    return ReadImage(map, present, r, [&](std::size_t i, bool is_null) {
+      TextCell& cell = out.cells[row + i];
+      cell.present = true;
+      cell.from = out.values.size();
+      JsonText text(out.values);
+      Status st = Status::Ok();
+      if (is_null) {
+        text.Null();
+      } else {
+        st = Value(map.columns[i], r, text);  // a zero date is null too
+      }
+      cell.size = out.values.size() - cell.from;
+      cell.null = out.values.compare(cell.from, cell.size, "null") == 0;
+      return st;
+    });
+  });
 }
 
 std::string PostgresTypeName(const ColumnInfo& c) {

@@ -109,6 +109,33 @@ common::Result<std::vector<RowChange>> DecodeRows(
     const TableMap& map, RowsKind kind, std::uint32_t column_count, std::string_view present,
     std::string_view present_after, std::string_view row_data, bool after_bitmap_in_data = false);
 
+// The rows of a WRITE_ROWS event as JSON text, for a source that sends an
+// insert's image as text: each value spelt exactly as the dump of DecodeRows'
+// value would spell it, without building it. `values` holds them all;
+// `cells` has one per row and table column, row after row.
+struct TextCell {
+  std::size_t from = 0, size = 0;  // the value's text in TextRows::values
+  bool present = false;            // in the event's column bitmap
+  bool null = false;               // NULL, or a value that maps to it (a zero date)
+};
+struct TextRows {
+  std::string values;
+  std::vector<TextCell> cells;
+  std::size_t columns = 0;
+
+  std::size_t rows() const { return columns ? cells.size() / columns : 0; }
+  const TextCell& cell(std::size_t row, std::size_t column) const {
+    return cells[row * columns + column];
+  }
+  std::string_view text(const TextCell& c) const {
+    return std::string_view(values).substr(c.from, c.size);
+  }
+};
+// Reuses `out`'s buffers; an error leaves it partly filled.
+common::Status DecodeWriteRowsAsText(const TableMap& map, std::uint32_t column_count,
+                                     std::string_view present, std::string_view row_data,
+                                     TextRows& out);
+
 // The PostgreSQL type name (pg_type.typname) a column maps to: what the
 // envelope's `columns` carry and the PostgreSQL target creates.
 std::string PostgresTypeName(const ColumnInfo& column);

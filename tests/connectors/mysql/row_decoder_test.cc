@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "connectors/mysql/binlog_position.h"
 
 namespace sluice::connectors::mysql {
@@ -62,6 +64,60 @@ TEST(MysqlRowDecoder, TruncatedRowIsAnErrorNotACrash) {
   ASSERT_TRUE(map.ok());
   auto rows = DecodeRows(*map, RowsKind::kWrite, 1, Bytes({1}), "", Bytes({0, 1, 2}));
   EXPECT_FALSE(rows.ok());
+}
+
+// An insert decoded straight into text (DecodeWriteRowsAsText) spells each
+// value as the dump of its decoded tree: doubles in nlohmann's shortest
+// form (1.0, -0.0, 1e+21), integers at their limits, escapes, a zero date.
+TEST(MysqlRowDecoder, InsertTextIsTheTreesDump) {
+  auto le = [](std::uint64_t v, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    return s;
+  };
+  auto dbl = [&](double d) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &d, sizeof d);
+    return le(bits, 8);
+  };
+  // DOUBLE, BIGINT, BIGINT UNSIGNED, VARCHAR(255 bytes), DATE.
+  const std::string types = Bytes({kDouble, kLongLong, kLongLong, kVarchar, kDate});
+  const std::string metadata = Bytes({8, 255, 0});  // DOUBLE: 8 bytes; VARCHAR: 255
+  const std::string unsigned_third = Bytes({1, 1, 0x20});
+  auto map = ParseTableMap(7, "db", "t", types, metadata, Bytes({0x1f}), unsigned_third);
+  ASSERT_TRUE(map.ok()) << map.status().message();
+  std::string rows;
+  auto row = [&](double d, std::int64_t s, std::uint64_t u, const std::string& text,
+                 std::uint32_t date) {
+    rows += Bytes({0});  // no NULLs
+    rows += dbl(d) + le(static_cast<std::uint64_t>(s), 8) + le(u, 8);
+    rows += std::string(1, static_cast<char>(text.size())) + text + le(date, 3);
+  };
+  row(1.0, INT64_MIN, UINT64_MAX, "quote \" back\\ tab\t \x01 \xff", 0);
+  row(-0.0, INT64_MAX, 0, "caf\xc3\xa9 \xf0\x9f\x98\x80", (2026 << 9) | (12 << 5) | 7);
+  row(1e21, -1, 1, "", (1 << 9) | (1 << 5) | 1);
+  row(5e-324, 0, 42, "0.1", 0);
+  row(0.1, 7, 7, "null", 0);
+  auto trees = DecodeRows(*map, RowsKind::kWrite, 5, Bytes({0x1f}), "", rows);
+  ASSERT_TRUE(trees.ok()) << trees.status().message();
+  TextRows text;
+  ASSERT_TRUE(DecodeWriteRowsAsText(*map, 5, Bytes({0x1f}), rows, text).ok());
+  ASSERT_EQ(text.rows(), trees->size());
+  ASSERT_EQ(text.rows(), 5u);
+  for (std::size_t r = 0; r < trees->size(); ++r) {
+    for (std::size_t c = 0; c < 5; ++c) {
+      const json& tree = *(*trees)[r].after[c];
+      EXPECT_EQ(text.text(text.cell(r, c)),
+                tree.dump(-1, ' ', false, json::error_handler_t::replace))
+          << "row " << r << " column " << c;
+      EXPECT_EQ(text.cell(r, c).null, tree.is_null()) << "row " << r << " column " << c;
+    }
+  }
+  EXPECT_EQ(text.text(text.cell(0, 0)), "1.0");
+  EXPECT_EQ(text.text(text.cell(1, 0)), "-0.0");
+  EXPECT_EQ(text.text(text.cell(0, 2)), "18446744073709551615");
+  EXPECT_TRUE(text.cell(0, 4).null);  // the zero date
+  EXPECT_EQ(text.text(text.cell(4, 3)), "\"null\"");
 }
 
 TEST(MysqlBinlogPosition, LsnOrderIsPositionOrder) {

@@ -74,8 +74,39 @@ inline std::vector<RowsInput> DecodeRowsInputs(std::string_view bytes) {
   return out;
 }
 
+// A write's or a delete's rows (one image each) decoded as insert text must
+// spell every value as the tree's dump does, and be refused exactly when the
+// trees are: Internal (a bug) otherwise.
+inline common::Status CompareTextWithTrees(const TableMap& map, const RowsInput& in, bool write,
+                                           const common::Result<std::vector<RowChange>>& trees) {
+  TextRows text;
+  auto st = DecodeWriteRowsAsText(map, in.column_count, in.parts[4], in.parts[6], text);
+  if (st.ok() != trees.ok())
+    return common::Internal("text path " + std::string(st.ok() ? "took" : "refused") +
+                            " what the tree path " + (trees.ok() ? "took" : "refused") + ": " +
+                            (st.ok() ? trees.status().message() : st.message()));
+  if (!st.ok()) return common::Status::Ok();
+  if (text.rows() != trees->size()) return common::Internal("text and tree row counts differ");
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  for (std::size_t r = 0; r < trees->size(); ++r) {
+    const RowImage& image = write ? (*trees)[r].after : (*trees)[r].before;
+    for (std::size_t i = 0; i < image.size(); ++i) {
+      const TextCell& cell = text.cell(r, i);
+      if (cell.present != image[i].has_value())
+        return common::Internal("text and tree disagree on a column's presence");
+      if (!cell.present) continue;
+      std::string tree = image[i]->dump(-1, ' ', false, kReplace);
+      if (text.text(cell) != tree || cell.null != image[i]->is_null())
+        return common::Internal("column " + map.columns[i].name + ": text " +
+                                std::string(text.text(cell)) + ", tree " + tree);
+    }
+  }
+  return common::Status::Ok();
+}
+
 // Decodes one input as the source does (table map, then its rows) and
-// serialises every value as the sink would. An error is a Status; anything
+// serialises every value as the sink would, both ways for one-image rows.
+// An error is a Status (Internal: the two ways disagree, a bug); anything
 // else (a crash, an exception, a sanitizer report) is a bug.
 inline common::Status DecodeRowsInput(const RowsInput& in, std::size_t* rows_out = nullptr) {
   const auto& p = in.parts;
@@ -85,6 +116,8 @@ inline common::Status DecodeRowsInput(const RowsInput& in, std::size_t* rows_out
                   : in.kind % 3 == 1 ? RowsKind::kUpdate
                                      : RowsKind::kDelete;
   auto rows = DecodeRows(*map, kind, in.column_count, p[4], p[5], p[6], in.after_in_data);
+  if (kind != RowsKind::kUpdate)
+    SLUICE_RETURN_IF_ERROR(CompareTextWithTrees(*map, in, kind == RowsKind::kWrite, rows));
   if (!rows.ok()) return rows.status();
   constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
   for (const auto& row : *rows)
