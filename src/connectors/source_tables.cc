@@ -40,9 +40,11 @@ common::Result<std::vector<ListedTable>> ListMysqlTables(const mysql::MysqlEndpo
           ? "t.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
           : "t.TABLE_SCHEMA = " + (*conn)->Quote(database);
   auto rows = (*conn)->Query(fmt::format(
+      // STATISTICS, not TABLE_CONSTRAINTS: MariaDB shows a user with only
+      // SELECT on the tables no constraints, so every table read as keyless.
       "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, EXISTS (SELECT 1 FROM "
-      "information_schema.TABLE_CONSTRAINTS k WHERE k.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
-      "k.TABLE_NAME = t.TABLE_NAME AND k.CONSTRAINT_TYPE = 'PRIMARY KEY') FROM "
+      "information_schema.STATISTICS k WHERE k.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
+      "k.TABLE_NAME = t.TABLE_NAME AND k.INDEX_NAME = 'PRIMARY') FROM "
       "information_schema.TABLES t WHERE t.TABLE_TYPE = 'BASE TABLE' AND {} ORDER BY 1, 2",
       where));
   if (!rows.ok()) return rows.status();

@@ -5,6 +5,8 @@
 // echoed. A backfill of such a table names its item by database too.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <pqxx/pqxx>
 
 #include "api/api_harness.h"
@@ -63,6 +65,27 @@ TEST_F(MysqlTablesApi, ListsTheDatabasesTablesNamedByDatabaseWithTheirPrimaryKey
     want.push_back(
         {{"name", db + "." + table}, {"schema", db}, {"table", table}, {"has_primary_key", key}});
   EXPECT_EQ(r.body["items"], want) << r.body.dump(2);
+}
+
+// The README's grants only (found from outside: MariaDB shows such a user
+// no TABLE_CONSTRAINTS, so every table was listed as keyless).
+TEST_F(MysqlTablesApi, AUserWithOnlyTheDocumentedGrantsSeesThePrimaryKeys) {
+  MariaSql(TestMariaDb(),
+           "DROP USER IF EXISTS 'tables_reader'@'%'; "
+           "CREATE USER 'tables_reader'@'%' IDENTIFIED BY 'reader-pw'; "
+           "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'tables_reader'@'%'; "
+           "GRANT SELECT ON `" +
+               maria_.name() + "`.* TO 'tables_reader'@'%'");
+  auto r =
+      Tables(Connector(team_, "reader", {{"user", "tables_reader"}, {"password", "reader-pw"}}));
+  ASSERT_EQ(r.status, 200) << r.raw;
+  std::map<std::string, bool> keyed;
+  for (const auto& t : r.body["items"]) keyed[t["table"]] = t["has_primary_key"];
+  EXPECT_EQ(
+      keyed,
+      (std::map<std::string, bool>{
+          {"back`tick.dot", true}, {"keyed é", true}, {"loose", false}, {"unique_only", false}}))
+      << r.body.dump(2);
 }
 
 TEST_F(MysqlTablesApi, AnotherTeamsMemberGetsNotFound) {
