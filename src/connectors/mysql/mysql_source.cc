@@ -181,13 +181,16 @@ MysqlSource::~MysqlSource() {
   sink_->SetAckCallback(nullptr);
 }
 
-Result<std::set<std::string>> MysqlSource::JsonColumns(const std::string& table) {
-  auto it = json_columns_.find(table);
-  if (it != json_columns_.end()) return it->second;
-  auto out = MariadbJsonColumns(*catalog_, options_.database, table);
-  if (!out.ok()) return out.status();
-  json_columns_[table] = *out;
-  return out;
+Result<MysqlSource::ColumnFacts> MysqlSource::Facts(const std::string& table) {
+  auto it = column_facts_.find(table);
+  if (it != column_facts_.end()) return it->second;
+  auto json_columns = MariadbJsonColumns(*catalog_, options_.database, table);
+  if (!json_columns.ok()) return json_columns.status();
+  auto is_unsigned = MariadbGeneratedTableUnsigned(*catalog_, options_.database, table);
+  if (!is_unsigned.ok()) return is_unsigned.status();
+  ColumnFacts facts{std::move(*json_columns), std::move(*is_unsigned)};
+  column_facts_[table] = facts;
+  return facts;
 }
 
 Status MysqlSource::Announce(TableSchema& schema) {
@@ -574,11 +577,13 @@ Status MysqlSource::OnTableMap(st_mariadb_rpl_event* ev) {
     return common::FailedPrecondition(
         fmt::format("the table map of {}.{} names no columns: set binlog_row_metadata = FULL",
                     database, table));
-  auto json_cols = JsonColumns(table);
-  if (!json_cols.ok()) return json_cols.status();
+  auto facts = Facts(table);
+  if (!facts.ok()) return facts.status();
   bool any_key = false;
   for (auto& c : map->columns) {
-    c.json = json_cols->count(c.name) > 0 && (c.type == kBlob || c.type == kLongBlob);
+    c.json = facts->json.count(c.name) > 0 && (c.type == kBlob || c.type == kLongBlob);
+    if (auto it = facts->is_unsigned.find(c.name); it != facts->is_unsigned.end())
+      c.is_unsigned = it->second;
     any_key = any_key || c.key;
   }
   entry.schema.table = {database, table};
@@ -791,8 +796,8 @@ Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
   if (head.rfind("COMMIT", 0) == 0 || head.rfind("ROLLBACK", 0) == 0) return EndGroup(end);
   // DDL: table maps after it carry the new columns (binlog_row_metadata =
   // FULL names them), so rows are decoded with the schema in force at their
-  // position; JSON checks are read again.
-  json_columns_.clear();
+  // position; JSON checks and virtual columns are read again.
+  column_facts_.clear();
   std::string db(ev->event.query.database.str, ev->event.query.database.length);
   if (auto table = TruncatedTable(statement, db);
       table && table->schema == options_.database && chosen_.count(table->name)) {

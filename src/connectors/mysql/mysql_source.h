@@ -160,7 +160,13 @@ class MysqlSource {
   common::Status SendIfCaughtUp();
   common::Status Announce(TableSchema& schema);
   void ReportPosition();
-  common::Result<std::set<std::string>> JsonColumns(const std::string& table);
+  // What the table map does not say right, from information_schema (the
+  // current schema), cached per table until the next DDL.
+  struct ColumnFacts {
+    std::set<std::string> json;               // MariaDB JSON (a LONGTEXT)
+    std::map<std::string, bool> is_unsigned;  // a table with generated columns
+  };
+  common::Result<ColumnFacts> Facts(const std::string& table);
 
   MysqlSourceOptions options_;
   ChangeSink* sink_;
@@ -173,7 +179,7 @@ class MysqlSource {
 
   std::map<std::uint64_t, Table> tables_;  // by binlog table id
   std::map<TableId, TableSchema> schemas_;
-  std::map<std::string, std::set<std::string>> json_columns_;  // by table name
+  std::map<std::string, ColumnFacts> column_facts_;  // by table name
 
   std::string file_;  // current binlog file
   // The stream was opened by GTID (@slave_connect_state), not file:pos.

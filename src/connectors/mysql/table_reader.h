@@ -5,6 +5,7 @@
 // row read either way reaches the targets as the stream's would.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -32,6 +33,14 @@ struct MysqlTableShape {
 common::Result<std::set<std::string>> MariadbJsonColumns(MysqlConnection& conn,
                                                          const std::string& database,
                                                          const std::string& table);
+
+// Which integer columns are UNSIGNED, for a table with generated columns:
+// MariaDB 10.11's table map then misplaces its signedness bits (a signed
+// VIRTUAL or STORED column read as unsigned, -206 as 4294967090, and an
+// unsigned one as signed), so such a table's are read from
+// information_schema (its current schema). Empty for any other table.
+common::Result<std::map<std::string, bool>> MariadbGeneratedTableUnsigned(
+    MysqlConnection& conn, const std::string& database, const std::string& table);
 
 // How select_list reads a column whose SQL is `sql`: a BIT as its string of
 // bits; a FLOAT widened to DOUBLE, whose text is exact (a FLOAT's own text
