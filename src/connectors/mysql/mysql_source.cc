@@ -193,6 +193,23 @@ Result<MysqlSource::ColumnFacts> MysqlSource::Facts(const std::string& table) {
   return facts;
 }
 
+Result<std::string> MysqlSource::CharsetOf(std::uint32_t collation) {
+  if (charsets_.empty()) {
+    // MariaDB 10.10+ also lists collations without an id of their own.
+    auto rows = catalog_->Query(
+        "SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL");
+    if (!rows.ok()) return rows.status();
+    for (const auto& r : *rows) {
+      std::string id = TextOrEmpty(r, 0);
+      std::uint32_t n = 0;
+      auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+      if (ec == std::errc() && end == id.data() + id.size()) charsets_[n] = TextOrEmpty(r, 1);
+    }
+  }
+  auto it = charsets_.find(collation);
+  return it == charsets_.end() ? std::string() : it->second;
+}
+
 Status MysqlSource::Announce(TableSchema& schema) {
   auto known = schemas_.find(schema.table);
   if (known != schemas_.end() && known->second.SameShape(schema)) {
@@ -584,6 +601,19 @@ Status MysqlSource::OnTableMap(st_mariadb_rpl_event* ev) {
     c.json = facts->json.count(c.name) > 0 && (c.type == kBlob || c.type == kLongBlob);
     if (auto it = facts->is_unsigned.find(c.name); it != facts->is_unsigned.end())
       c.is_unsigned = it->second;
+    // Characters are read as UTF-8 (utf8mb4, utf8mb3, ascii) or latin1;
+    // any other set would be published as garbage, so the table stops here.
+    if (HoldsCharacters(c) && c.collation != 0) {
+      auto charset = CharsetOf(c.collation);
+      if (!charset.ok()) return charset.status();
+      static const std::set<std::string> kRead = {"utf8mb4", "utf8mb3", "utf8", "ascii", "latin1"};
+      if (!charset->empty() && !kRead.count(*charset))
+        return common::FailedPrecondition(fmt::format(
+            "column {}.{}.{} is in character set {}, which the mysql source does not read "
+            "(utf8mb4, utf8mb3, ascii and latin1 are): convert it (ALTER TABLE ... MODIFY ... "
+            "CHARACTER SET utf8mb4) or leave the table out, then restart the connector",
+            database, table, c.name, *charset));
+    }
     any_key = any_key || c.key;
   }
   entry.schema.table = {database, table};

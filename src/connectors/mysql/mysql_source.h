@@ -167,6 +167,10 @@ class MysqlSource {
     std::map<std::string, bool> is_unsigned;  // a table with generated columns
   };
   common::Result<ColumnFacts> Facts(const std::string& table);
+  // The character set of a collation id (information_schema.COLLATIONS,
+  // read once); empty when the server does not know it.
+  common::Result<std::string> CharsetOf(std::uint32_t collation);
+  std::map<std::uint32_t, std::string> charsets_;
 
   MysqlSourceOptions options_;
   ChangeSink* sink_;

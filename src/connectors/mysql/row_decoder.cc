@@ -859,4 +859,8 @@ std::string PostgresTypeName(const ColumnInfo& c) {
 
 bool CarriedAsText(const ColumnInfo& c) { return c.json || c.type == kJson; }
 
+bool HoldsCharacters(const ColumnInfo& c) {
+  return IsCharacter(c.type) && c.type != kGeometry && !c.binary();
+}
+
 }  // namespace sluice::connectors::mysql

@@ -141,5 +141,7 @@ common::Status DecodeWriteRowsAsText(const TableMap& map, std::uint32_t column_c
 std::string PostgresTypeName(const ColumnInfo& column);
 // Whether values of the column travel as their text (the envelope's as_text).
 bool CarriedAsText(const ColumnInfo& column);
+// Whether the column holds characters in its character set (not bytes).
+bool HoldsCharacters(const ColumnInfo& column);
 
 }  // namespace sluice::connectors::mysql

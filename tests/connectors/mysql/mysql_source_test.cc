@@ -432,6 +432,37 @@ TEST(MysqlSource, IntegersOfATableWithGeneratedColumnsKeepTheirSign) {
   EXPECT_EQ(types["gu"], "int8");  // INT UNSIGNED is widened
 }
 
+// Characters in a set the decoder does not read (found from outside:
+// cp1251, sjis and gbk arrived as U+FFFD, utf16 as bytes a target refused):
+// the source stops naming the column instead of publishing garbage; utf8mb3
+// and latin1 are read.
+TEST(MysqlSource, ACharacterSetItCannotReadStopsTheSourceNamingTheColumn) {
+  TestMariaDatabase db;
+  db.Sql(
+      "CREATE TABLE ok (id INT PRIMARY KEY, u3 VARCHAR(20) CHARACTER SET utf8mb3, "
+      "l1 VARCHAR(20) CHARACTER SET latin1); "
+      "CREATE TABLE cyr (id INT PRIMARY KEY, c VARCHAR(20) CHARACTER SET cp1251)");
+  auto options = Options(db, {"ok", "cyr"});
+  options.snapshot = false;
+  MemorySink sink;
+  MysqlSource source(options, &sink);
+  ASSERT_TRUE(source.Start().ok());
+  db.Sql("INSERT INTO ok VALUES (1, 'é ü', 'café')");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 1; }));
+  EXPECT_EQ(sink.events[0].after["u3"], "é ü");
+  EXPECT_EQ(sink.events[0].after["l1"], "café");
+  db.Sql("INSERT INTO cyr VALUES (1, 'Привет')");
+  common::Status st;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (st.ok() && std::chrono::steady_clock::now() < deadline)
+    st = source.Poll(std::chrono::milliseconds(100));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find(".cyr.c is in character set cp1251"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(sink.events.size(), 1u);
+}
+
 // Streams one insert through a source and returns the position it
 // confirmed after it (acknowledged by the sink).
 BinlogPosition PositionAfterOneInsert(TestMariaDatabase& db, MysqlSourceOptions options) {
