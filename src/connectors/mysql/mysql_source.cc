@@ -934,6 +934,10 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
       event_ = nullptr;  // freed by the failed fetch
       std::string why = mysql_error(stream_conn_->handle());
       if (why.empty()) why = mariadb_rpl_error(rpl_);
+      // A server shut down mid-stream leaves both empty (found from outside).
+      if (why.empty())
+        why = fmt::format("the server closed the replication connection (error {})",
+                          mysql_errno(stream_conn_->handle()));
       // ER_MASTER_FATAL_ERROR_READING_BINLOG: the server cannot serve our
       // position (purged, or past a binlog's end): retrying will not help.
       if (mysql_errno(stream_conn_->handle()) == 1236)
