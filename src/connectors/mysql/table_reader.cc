@@ -183,25 +183,16 @@ Result<std::map<std::string, bool>> MariadbGeneratedTableUnsigned(MysqlConnectio
                                                                   const std::string& database,
                                                                   const std::string& table) {
   auto rows = conn.Query(fmt::format(
-      "SELECT COLUMN_NAME, COLUMN_TYPE LIKE '%unsigned%', EXTRA LIKE '%GENERATED%' FROM "
-      "information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND DATA_TYPE IN "
-      "('tinyint', 'smallint', 'mediumint', 'int', 'bigint')",
+      "SELECT COLUMN_NAME, DATA_TYPE IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint'), "
+      "COLUMN_TYPE LIKE '%unsigned%', EXTRA LIKE '%GENERATED%' FROM information_schema.COLUMNS "
+      "WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
       conn.Quote(database), conn.Quote(table)));
   if (!rows.ok()) return rows.status();
   std::map<std::string, bool> is_unsigned;
   bool generated = false;
   for (const auto& r : *rows) {
-    is_unsigned[TextOrEmpty(r, 0)] = TextOrEmpty(r, 1) == "1";
-    generated = generated || TextOrEmpty(r, 2) == "1";
-  }
-  if (!generated) {
-    // Generated columns of other types misplace the bits too.
-    auto any = conn.Query(fmt::format(
-        "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} "
-        "AND EXTRA LIKE '%GENERATED%' LIMIT 1",
-        conn.Quote(database), conn.Quote(table)));
-    if (!any.ok()) return any.status();
-    generated = !any->empty();
+    if (TextOrEmpty(r, 1) == "1") is_unsigned[TextOrEmpty(r, 0)] = TextOrEmpty(r, 2) == "1";
+    generated = generated || TextOrEmpty(r, 3) == "1";
   }
   if (!generated) is_unsigned.clear();
   return is_unsigned;

@@ -351,6 +351,27 @@ TEST(MysqlSource, HavingReadAllThatWasCommittedTheSourceTellsItsSinkToSendNow) {
   EXPECT_EQ(sink.caught_up_after.back(), 3u);
 }
 
+// A source of `tables` started without a snapshot, streaming into `sink`;
+// null (with the failure reported) when it does not start.
+std::unique_ptr<MysqlSource> StartStreaming(const TestMariaDatabase& db,
+                                            std::vector<std::string> tables, MemorySink& sink) {
+  auto options = Options(db, std::move(tables));
+  options.snapshot = false;
+  auto source = std::make_unique<MysqlSource>(options, &sink);
+  auto st = source->Start();
+  EXPECT_TRUE(st.ok()) << st.message();
+  return st.ok() ? std::move(source) : nullptr;
+}
+
+// Polls until the source fails (or 20 s pass); the failure.
+common::Status PollUntilError(MysqlSource& source) {
+  common::Status st;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (st.ok() && std::chrono::steady_clock::now() < deadline)
+    st = source.Poll(std::chrono::milliseconds(100));
+  return st;
+}
+
 // The README's grants are enough to stream (found from outside: listing the
 // replicas needs REPLICATION MASTER ADMIN on MariaDB 10.5+, and the start
 // failed and restarted forever without it).
@@ -381,18 +402,14 @@ TEST(MysqlSource, StreamsWithOnlyTheDocumentedGrants) {
 TEST(MysqlSource, APartialRowImageStopsTheSourceWithWhatToSet) {
   TestMariaDatabase db;
   db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), w INT)");
-  auto options = Options(db, {"t"});
-  options.snapshot = false;
   MemorySink sink;
-  MysqlSource source(options, &sink);
-  ASSERT_TRUE(source.Start().ok());
+  auto source_ptr = StartStreaming(db, {"t"}, sink);
+  ASSERT_TRUE(source_ptr);
+  MysqlSource& source = *source_ptr;
   db.Sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)");
   ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 2; }));
   db.Sql("SET SESSION binlog_row_image = 'MINIMAL'; UPDATE t SET w = 3 WHERE id = 1");
-  common::Status st;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (st.ok() && std::chrono::steady_clock::now() < deadline)
-    st = source.Poll(std::chrono::milliseconds(100));
+  common::Status st = PollUntilError(source);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), common::Code::kFailedPrecondition);
   EXPECT_NE(st.message().find("partial row image"), std::string::npos) << st.message();
@@ -411,11 +428,10 @@ TEST(MysqlSource, IntegersOfATableWithGeneratedColumnsKeepTheirSign) {
       "y YEAR, gen INT AS (id * 2) VIRTUAL, gneg BIGINT AS (-n) VIRTUAL, "
       "gu INT UNSIGNED AS (abs(id)) VIRTUAL, gs INT AS (id * 3) STORED, "
       "inv INT INVISIBLE DEFAULT -7)");
-  auto options = Options(db, {"t"});
-  options.snapshot = false;
   MemorySink sink;
-  MysqlSource source(options, &sink);
-  ASSERT_TRUE(source.Start().ok());
+  auto source_ptr = StartStreaming(db, {"t"}, sink);
+  ASSERT_TRUE(source_ptr);
+  MysqlSource& source = *source_ptr;
   db.Sql("INSERT INTO t (id, n) VALUES (-103, 100001), (7, -5)");
   ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 2; }));
   const auto& first = sink.events[0].after;
@@ -442,20 +458,16 @@ TEST(MysqlSource, ACharacterSetItCannotReadStopsTheSourceNamingTheColumn) {
       "CREATE TABLE ok (id INT PRIMARY KEY, u3 VARCHAR(20) CHARACTER SET utf8mb3, "
       "l1 VARCHAR(20) CHARACTER SET latin1); "
       "CREATE TABLE cyr (id INT PRIMARY KEY, c VARCHAR(20) CHARACTER SET cp1251)");
-  auto options = Options(db, {"ok", "cyr"});
-  options.snapshot = false;
   MemorySink sink;
-  MysqlSource source(options, &sink);
-  ASSERT_TRUE(source.Start().ok());
+  auto source_ptr = StartStreaming(db, {"ok", "cyr"}, sink);
+  ASSERT_TRUE(source_ptr);
+  MysqlSource& source = *source_ptr;
   db.Sql("INSERT INTO ok VALUES (1, 'é ü', 'café')");
   ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 1; }));
   EXPECT_EQ(sink.events[0].after["u3"], "é ü");
   EXPECT_EQ(sink.events[0].after["l1"], "café");
   db.Sql("INSERT INTO cyr VALUES (1, 'Привет')");
-  common::Status st;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (st.ok() && std::chrono::steady_clock::now() < deadline)
-    st = source.Poll(std::chrono::milliseconds(100));
+  common::Status st = PollUntilError(source);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), common::Code::kFailedPrecondition);
   EXPECT_NE(st.message().find(".cyr.c is in character set cp1251"), std::string::npos)
