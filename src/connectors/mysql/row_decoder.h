@@ -116,7 +116,7 @@ common::Result<std::vector<RowChange>> DecodeRows(
 struct TextCell {
   std::size_t from = 0, size = 0;  // the value's text in TextRows::values
   bool present = false;            // in the event's column bitmap
-  bool null = false;               // NULL, or a value that maps to it (a zero date)
+  bool null = false;  // spelt null: NULL, or a value that maps to it (a zero date, NaN)
 };
 struct TextRows {
   std::string values;
