@@ -1,5 +1,7 @@
 #include "common/json_text.h"
 
+#include <cmath>
+
 #include <simdjson.h>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +30,16 @@ void AppendJsonString(std::string& out, std::string_view text) {
   }
   using nlohmann::json;
   out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void AppendJsonDouble(std::string& out, double value) {
+  if (!std::isfinite(value)) {
+    out += "null";
+    return;
+  }
+  char digits[64];
+  char* end = nlohmann::detail::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, static_cast<std::size_t>(end - digits));
 }
 
 }  // namespace sluice::common

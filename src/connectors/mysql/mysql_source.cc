@@ -657,13 +657,8 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   // later SET GLOBAL writes partial images (MINIMAL, NOBLOB): a row missing
   // columns cannot be applied as the source has it (an update without its
   // key would be refused or skipped, a delete miss its row), so stop here.
-  auto whole = [&](std::string_view bitmap) {
-    for (std::uint32_t i = 0; i < rows.column_count; ++i)
-      if (i / 8 >= bitmap.size() || !((static_cast<unsigned char>(bitmap[i / 8]) >> (i % 8)) & 1))
-        return false;
-    return true;
-  };
-  if (!whole(present) || (!present_after.empty() && !whole(present_after)))
+  if (!HasEveryColumn(present, rows.column_count) ||
+      (!present_after.empty() && !HasEveryColumn(present_after, rows.column_count)))
     return common::FailedPrecondition(fmt::format(
         "a row event for {}.{} at {} carries a partial row image: binlog_row_image is not FULL "
         "for the session that wrote it; set binlog_row_image = FULL (SET GLOBAL "

@@ -168,15 +168,7 @@ class JsonText {
   void Null() { out_ += "null"; }
   void Signed(std::int64_t v) { fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), v); }
   void Unsigned(std::uint64_t v) { fmt::format_to(std::back_inserter(out_), FMT_COMPILE("{}"), v); }
-  void Double(double v) {
-    if (!std::isfinite(v)) {
-      out_ += "null";  // as nlohmann dumps NaN and the infinities
-      return;
-    }
-    char digits[64];
-    char* end = nlohmann::detail::to_chars(digits, digits + sizeof digits, v);
-    out_.append(digits, static_cast<std::size_t>(end - digits));
-  }
+  void Double(double v) { common::AppendJsonDouble(out_, v); }
   void String(std::string_view v) { common::AppendJsonString(out_, v); }
   void Tree(json&& v) { out_ += v.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -858,6 +850,13 @@ std::string PostgresTypeName(const ColumnInfo& c) {
 }
 
 bool CarriedAsText(const ColumnInfo& c) { return c.json || c.type == kJson; }
+
+bool HasEveryColumn(std::string_view bitmap, std::uint32_t column_count) {
+  if (bitmap.size() < (column_count + 7) / 8) return false;
+  for (std::uint32_t i = 0; i < column_count; ++i)
+    if (!BitLsb(bitmap, i)) return false;
+  return true;
+}
 
 bool HoldsCharacters(const ColumnInfo& c) {
   return IsCharacter(c.type) && c.type != kGeometry && !c.binary();

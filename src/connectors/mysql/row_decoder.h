@@ -141,6 +141,9 @@ common::Status DecodeWriteRowsAsText(const TableMap& map, std::uint32_t column_c
 std::string PostgresTypeName(const ColumnInfo& column);
 // Whether values of the column travel as their text (the envelope's as_text).
 bool CarriedAsText(const ColumnInfo& column);
+// Whether a rows event's column bitmap has all `column_count` columns (a
+// FULL row image).
+bool HasEveryColumn(std::string_view bitmap, std::uint32_t column_count);
 // Whether the column holds characters in its character set (not bytes).
 bool HoldsCharacters(const ColumnInfo& column);
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "common/json_text.h"
 #include "common/padded_json.h"
 
 namespace sluice::connectors::targets {
@@ -91,11 +92,9 @@ bool AppendJsonValue(std::string& out, od::value v, ValueRule rule, od::json_typ
       } else {
         double d = 0;
         if (v.get_double().get(d) || !std::isfinite(d)) return false;
-        // nlohmann's spelling, as the tree path writes it (its dump of a
-        // finite double is this), without a tree and a serializer per value.
-        char digits[64];
-        char* end = nlohmann::detail::to_chars(digits, digits + sizeof digits, d);
-        out.append(digits, static_cast<std::size_t>(end - digits));
+        // nlohmann's spelling, as the tree path writes it, without a tree
+        // and a serializer per value.
+        common::AppendJsonDouble(out, d);
       }
       return true;
     }
