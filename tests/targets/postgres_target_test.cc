@@ -151,7 +151,8 @@ TEST(PostgresOutages, SqlStatesOfTheDatabasesStateAreOutagesAndDataErrorsAreRefu
   for (const char* outage : {"08006", "08001", "42501", "53100", "53200", "53300", "40001", "40P01",
                              "57P01", "57014", "58030", "25006", "55P03", "XX000", ""})
     EXPECT_TRUE(PostgresTarget::IsOutage(outage)) << outage;
-  for (const char* refusal : {"22001", "22P02", "23505", "23514", "23502", "42804", "P0001"})
+  for (const char* refusal :
+       {"22001", "22P02", "23505", "23514", "23502", "42804", "P0001", "54000"})
     EXPECT_FALSE(PostgresTarget::IsOutage(refusal)) << refusal;
 }
 
@@ -905,6 +906,43 @@ TEST_F(PostgresTargetTest, AWholeRowKeyTakesNullsAndMatchesThem) {
   EXPECT_EQ(Query("SELECT count(*) FROM history")[0][0].as<int>(), 1);
   EXPECT_STREQ(Query("SELECT tid || '/' || coalesce(filler, 'null') FROM history")[0][0].c_str(),
                "2/x");
+}
+
+// PostgreSQL refuses a NUL in text without naming the column; the refusal
+// names it (found from outside: MariaDB text may hold one).
+TEST_F(PostgresTargetTest, ARowRefusedForANulCharacterNamesTheColumn) {
+  auto nul = Upsert(1, std::string("a\0b", 3));
+  auto rejected = Apply({Upsert(2, "fine"), nul});
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].index, 1u);
+  EXPECT_NE(rejected[0].error.find("column name holds a NUL character"), std::string::npos)
+      << rejected[0].error;
+  EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1);
+}
+
+// A whole-row key's index entry holds the row: a value too long for a btree
+// entry (about 2.7 KB after compression) is that row's refusal, never an
+// outage retried forever, and the rows beside it land.
+TEST_F(PostgresTargetTest, ARowTooLongForAWholeRowKeyIsRefusedAloneWhileOthersLand) {
+  const std::vector<TargetColumn> columns = {{"tid", "int4", true}, {"note", "text", true}};
+  PostgresTarget notes({db_.url(), "public", "notes", true});
+  std::string incompressible;
+  std::uint32_t seed = 12345;
+  while (incompressible.size() < 7000) {
+    seed = seed * 1103515245u + 12345u;
+    incompressible.push_back(static_cast<char>('a' + (seed >> 16) % 26));
+  }
+  auto insert = [&](int tid, const std::string& note) {
+    json row = {{"tid", tid}, {"note", note}};
+    return TargetChange{ChangeOp::kCreate, row, row, columns};
+  };
+  auto r = notes.Apply({insert(1, "short"), insert(2, incompressible), insert(3, "also short")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].index, 1u);
+  EXPECT_NE((*r)[0].error.find("index row"), std::string::npos) << (*r)[0].error;
+  EXPECT_EQ(Query("SELECT string_agg(tid::text, ',' ORDER BY tid) FROM notes")[0][0].c_str(),
+            std::string("1,3"));
 }
 
 }  // namespace

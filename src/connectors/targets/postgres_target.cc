@@ -32,6 +32,19 @@ std::string QuoteIdent(const std::string& name) {
 
 namespace {
 
+// A refused row's error, followed by the columns holding a NUL character:
+// PostgreSQL's own words ("invalid byte sequence ... 0x00") name none.
+std::string NamingNulColumns(const TargetChange& change, std::string error) {
+  if (!change.after.is_object()) return error;
+  for (const auto& [name, value] : change.after.items())
+    if (value.is_string() && value.get_ref<const std::string&>().find('\0') != std::string::npos)
+      error += fmt::format(
+          "; column {} holds a NUL character (U+0000), which PostgreSQL text "
+          "cannot store",
+          name);
+  return error;
+}
+
 // Sources send bytea as base64; PostgreSQL's input function wants \x hex.
 json NormaliseValue(const std::string& source_type, const json& value) {
   if (source_type != "bytea" || !value.is_string()) return value;
@@ -1047,7 +1060,7 @@ common::Status PostgresTarget::Bisect(pqxx::transaction_base& tx,
     known_columns_.clear();
     if (auto outage = Outage(e)) return *outage;
     if (end - begin == 1) {
-      rejected.push_back({begin, FirstLine(e.what())});
+      rejected.push_back({begin, NamingNulColumns(batch[begin], FirstLine(e.what()))});
       return common::Status::Ok();
     }
   }
@@ -1059,14 +1072,14 @@ common::Status PostgresTarget::Bisect(pqxx::transaction_base& tx,
 bool PostgresTarget::IsOutage(const std::string& sqlstate) {
   // The rows' own fault: bad data (22), a constraint (23), a type or column
   // the row does not fit (42, but for 42501), a trigger refusing it (P0),
-  // a cardinality problem (21), a check option (44), or an unsupported
-  // value (0A). Everything else, and no SQLSTATE at all, is the database's
-  // state: connection (08), resources and disk (53), operator (57), system
-  // (58), serialization and deadlocks (40), privileges (42501, 28), read
-  // only (25006), locks (55).
+  // a cardinality problem (21), a check option (44), an unsupported value
+  // (0A), or a row past a limit (54: an index entry too long for a whole-row
+  // key; a batch past one is bisected down to its row). Everything else, and no SQLSTATE at all, is
+  // the database's state: connection (08), resources and disk (53), operator (57), system (58),
+  // serialization and deadlocks (40), privileges (42501, 28), read only (25006), locks (55).
   if (sqlstate.size() != 5) return true;
   if (sqlstate == "42501") return true;
-  for (const char* refusal : {"22", "23", "42", "P0", "21", "44", "0A", "2F", "27", "39"})
+  for (const char* refusal : {"22", "23", "42", "P0", "21", "44", "0A", "2F", "27", "39", "54"})
     if (sqlstate.compare(0, 2, refusal) == 0) return false;
   return true;
 }
