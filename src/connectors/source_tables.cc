@@ -40,11 +40,13 @@ common::Result<std::vector<ListedTable>> ListMysqlTables(const mysql::MysqlEndpo
           ? "t.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
           : "t.TABLE_SCHEMA = " + (*conn)->Quote(database);
   auto rows = (*conn)->Query(fmt::format(
-      // STATISTICS, not TABLE_CONSTRAINTS: MariaDB shows a user with only
+      // COLUMN_KEY, not TABLE_CONSTRAINTS: MariaDB shows a user with only
       // SELECT on the tables no constraints, so every table read as keyless.
+      // PRI also marks the UNIQUE NOT NULL key InnoDB promotes in a table
+      // without a primary key, which the source keys the table by.
       "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, EXISTS (SELECT 1 FROM "
-      "information_schema.STATISTICS k WHERE k.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
-      "k.TABLE_NAME = t.TABLE_NAME AND k.INDEX_NAME = 'PRIMARY') FROM "
+      "information_schema.COLUMNS k WHERE k.TABLE_SCHEMA = t.TABLE_SCHEMA AND "
+      "k.TABLE_NAME = t.TABLE_NAME AND k.COLUMN_KEY = 'PRI') FROM "
       "information_schema.TABLES t WHERE t.TABLE_TYPE = 'BASE TABLE' AND {} ORDER BY 1, 2",
       where));
   if (!rows.ok()) return rows.status();

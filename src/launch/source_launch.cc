@@ -55,6 +55,7 @@ json MysqlToJson(const MysqlSourceLaunch& s) {
   PutIf(j, "snapshot", s.snapshot);
   PutIf(j, "resume_by_gtid", s.resume_by_gtid);
   PutIf(j, "replica_name", s.replica_name);
+  PutIf(j, "tables_without_key", s.tables_without_key);
   return j;
 }
 
@@ -118,6 +119,8 @@ MysqlSourceLaunch MysqlSourceLaunch::FromConnector(const json& config, int shard
     s.heartbeat_interval_ms = *hb * 1000;
   s.snapshot_chunk_size = IntegerOf(config, "snapshot_chunk_size");
   s.resnapshot_when_purged = config.value("on_purged_position", std::string()) == "resnapshot";
+  if (config.contains("tables_without_key") && config["tables_without_key"].is_string())
+    s.tables_without_key = config["tables_without_key"].get<std::string>();
   return s;
 }
 
@@ -178,6 +181,13 @@ common::Result<MysqlSourceLaunch> MysqlSourceLaunch::FromJson(const json& s) {
       o.replica_name = s["replica_name"].get<std::string>();
     else
       problems.push_back("source.replica_name: 1 to 60 characters");
+  }
+  if (s.contains("tables_without_key")) {
+    const auto& v = s["tables_without_key"];
+    if (v.is_string() && (v == "full" || v == "refuse"))
+      o.tables_without_key = v.get<std::string>();
+    else
+      problems.push_back("source.tables_without_key: full or refuse");
   }
   if (s.contains("tables") && s["tables"].is_array()) {
     for (const auto& t : s["tables"]) {

@@ -67,8 +67,9 @@ struct MysqlSourceLaunch {
   std::optional<std::int64_t> snapshot_chunk_size;    // runtime default 1000
   std::optional<bool> snapshot;                       // runtime default true
   bool resnapshot_when_purged = false;
-  std::optional<bool> resume_by_gtid;       // runtime default true (else by file:pos)
-  std::optional<std::string> replica_name;  // runtime default sluice-<connector>-<shard>
+  std::optional<bool> resume_by_gtid;             // runtime default true (else by file:pos)
+  std::optional<std::string> replica_name;        // runtime default sluice-<connector>-<shard>
+  std::optional<std::string> tables_without_key;  // full | refuse; runtime default full
   bool operator==(const MysqlSourceLaunch&) const = default;
 
   // Shard `shard` of the connector: server_id is the configured one plus

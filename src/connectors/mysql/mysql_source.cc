@@ -35,6 +35,14 @@ Lsn PositionLsn(const std::string& file, std::uint64_t pos) {
   return BinlogPosition{file, pos, ""}.ToLsn();
 }
 
+std::string KeylessRefused(const std::string& database, const std::string& table) {
+  return fmt::format(
+      "table {}.{} has no primary key (nor a UNIQUE key on NOT NULL columns) and "
+      "tables_without_key is refuse: add a primary key, or set tables_without_key to full to "
+      "replicate it keyed by all its columns (equal rows are then held once in the target)",
+      database, table);
+}
+
 }  // namespace
 
 MysqlSourceOptions MysqlSourceOptionsFromLaunch(const launch::MysqlSourceLaunch& s) {
@@ -54,6 +62,7 @@ MysqlSourceOptions MysqlSourceOptionsFromLaunch(const launch::MysqlSourceLaunch&
   o.resnapshot_when_purged = s.resnapshot_when_purged;
   if (s.resume_by_gtid) o.resume_by_gtid = *s.resume_by_gtid;
   if (s.replica_name) o.replica_name = *s.replica_name;
+  o.refuse_tables_without_key = s.tables_without_key.value_or("full") == "refuse";
   return o;
 }
 
@@ -80,7 +89,8 @@ json MysqlSourceOptionsToJson(const MysqlSourceOptions& o) {
           {"snapshot", o.snapshot},
           {"snapshot_chunk_size", o.snapshot_chunk_size},
           {"resnapshot_when_purged", o.resnapshot_when_purged},
-          {"resume_by_gtid", o.resume_by_gtid}};
+          {"resume_by_gtid", o.resume_by_gtid},
+          {"tables_without_key", o.refuse_tables_without_key ? "refuse" : "full"}};
 }
 
 Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
@@ -164,6 +174,19 @@ Status CheckSource(MysqlConnection& conn, const MysqlSourceOptions& options) {
       if (!names.count(t))
         problems.push_back(fmt::format("table {}.{} does not exist (or the user cannot see it)",
                                        options.database, t));
+  }
+  if (problems.empty() && options.refuse_tables_without_key) {
+    // PRI marks the primary key's columns, or those of the unique key the
+    // server promotes in its place (ReadTableShape keys by the same).
+    auto keyed = conn.Query(fmt::format(
+        "SELECT DISTINCT TABLE_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND "
+        "COLUMN_KEY = 'PRI'",
+        conn.Quote(options.database)));
+    if (!keyed.ok()) return keyed.status();
+    std::set<std::string> names;
+    for (const auto& r : *keyed) names.insert(TextOrEmpty(r, 0));
+    for (const auto& t : options.tables)
+      if (!names.count(t)) problems.push_back(KeylessRefused(options.database, t));
   }
   if (problems.empty()) return Status::Ok();
   std::string all;
@@ -257,7 +280,10 @@ Status MysqlSource::Start() {
     options_.snapshot = true;
     truncate_before_snapshot_ = true;
   }
+  return Begin();
+}
 
+Status MysqlSource::Begin() {
   BinlogPosition from;
   if (options_.start_position) {
     from = *options_.start_position;
@@ -419,24 +445,8 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
     std::string key_list;
     for (const auto& k : keys)
       key_list += (key_list.empty() ? "" : ", ") + MysqlConnection::QuoteName(k);
-    bool chunked = !keys.empty();
-    while (!tp.done) {
-      std::string sql = fmt::format("SELECT {} FROM {}", shape->select_list, shape->table_sql);
-      if (chunked) {
-        if (!tp.last_key.empty()) {
-          if (tp.last_key.size() != keys.size())
-            return common::InvalidArgument(
-                fmt::format("snapshot progress of {} has {} key values, the key {} columns",
-                            tp.table.Qualified(), tp.last_key.size(), keys.size()));
-          std::string bound;
-          for (const auto& k : tp.last_key) bound += (bound.empty() ? "" : ", ") + conn.Quote(k);
-          sql += fmt::format(" WHERE ({}) > ({})", key_list, bound);
-        }
-        sql += fmt::format(" ORDER BY {} LIMIT {}", key_list, options_.snapshot_chunk_size);
-      }
-      auto rows = conn.Query(sql);
-      if (!rows.ok()) return rows.status();
-      for (const auto& row : *rows) {
+    auto emit = [&](const std::vector<MysqlRow>& rows) -> Status {
+      for (const auto& row : rows) {
         ChangeEvent e;
         e.op = common::ChangeOp::kRead;
         e.table = schema.table;
@@ -453,15 +463,49 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
         SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
         if (metrics_) metrics_->Record(e.topic, e.op);
       }
-      tp.rows += static_cast<std::int64_t>(rows->size());
-      if (chunked && !rows->empty()) {
+      tp.rows += static_cast<std::int64_t>(rows.size());
+      return Status::Ok();
+    };
+    const std::string select =
+        fmt::format("SELECT {} FROM {}", shape->select_list, shape->table_sql);
+    if (keys.empty()) {
+      // No key to resume from: one pass, read as the server sends it (never
+      // the whole table in memory). A kill reads it all again, which changes
+      // nothing: the target holds such a table's equal rows once.
+      tp.rows = 0;
+      auto emit_and_flush = [&](const std::vector<MysqlRow>& rows) {
+        SLUICE_RETURN_IF_ERROR(emit(rows));
+        return sink_->Flush();
+      };
+      SLUICE_RETURN_IF_ERROR(conn.QueryEach(
+          select, static_cast<std::size_t>(options_.snapshot_chunk_size), emit_and_flush));
+      tp.done = true;
+      SLUICE_RETURN_IF_ERROR(sink_->Flush());
+      if (options_.on_snapshot_progress) options_.on_snapshot_progress(at, progress);
+      continue;
+    }
+    while (!tp.done) {
+      std::string sql = select;
+      if (!tp.last_key.empty()) {
+        if (tp.last_key.size() != keys.size())
+          return common::InvalidArgument(
+              fmt::format("snapshot progress of {} has {} key values, the key {} columns",
+                          tp.table.Qualified(), tp.last_key.size(), keys.size()));
+        std::string bound;
+        for (const auto& k : tp.last_key) bound += (bound.empty() ? "" : ", ") + conn.Quote(k);
+        sql += fmt::format(" WHERE ({}) > ({})", key_list, bound);
+      }
+      sql += fmt::format(" ORDER BY {} LIMIT {}", key_list, options_.snapshot_chunk_size);
+      auto rows = conn.Query(sql);
+      if (!rows.ok()) return rows.status();
+      SLUICE_RETURN_IF_ERROR(emit(*rows));
+      if (!rows->empty()) {
         tp.last_key.clear();
         for (const auto& k : keys)
           for (std::size_t i = 0; i < columns.size(); ++i)
             if (columns[i].name == k) tp.last_key.push_back(rows->back()[i].value_or(""));
       }
-      if (!chunked || rows->size() < static_cast<std::size_t>(options_.snapshot_chunk_size))
-        tp.done = true;
+      if (rows->size() < static_cast<std::size_t>(options_.snapshot_chunk_size)) tp.done = true;
       // Durable first, then reported: a resume never skips rows the sink lost.
       SLUICE_RETURN_IF_ERROR(sink_->Flush());
       if (options_.on_snapshot_progress) options_.on_snapshot_progress(at, progress);
@@ -616,6 +660,9 @@ Status MysqlSource::OnTableMap(st_mariadb_rpl_event* ev) {
     }
     any_key = any_key || c.key;
   }
+  // A key dropped mid-stream.
+  if (!any_key && options_.refuse_tables_without_key)
+    return common::FailedPrecondition(KeylessRefused(database, table));
   entry.schema.table = {database, table};
   entry.schema.topic = TopicForTable(options_.topic_prefix, entry.schema.table);
   for (auto& c : map->columns) {
@@ -658,14 +705,18 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   // columns cannot be applied as the source has it (an update without its
   // key would be refused or skipped, a delete miss its row), so stop here.
   if (!HasEveryColumn(present, rows.column_count) ||
-      (!present_after.empty() && !HasEveryColumn(present_after, rows.column_count)))
+      (!present_after.empty() && !HasEveryColumn(present_after, rows.column_count))) {
+    partial_image_ = true;
     return common::FailedPrecondition(fmt::format(
         "a row event for {}.{} at {} carries a partial row image: binlog_row_image is not FULL "
         "for the session that wrote it; set binlog_row_image = FULL (SET GLOBAL "
         "binlog_row_image = 'FULL' and in the server's configuration; a session may not set "
-        "its own). Nothing after {} was published",
+        "its own). Nothing after {} was published. To get past the event, set the connector's "
+        "on_purged_position to resnapshot and restart it: the tables are then read again from "
+        "a new snapshot",
         t.map.database, t.map.table, BinlogPosition{file_, ev->next_event_pos}.ToString(),
         confirmed_.ToString()));
+  }
   Lsn at = PositionLsn(file_, ev->next_event_pos);
   const auto& cols = t.map.columns;
   auto object = [&](const RowImage& image, ChangeEvent& e, bool is_key_image) {
@@ -945,8 +996,38 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
           fmt::format("binlog stream ({} after {}): {}", options_.database, file_, why));
     }
     event_ = ev;
-    SLUICE_RETURN_IF_ERROR(HandleEvent(ev));
+    auto handled = HandleEvent(ev);
+    if (handled.ok()) continue;
+    if (std::exchange(partial_image_, false) && options_.resnapshot_when_purged) {
+      SLUICE_RETURN_IF_ERROR(ResnapshotPast(handled));
+      continue;
+    }
+    return handled;
   }
+}
+
+Status MysqlSource::ResnapshotPast(const Status& why) {
+  spdlog::warn(
+      "mysql source: {}; resnapshot_when_purged is on: truncating each table in the targets and "
+      "snapshotting afresh, past the event",
+      why.message());
+  if (event_) mariadb_free_rpl_event(event_);
+  event_ = nullptr;
+  mariadb_rpl_close(rpl_);
+  rpl_ = nullptr;
+  stream_conn_.reset();
+  // The unfinished transaction's state goes with the stream; its rows
+  // published so far are overwritten by the snapshot.
+  tables_.clear();
+  in_group_ = false;
+  group_gtid_.reset();
+  gtid_pending_.clear();
+  options_.start_position.reset();
+  options_.snapshot_position.reset();
+  options_.snapshot_progress.reset();
+  options_.snapshot = true;
+  truncate_before_snapshot_ = true;
+  return Begin();
 }
 
 Status MysqlSource::Run(const std::atomic<bool>& stop) {

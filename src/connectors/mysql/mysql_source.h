@@ -82,6 +82,10 @@ struct MysqlSourceOptions {
   // names transactions, not a file, so it survives binlog files renamed or
   // reset); false: by file:pos only, as on servers without MariaDB GTIDs.
   bool resume_by_gtid = true;
+  // A table without a primary key (nor a UNIQUE key on NOT NULL columns):
+  // false keys it by all its columns (the target then holds equal rows
+  // once); true refuses it, at the start and when the stream meets one.
+  bool refuse_tables_without_key = false;
   // Called after each durable snapshot chunk, with the snapshot's position.
   std::function<void(const BinlogPosition&, const SnapshotProgress&)> on_snapshot_progress;
   // Called when a table's columns change mid-stream (a DDL seen through the
@@ -149,6 +153,14 @@ class MysqlSource {
   // server's first GTID); nullopt when unknown (not MariaDB, or the server
   // no longer has the file).
   std::optional<std::string> GtidAt(const BinlogPosition& at);
+  // Start's second half: the snapshot (or the saved position), then the
+  // stream opened where it ends.
+  common::Status Begin();
+  // A partial row image met with resnapshot_when_purged on: the stream
+  // closed, each table truncated and read again from a new snapshot, and
+  // the stream reopened past the event (which cannot be read as the
+  // source has it).
+  common::Status ResnapshotPast(const common::Status& why);
   common::Status OnQuery(st_mariadb_rpl_event* event, Lsn end);
   common::Status HandleEvent(st_mariadb_rpl_event* event);
   common::Status OnTableMap(st_mariadb_rpl_event* event);
@@ -210,6 +222,8 @@ class MysqlSource {
   // A re-snapshot after a purged position: each table's rows are preceded by
   // a truncate, so rows deleted in the lost changes do not survive.
   bool truncate_before_snapshot_ = false;
+  // The last OnRows failure was a partial row image.
+  bool partial_image_ = false;
 };
 
 }  // namespace sluice::connectors::mysql

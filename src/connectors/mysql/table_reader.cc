@@ -198,6 +198,44 @@ Result<std::map<std::string, bool>> MariadbGeneratedTableUnsigned(MysqlConnectio
   return is_unsigned;
 }
 
+namespace {
+
+// The key the server keys the table by, in index order: its PRIMARY KEY or,
+// without one, the first UNIQUE index whose columns are all NOT NULL, which
+// InnoDB promotes and the binlog's table map names as the primary key. The
+// columns information_schema marks PRI (ColumnInfo::key) are that key's, so
+// it is the unique index on exactly those columns. (STATISTICS, not
+// TABLE_CONSTRAINTS: MariaDB shows a user with only SELECT no constraints.)
+Result<std::vector<std::string>> ServerKey(MysqlConnection& conn, const std::string& database,
+                                           const std::string& table,
+                                           const std::vector<ColumnInfo>& columns) {
+  std::set<std::string> marked;
+  for (const auto& c : columns)
+    if (c.key) marked.insert(c.name);
+  if (marked.empty()) return std::vector<std::string>{};
+  auto rows = conn.Query(fmt::format(
+      "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = "
+      "{} AND TABLE_NAME = {} AND NON_UNIQUE = 0 ORDER BY INDEX_NAME <> 'PRIMARY', INDEX_NAME, "
+      "SEQ_IN_INDEX",
+      conn.Quote(database), conn.Quote(table)));
+  if (!rows.ok()) return rows.status();
+  std::vector<std::pair<std::string, std::vector<std::string>>> indexes;
+  for (const auto& r : *rows) {
+    if (indexes.empty() || indexes.back().first != TextOrEmpty(r, 0))
+      indexes.push_back({TextOrEmpty(r, 0), {}});
+    indexes.back().second.push_back(TextOrEmpty(r, 1));
+  }
+  for (const auto& [name, parts] : indexes)
+    if (std::set<std::string>(parts.begin(), parts.end()) == marked) return parts;
+  // Not expected; the marked columns in table order still key it as the stream does.
+  std::vector<std::string> in_table_order;
+  for (const auto& c : columns)
+    if (c.key) in_table_order.push_back(c.name);
+  return in_table_order;
+}
+
+}  // namespace
+
 Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string& database,
                                        const std::string& table) {
   MysqlTableShape shape;
@@ -212,13 +250,10 @@ Result<MysqlTableShape> ReadTableShape(MysqlConnection& conn, const std::string&
   if (!cols.ok()) return cols.status();
   if (cols->empty())
     return common::NotFound(fmt::format("source table {}.{} does not exist", database, table));
-  auto pk = conn.Query(fmt::format(
-      "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} AND "
-      "TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
-      conn.Quote(database), conn.Quote(table)));
-  if (!pk.ok()) return pk.status();
   for (const auto& r : *cols) shape.columns.push_back(InfoSchemaColumn(r, *json_cols));
-  for (const auto& r : *pk) shape.keys.push_back(TextOrEmpty(r, 0));
+  auto keys = ServerKey(conn, database, table, shape.columns);
+  if (!keys.ok()) return keys.status();
+  shape.keys = std::move(*keys);
   for (const auto& c : shape.columns) {
     if (!shape.select_list.empty()) shape.select_list += ", ";
     shape.select_list += SelectExpr(c, MysqlConnection::QuoteName(c.name));

@@ -20,8 +20,9 @@ namespace sluice::connectors::mysql {
 
 struct MysqlTableShape {
   TableId table;                    // {database, table}
-  std::vector<ColumnInfo> columns;  // in ordinal order; `key` marks the primary key's
-  std::vector<std::string> keys;    // the primary key's columns, in index order
+  std::vector<ColumnInfo> columns;  // in ordinal order; `key` marks the key's
+  std::vector<std::string> keys;    // the primary key's (or the promoted unique key's, as the
+                                    // binlog names it) columns, in index order
   // The columns as a SELECT list that reads each in the form TextValue
   // takes (SelectExpr), and the table, both quoted.
   std::string select_list;

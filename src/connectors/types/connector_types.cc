@@ -111,10 +111,16 @@ std::vector<ConnectorType> Build() {
             "Seconds between the server's heartbeats on an idle binlog stream", 1),
         Int("snapshot_chunk_size", false, 1, 1000000,
             "Rows per primary-key chunk of the initial snapshot", 1000),
+        OneOf("tables_without_key", {"full", "refuse"},
+              "Tables without a primary key (nor a UNIQUE key on NOT NULL columns, which the "
+              "server keys such a table by): full replicates them keyed by all their columns, "
+              "so the target holds equal rows once; refuse refuses to start with any",
+              "full"),
         OneOf("on_purged_position", {"error", "resnapshot"},
-              "When the server purged the binlog holding the saved position: error stops with "
-              "an error naming the purge (nothing is lost silently); resnapshot reads the "
-              "tables again from a new consistent snapshot",
+              "When the server purged the binlog holding the saved position (or the stream "
+              "meets a row event with a partial image): error stops with an error naming it "
+              "(nothing is lost silently); resnapshot reads the tables again from a new "
+              "consistent snapshot, each truncated in the targets first",
               "error")}});
   types.push_back(
       {"postgresql-target",

@@ -294,6 +294,41 @@ TEST(MysqlSource, SnapshotReadsTheSameValuesAsTheStream) {
   EXPECT_EQ(sink.schemas.size(), 1u) << "the stream announced a schema the snapshot had not";
 }
 
+// A table without a primary key but with a UNIQUE key on NOT NULL columns:
+// InnoDB keys it by that key and the binlog's table map names it, so the
+// snapshot keys its rows by it too (found from outside: the snapshot keyed
+// by every column and the stream by the unique key, and the target kept
+// each updated row's old image beside the new).
+TEST(MysqlSource, ATableWithoutAPrimaryKeyIsKeyedByTheUniqueKeyTheServerPromotes) {
+  TestMariaDatabase db;
+  db.Sql(
+      "CREATE TABLE promoted (note TEXT, code VARCHAR(10) NOT NULL, n INT NOT NULL, "
+      "other INT UNIQUE, UNIQUE KEY by_n_code (n, code))");
+  for (int i = 1; i <= 5; ++i)
+    db.Sql(fmt::format("INSERT INTO promoted VALUES ('row {0}', 'c{0}', {1}, NULL)", i, 10 - i));
+  MemorySink sink;
+  auto options = Options(db, {"promoted"});
+  options.snapshot_chunk_size = 2;
+  MysqlSource source(options, &sink);
+  auto st = source.Start();
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(sink.events.size(), 5u);
+  // Chunked along the index (n, code): n ascending.
+  EXPECT_EQ(sink.events[0].key, (json{{"code", "c5"}, {"n", 5}})) << sink.events[0].key.dump();
+  EXPECT_EQ(sink.events[4].key, (json{{"code", "c1"}, {"n", 9}})) << sink.events[4].key.dump();
+
+  db.Sql("UPDATE promoted SET note = 'changed', other = 7 WHERE code = 'c3'");
+  db.Sql("UPDATE promoted SET code = 'moved' WHERE code = 'c4'");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 7; }));
+  EXPECT_EQ(sink.events[5].key, (json{{"code", "c3"}, {"n", 7}})) << sink.events[5].key.dump();
+  EXPECT_EQ(sink.events[6].key, (json{{"code", "moved"}, {"n", 6}})) << sink.events[6].key.dump();
+  ASSERT_EQ(sink.schemas.size(), 1u) << "the stream announced other key columns";
+  std::vector<std::string> keyed;
+  for (const auto& c : sink.schemas[0].columns)
+    if (c.key) keyed.push_back(c.name);
+  EXPECT_EQ(keyed, (std::vector<std::string>{"code", "n"}));
+}
+
 TEST(MysqlSource, ConfirmsOnlyAcknowledgedPositionsAndResumesThere) {
   TestMariaDatabase db;
   db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)");
@@ -372,6 +407,50 @@ common::Status PollUntilError(MysqlSource& source) {
   return st;
 }
 
+// A table with no key at all is keyed by every column (tables_without_key
+// full, the default), read whole in one pass of chunk-sized flushes.
+TEST(MysqlSource, ATableWithoutAnyKeyIsKeyedByAllItsColumnsUnlessRefused) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE loose (a INT, b VARCHAR(5)); CREATE TABLE keyed (id INT PRIMARY KEY)");
+  db.Sql("INSERT INTO loose VALUES (1, 'x'), (1, 'x'), (2, NULL), (3, 'y'), (NULL, NULL)");
+  MemorySink sink;
+  auto options = Options(db, {"loose"});
+  options.snapshot_chunk_size = 2;
+  MysqlSource source(options, &sink);
+  auto st = source.Start();
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(sink.events.size(), 5u);
+  EXPECT_EQ(sink.events[2].key, (json{{"a", 2}, {"b", nullptr}})) << sink.events[2].key.dump();
+  EXPECT_GE(sink.flushes, 3) << "flushed as it reads, not once at the end";
+
+  auto refusing = Options(db, {"loose", "keyed"});
+  refusing.refuse_tables_without_key = true;
+  auto conn = Connect();
+  auto refused = CheckSource(*conn, refusing);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("table " + db.name() +
+                                   ".loose has no primary key (nor a UNIQUE key on NOT NULL "
+                                   "columns) and tables_without_key is refuse"),
+            std::string::npos)
+      << refused.message();
+  EXPECT_EQ(refused.message().find(".keyed"), std::string::npos) << refused.message();
+
+  // A key dropped while streaming stops the source there.
+  MemorySink streamed;
+  refusing.tables = {"keyed"};
+  refusing.snapshot = false;
+  MysqlSource strict(refusing, &streamed);
+  ASSERT_TRUE(strict.Start().ok());
+  db.Sql("ALTER TABLE keyed DROP PRIMARY KEY");
+  db.Sql("INSERT INTO keyed VALUES (1)");
+  auto stopped = PollUntilError(strict);
+  EXPECT_EQ(stopped.code(), common::Code::kFailedPrecondition) << stopped.message();
+  EXPECT_NE(stopped.message().find(".keyed has no primary key"), std::string::npos)
+      << stopped.message();
+  EXPECT_TRUE(streamed.events.empty());
+}
+
 // The README's grants are enough to stream (found from outside: listing the
 // replicas needs REPLICATION MASTER ADMIN on MariaDB 10.5+, and the start
 // failed and restarted forever without it).
@@ -415,6 +494,44 @@ TEST(MysqlSource, APartialRowImageStopsTheSourceWithWhatToSet) {
   EXPECT_NE(st.message().find("partial row image"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("set binlog_row_image = FULL"), std::string::npos) << st.message();
   EXPECT_EQ(sink.events.size(), 2u) << "nothing of the partial event is published";
+}
+
+// With resnapshot_when_purged (the connector's on_purged_position:
+// resnapshot) a partial row image is a way past, not a stop: the tables are
+// truncated and read again from a new snapshot, and the stream goes on
+// after it (found from outside: the event stayed in the binlog, and every
+// restart met it again).
+TEST(MysqlSource, APartialRowImageWithResnapshotOnReadsTheTablesAgainPastIt) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), w INT)");
+  db.Sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)");
+  MemorySink sink;
+  auto options = Options(db, {"t"});
+  options.snapshot = false;
+  options.resnapshot_when_purged = true;
+  std::vector<BinlogPosition> positions;
+  options.on_position = [&](const BinlogPosition& p) { positions.push_back(p); };
+  MysqlSource source(options, &sink);
+  ASSERT_TRUE(source.Start().ok());
+  db.Sql("SET SESSION binlog_row_image = 'MINIMAL'; UPDATE t SET w = 3 WHERE id = 1");
+  db.Sql("INSERT INTO t VALUES (3, 'c', 3)");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 4; }));
+  ASSERT_EQ(sink.events.size(), 4u);
+  EXPECT_EQ(sink.events[0].op, common::ChangeOp::kTruncate);
+  std::map<int, json> read;
+  for (std::size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(sink.events[i].op, common::ChangeOp::kRead);
+    read[sink.events[i].after["id"].get<int>()] = sink.events[i].after;
+  }
+  EXPECT_EQ(read[1]["w"], 3) << "the snapshot holds the change the partial image carried";
+  EXPECT_EQ(read.size(), 3u);
+
+  db.Sql("UPDATE t SET v = 'after' WHERE id = 2");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 5; }));
+  EXPECT_EQ(sink.events[4].op, common::ChangeOp::kUpdate);
+  EXPECT_EQ(sink.events[4].after["v"], "after");
+  ASSERT_GE(positions.size(), 2u);
+  EXPECT_GT(positions.back().ToLsn(), positions.front().ToLsn());
 }
 
 // MariaDB's table map misplaces the signedness bits of a table with

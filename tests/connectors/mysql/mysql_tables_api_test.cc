@@ -25,6 +25,7 @@ class MysqlTablesApi : public ::testing::Test {
         "CREATE TABLE `back``tick.dot` (a INT, b INT, PRIMARY KEY (b, a)); "
         "CREATE TABLE loose (a INT, b VARCHAR(5)); "
         "CREATE TABLE unique_only (a INT NOT NULL UNIQUE); "
+        "CREATE TABLE unique_nullable (a INT UNIQUE); "
         "CREATE VIEW a_view AS SELECT 1 AS one");
   }
   std::string Connector(const common::Uuid& team, const std::string& name,
@@ -60,8 +61,12 @@ TEST_F(MysqlTablesApi, ListsTheDatabasesTablesNamedByDatabaseWithTheirPrimaryKey
   ASSERT_EQ(r.status, 200) << r.raw;
   const std::string db = maria_.name();
   Json want = Json::array();
-  for (const auto& [table, key] : std::vector<std::pair<std::string, bool>>{
-           {"back`tick.dot", true}, {"keyed é", true}, {"loose", false}, {"unique_only", false}})
+  for (const auto& [table, key] :
+       std::vector<std::pair<std::string, bool>>{{"back`tick.dot", true},
+                                                 {"keyed é", true},
+                                                 {"loose", false},
+                                                 {"unique_nullable", false},
+                                                 {"unique_only", true}})
     want.push_back(
         {{"name", db + "." + table}, {"schema", db}, {"table", table}, {"has_primary_key", key}});
   EXPECT_EQ(r.body["items"], want) << r.body.dump(2);
@@ -81,10 +86,11 @@ TEST_F(MysqlTablesApi, AUserWithOnlyTheDocumentedGrantsSeesThePrimaryKeys) {
   ASSERT_EQ(r.status, 200) << r.raw;
   std::map<std::string, bool> keyed;
   for (const auto& t : r.body["items"]) keyed[t["table"]] = t["has_primary_key"];
-  EXPECT_EQ(
-      keyed,
-      (std::map<std::string, bool>{
-          {"back`tick.dot", true}, {"keyed é", true}, {"loose", false}, {"unique_only", false}}))
+  EXPECT_EQ(keyed, (std::map<std::string, bool>{{"back`tick.dot", true},
+                                                {"keyed é", true},
+                                                {"loose", false},
+                                                {"unique_nullable", false},
+                                                {"unique_only", true}}))
       << r.body.dump(2);
 }
 
