@@ -77,6 +77,7 @@ WorkerLaunch MysqlSource() {
   my.snapshot_chunk_size = 1000000;
   my.snapshot = false;
   my.resnapshot_when_purged = true;
+  my.tables_without_key = "refuse";
   w.source = my;
   return w;
 }
@@ -125,6 +126,14 @@ TEST(WorkerLaunchContract, mysql_source_round_trips) {
   WorkerLaunch w = MysqlSource();
   EXPECT_EQ(ThroughFile(w), w);
   EXPECT_EQ(w.ToJson()["source"]["server_id"].get<std::uint64_t>(), 4294967295u);
+  // Only full or refuse are taken.
+  json j = w.ToJson();
+  j["source"]["tables_without_key"] = "ignore";
+  auto bad = WorkerLaunch::FromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("source.tables_without_key: full or refuse"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST(WorkerLaunchContract, kafka_source_round_trips) {
@@ -268,13 +277,15 @@ TEST(SourceLaunch, mysql_from_connector_gives_each_shard_its_server_id) {
                  {"user", "u"},
                  {"password", "p"},
                  {"heartbeat_interval_seconds", 2},
-                 {"on_purged_position", "resnapshot"}};
+                 {"on_purged_position", "resnapshot"},
+                 {"tables_without_key", "refuse"}};
   // The default id is already shard 2's own (derived from connector and shard).
   auto s = MysqlSourceLaunch::FromConnector(config, 2, 1000, "pre", "json", {{"shop", "t"}});
   EXPECT_EQ(s.server_id, 1000u);
   EXPECT_EQ(s.port, 3306);
   EXPECT_EQ(s.heartbeat_interval_ms, 2000);
   EXPECT_TRUE(s.resnapshot_when_purged);
+  EXPECT_EQ(s.tables_without_key, "refuse");
   config["server_id"] = 40;
   EXPECT_EQ(MysqlSourceLaunch::FromConnector(config, 1, 1000, "pre", "json", {}).server_id, 41u);
 }

@@ -425,6 +425,10 @@ TEST(MysqlSource, ATableWithoutAnyKeyIsKeyedByAllItsColumnsUnlessRefused) {
 
   auto refusing = Options(db, {"loose", "keyed"});
   refusing.refuse_tables_without_key = true;
+  // As the worker's launch file carries it.
+  auto launched = MysqlSourceOptionsFromJson(MysqlSourceOptionsToJson(refusing));
+  ASSERT_TRUE(launched.ok()) << launched.status().message();
+  EXPECT_TRUE(launched->refuse_tables_without_key);
   auto conn = Connect();
   auto refused = CheckSource(*conn, refusing);
   ASSERT_FALSE(refused.ok());
