@@ -274,11 +274,7 @@ Status MysqlSource::Start() {
         "mysql source: {}; resnapshot_when_purged is on: truncating each table in the targets "
         "and snapshotting afresh",
         available.message());
-    options_.start_position.reset();
-    options_.snapshot_position.reset();
-    options_.snapshot_progress.reset();
-    options_.snapshot = true;
-    truncate_before_snapshot_ = true;
+    ForgetPositionsForResnapshot();
   }
   return Begin();
 }
@@ -1022,12 +1018,16 @@ Status MysqlSource::ResnapshotPast(const Status& why) {
   in_group_ = false;
   group_gtid_.reset();
   gtid_pending_.clear();
+  ForgetPositionsForResnapshot();
+  return Begin();
+}
+
+void MysqlSource::ForgetPositionsForResnapshot() {
   options_.start_position.reset();
   options_.snapshot_position.reset();
   options_.snapshot_progress.reset();
   options_.snapshot = true;
   truncate_before_snapshot_ = true;
-  return Begin();
 }
 
 Status MysqlSource::Run(const std::atomic<bool>& stop) {

@@ -161,6 +161,9 @@ class MysqlSource {
   // the stream reopened past the event (which cannot be read as the
   // source has it).
   common::Status ResnapshotPast(const common::Status& why);
+  // The saved positions dropped: Begin then snapshots afresh, each table's
+  // rows preceded by a truncate.
+  void ForgetPositionsForResnapshot();
   common::Status OnQuery(st_mariadb_rpl_event* event, Lsn end);
   common::Status HandleEvent(st_mariadb_rpl_event* event);
   common::Status OnTableMap(st_mariadb_rpl_event* event);
