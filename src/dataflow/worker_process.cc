@@ -211,6 +211,11 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
   if (state.contains("position"))
     if (auto p = my::BinlogPosition::FromJson(state["position"]); p.ok())
       options.start_position = *p;
+  if (state.contains("tables") && state["tables"].is_array()) {
+    options.snapshotted_tables.emplace();
+    for (const auto& t : state["tables"])
+      if (t.is_string()) options.snapshotted_tables->push_back(t.get<std::string>());
+  }
   if (!options.start_position && state.contains("snapshot_position")) {
     auto p = my::BinlogPosition::FromJson(state["snapshot_position"]);
     auto progress = my::SnapshotProgress::FromJson(state.value("snapshot", nlohmann::json()));
@@ -239,8 +244,11 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     unkept = true;
     keep(false);
   };
-  options.on_position = [&](const my::BinlogPosition& at) {
+  // With each position, the tables whose rows are read by then: a table
+  // added to the connector later is read at its next start.
+  options.on_position = [&, tables = options.tables](const my::BinlogPosition& at) {
     state["position"] = at.ToJson();
+    state["tables"] = tables;
     state.erase("snapshot_position");
     state.erase("snapshot");
     SaveState(path, {{"mysql", state}});

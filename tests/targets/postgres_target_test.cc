@@ -29,6 +29,16 @@ TargetChange Upsert(int id, const std::string& name, ChangeOp op = ChangeOp::kCr
            {"at", "2026-12-01 10:00:00+00"}},
           kColumns};
 }
+// Random letters: neither pglz nor lz4 shrinks them much.
+std::string Incompressible(std::size_t size) {
+  std::string out;
+  std::uint32_t seed = 12345;
+  while (out.size() < size) {
+    seed = seed * 1103515245u + 12345u;
+    out.push_back(static_cast<char>('a' + (seed >> 16) % 26));
+  }
+  return out;
+}
 TargetChange Delete(int id) { return {ChangeOp::kDelete, {{"id", id}}, nullptr, kColumns}; }
 
 class PostgresTargetTest : public ::testing::Test {
@@ -908,6 +918,47 @@ TEST_F(PostgresTargetTest, AWholeRowKeyTakesNullsAndMatchesThem) {
                "2/x");
 }
 
+// A source table without a key gets one mid-stream (ALTER TABLE ... ADD
+// PRIMARY KEY): its changes come keyed by it from then on, and the table
+// this target made keyed by the whole row follows, across a restart too.
+TEST_F(PostgresTargetTest, ATableKeyedByTheWholeRowFollowsAKeyTheSourceAdds) {
+  const std::vector<TargetColumn> whole = {{"id", "int4", true}, {"v", "text", true}};
+  const std::vector<TargetColumn> keyed = {{"id", "int4", true}, {"v", "text", false}};
+  auto change = [](ChangeOp op, const std::vector<TargetColumn>& columns, json row) {
+    json key = json::object();
+    for (const auto& c : columns)
+      if (c.key) key[c.name] = row[c.name];
+    return TargetChange{op, key, op == ChangeOp::kDelete ? json(nullptr) : row, columns};
+  };
+  const auto rows = [&] {
+    return std::string(
+        Query(
+            "SELECT string_agg(id || '|' || coalesce(v, 'null'), ',' ORDER BY id) FROM later")[0][0]
+            .c_str());
+  };
+  {
+    PostgresTarget later({db_.url(), "public", "later", true});
+    auto r = later.Apply({change(ChangeOp::kCreate, whole, {{"id", 1}, {"v", "a"}}),
+                          change(ChangeOp::kCreate, whole, {{"id", 2}, {"v", nullptr}})});
+    ASSERT_TRUE(r.ok() && r->empty()) << r.status().ToString();
+    r = later.Apply({change(ChangeOp::kUpdate, keyed, {{"id", 1}, {"v", "b"}}),
+                     change(ChangeOp::kDelete, keyed, {{"id", 2}}),
+                     change(ChangeOp::kCreate, keyed, {{"id", 3}, {"v", "c"}})});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->empty()) << r->front().error;
+    EXPECT_EQ(rows(), "1|b,3|c");
+  }
+  PostgresTarget restarted({db_.url(), "public", "later", true});
+  const std::string long_value = Incompressible(7000);
+  auto r = restarted.Apply({change(ChangeOp::kUpdate, keyed, {{"id", 3}, {"v", "d"}}),
+                            change(ChangeOp::kCreate, keyed, {{"id", 4}, {"v", long_value}})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->empty()) << "the whole-row index is gone, and with it its size limit: "
+                          << r->front().error;
+  EXPECT_EQ(Query("SELECT count(*) FROM later")[0][0].as<int>(), 3);
+  EXPECT_EQ(Query("SELECT v FROM later WHERE id = 3")[0][0].as<std::string>(), "d");
+}
+
 // PostgreSQL refuses a NUL in text without naming the column; the refusal
 // names it (found from outside: MariaDB text may hold one).
 TEST_F(PostgresTargetTest, ARowRefusedForANulCharacterNamesTheColumn) {
@@ -926,12 +977,7 @@ TEST_F(PostgresTargetTest, ARowRefusedForANulCharacterNamesTheColumn) {
 TEST_F(PostgresTargetTest, ARowTooLongForAWholeRowKeyIsRefusedAloneWhileOthersLand) {
   const std::vector<TargetColumn> columns = {{"tid", "int4", true}, {"note", "text", true}};
   PostgresTarget notes({db_.url(), "public", "notes", true});
-  std::string incompressible;
-  std::uint32_t seed = 12345;
-  while (incompressible.size() < 7000) {
-    seed = seed * 1103515245u + 12345u;
-    incompressible.push_back(static_cast<char>('a' + (seed >> 16) % 26));
-  }
+  const std::string incompressible = Incompressible(7000);
   auto insert = [&](int tid, const std::string& note) {
     json row = {{"tid", tid}, {"note", note}};
     return TargetChange{ChangeOp::kCreate, row, row, columns};

@@ -283,9 +283,26 @@ Status MysqlSource::Begin() {
   BinlogPosition from;
   if (options_.start_position) {
     from = *options_.start_position;
+    // Tables added since the rows were read: theirs are read now, and the
+    // stream from the saved position replays their changes over them (in
+    // order, so each ends as the source has it). A kill before the position
+    // is next reported reads them again.
+    if (options_.snapshot && options_.snapshotted_tables) {
+      std::vector<std::string> added;
+      for (const auto& t : options_.tables)
+        if (std::find(options_.snapshotted_tables->begin(), options_.snapshotted_tables->end(),
+                      t) == options_.snapshotted_tables->end())
+          added.push_back(t);
+      if (!added.empty()) {
+        spdlog::info("mysql source: reading the rows of the tables added since: {}",
+                     fmt::join(added, ", "));
+        BinlogPosition unused;
+        SLUICE_RETURN_IF_ERROR(Snapshot(&unused, added, /*report_progress=*/false));
+      }
+    }
     snapshot_done_ = true;
   } else if (options_.snapshot) {
-    SLUICE_RETURN_IF_ERROR(Snapshot(&from));
+    SLUICE_RETURN_IF_ERROR(Snapshot(&from, options_.tables, /*report_progress=*/true));
     snapshot_done_ = true;
   } else {
     auto status = catalog_->Query("SHOW MASTER STATUS");
@@ -379,7 +396,8 @@ std::optional<std::string> MysqlSource::GtidAt(const BinlogPosition& at) {
   return gtid;
 }
 
-Status MysqlSource::Snapshot(BinlogPosition* position) {
+Status MysqlSource::Snapshot(BinlogPosition* position, const std::vector<std::string>& tables,
+                             bool report_progress) {
   auto opened = MysqlConnection::Connect(options_.endpoint);
   if (!opened.ok()) return opened.status();
   auto& conn = **opened;
@@ -406,7 +424,7 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
           "MariaDB (MySQL sources are not supported yet)");
   }
   std::vector<TableId> ids;
-  for (const auto& t : options_.tables) ids.push_back({options_.database, t});
+  for (const auto& t : tables) ids.push_back({options_.database, t});
   // A re-snapshot after a purge: the target may hold rows deleted in the
   // changes that were lost, so each table starts empty. The progress keeps
   // which tables still need their truncate, so a run killed mid-way still
@@ -477,7 +495,8 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
           select, static_cast<std::size_t>(options_.snapshot_chunk_size), emit_and_flush));
       tp.done = true;
       SLUICE_RETURN_IF_ERROR(sink_->Flush());
-      if (options_.on_snapshot_progress) options_.on_snapshot_progress(at, progress);
+      if (report_progress && options_.on_snapshot_progress)
+        options_.on_snapshot_progress(at, progress);
       continue;
     }
     while (!tp.done) {
@@ -504,7 +523,8 @@ Status MysqlSource::Snapshot(BinlogPosition* position) {
       if (rows->size() < static_cast<std::size_t>(options_.snapshot_chunk_size)) tp.done = true;
       // Durable first, then reported: a resume never skips rows the sink lost.
       SLUICE_RETURN_IF_ERROR(sink_->Flush());
-      if (options_.on_snapshot_progress) options_.on_snapshot_progress(at, progress);
+      if (report_progress && options_.on_snapshot_progress)
+        options_.on_snapshot_progress(at, progress);
     }
   }
   SLUICE_RETURN_IF_ERROR(conn.Exec("COMMIT"));

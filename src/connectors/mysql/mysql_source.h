@@ -71,6 +71,11 @@ struct MysqlSourceOptions {
   // result converges as with PostgreSQL.
   std::optional<BinlogPosition> snapshot_position;
   std::optional<SnapshotProgress> snapshot_progress;
+  // With start_position: the tables whose rows were read by then (the
+  // tables of the run that reported it). Any other table of `tables` was
+  // added since, and its rows are read before streaming. nullopt: unknown
+  // (an older state), taken as all of them.
+  std::optional<std::vector<std::string>> snapshotted_tables;
   // When the server purged the binlog file holding start_position (or
   // snapshot_position): false (the default) fails Start with
   // FailedPrecondition naming the purge and the way out, so nothing is lost
@@ -139,7 +144,10 @@ class MysqlSource {
     std::vector<std::size_t> name_order;
     std::vector<std::string> json_names;
   };
-  common::Status Snapshot(BinlogPosition* position);
+  // Reads `tables` in one consistent snapshot; its position in `position`.
+  // Progress goes to on_snapshot_progress when `report_progress`.
+  common::Status Snapshot(BinlogPosition* position, const std::vector<std::string>& tables,
+                          bool report_progress);
   common::Status OpenStream(const BinlogPosition& from);
   // FailedPrecondition when another replica of the server holds our server_id.
   common::Status CheckServerIdFree();

@@ -338,15 +338,17 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
       std::string type = r[1].c_str();
       if (type == "json" || type == "jsonb") json_columns_[r[0].c_str()] = type;
     }
-    if (key_columns_.empty()) {
-      for (const auto& r : tx.exec_params(
-               "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-               "AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND i.indrelid = "
-               "to_regclass($1) ORDER BY array_position(i.indkey, a.attnum)",
-               Qualified())) {
-        key_columns_.emplace_back(r[0].c_str());
-        key_is_primary_ = true;
-      }
+    // The key, read again with the table: a rolled-back transaction may
+    // have undone a unique index FollowKey made.
+    key_columns_.clear();
+    key_is_primary_ = whole_row_key_ = key_from_source_ = key_checked_ = false;
+    for (const auto& r : tx.exec_params(
+             "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+             "AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND i.indrelid = "
+             "to_regclass($1) ORDER BY array_position(i.indkey, a.attnum)",
+             Qualified())) {
+      key_columns_.emplace_back(r[0].c_str());
+      key_is_primary_ = true;
     }
   }
   if (key_columns_.empty()) {
@@ -355,6 +357,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
     // Every column the key: a source table without a primary key, under
     // REPLICA IDENTITY FULL. Its columns may be NULL.
     whole_row_key_ = !key_columns_.empty() && key_columns_.size() == columns.size();
+    key_from_source_ = !key_columns_.empty();
   }
   if (known_columns_.empty()) {
     if (!options_.create_table) {
@@ -378,6 +381,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
       ddl += ")";
     }
     tx.exec(ddl + ")");
+    key_checked_ = true;
     for (const auto& c : columns) NoteColumn(c.name, TargetType(c.source_type));
     spdlog::info("created target table {}", Qualified());
     return;
@@ -389,6 +393,66 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
     NoteColumn(c.name, TargetType(c.source_type));
     spdlog::info("added column {} to {}", c.name, Qualified());
   }
+  FollowKey(tx, columns);
+}
+
+std::vector<std::string> PostgresTarget::SourceKey(const std::vector<TargetColumn>& columns) {
+  std::vector<std::string> key;
+  for (const auto& c : columns)
+    if (c.key) key.push_back(c.name);
+  return key;
+}
+
+bool PostgresTarget::KeyChanged(const std::vector<TargetColumn>& columns) const {
+  if (!key_from_source_ || key_columns_.empty()) return false;
+  auto key = SourceKey(columns);
+  return !key.empty() && key != key_columns_;
+}
+
+void PostgresTarget::FollowKey(pqxx::transaction_base& tx,
+                               const std::vector<TargetColumn>& columns) {
+  if (!key_from_source_) return;
+  const auto key = SourceKey(columns);
+  if (key.empty() || (key == key_columns_ && key_checked_)) return;
+  const bool whole_row = key.size() == columns.size();
+  std::string list;
+  for (const auto& k : key) list += (list.empty() ? "" : ", ") + QuoteIdent(k);
+  // The unique indexes (and their constraints) of the table on exactly `names`.
+  const auto unique_on = [&](const std::vector<std::string>& names) {
+    return tx.exec_params(
+        "SELECT c.conname FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = "
+        "i.indexrelid AND c.conrelid = i.indrelid WHERE i.indrelid = to_regclass($1) AND "
+        "i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL AND ARRAY(SELECT "
+        "a.attname::text FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = "
+        "ANY(i.indkey) ORDER BY 1) = ARRAY(SELECT jsonb_array_elements_text($2) ORDER BY 1)",
+        Qualified(), json(names).dump());
+  };
+  if (unique_on(key).empty()) {
+    // The upserts' ON CONFLICT needs one.
+    if (!options_.create_table)
+      throw std::runtime_error(
+          fmt::format("target table {} has no unique index on the source's key ({}): add one",
+                      Qualified(), list));
+    tx.exec(fmt::format(
+        "CREATE UNIQUE INDEX ON {} {}({})", Qualified(),
+        whole_row && tx.conn().server_version() >= 150000 ? "NULLS NOT DISTINCT " : "", list));
+    spdlog::info("made a unique index on ({}) of {}, the source's key", list, Qualified());
+  }
+  // The source re-keyed the table (a primary key added, dropped or
+  // changed). A whole-row key only limits rows once there is a real one
+  // (its index entries hold every value): the constraint this target made
+  // for it goes.
+  if (key != key_columns_ && whole_row_key_ && !whole_row) {
+    for (const auto& r : unique_on(key_columns_))
+      if (!r[0].is_null())
+        tx.exec(fmt::format("ALTER TABLE {} DROP CONSTRAINT {}", Qualified(),
+                            QuoteIdent(r[0].c_str())));
+  }
+  if (key != key_columns_)
+    spdlog::info("the source keys {} by ({}) now: the table follows", Qualified(), list);
+  key_columns_ = key;
+  whole_row_key_ = whole_row;
+  key_checked_ = true;
 }
 
 bool PostgresTarget::TypesChanged(const std::vector<TargetColumn>& columns) const {
@@ -852,7 +916,7 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
   bool known = !known_columns_.empty() && !key_columns_.empty();
   for (const auto& group : groups)
     for (const auto& n : group.names) known = known && known_columns_.count(n);
-  const bool reshaped = !known || TypesChanged(columns);
+  const bool reshaped = !known || TypesChanged(columns) || KeyChanged(columns);
   if (reshaped) {
     std::map<std::string, std::string> types;
     for (const auto& c : columns) types[c.name] = c.source_type;

@@ -131,6 +131,19 @@ class PostgresTarget {
   void FollowTypes(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
   // True when a column's source type differs from the last one seen.
   bool TypesChanged(const std::vector<TargetColumn>& columns) const;
+  // The source's key columns as `columns` mark them.
+  static std::vector<std::string> SourceKey(const std::vector<TargetColumn>& columns);
+  // True when the table is keyed as the source keys it (it has no primary
+  // key of its own) and the source's key is not the one in use.
+  bool KeyChanged(const std::vector<TargetColumn>& columns) const;
+  // Follows a key the source changed (a primary key added to a table that
+  // had none, dropped, or changed): the table gets a unique index on the
+  // new key, which the upserts' ON CONFLICT needs (a whole-row one this
+  // target made goes when the new key is not the whole row), and changes
+  // are matched by it from then on. Without this, rows keyed the new way
+  // matched nothing and old images stayed beside the new (found from
+  // outside).
+  void FollowKey(pqxx::transaction_base& tx, const std::vector<TargetColumn>& columns);
   // The COPY path; FailedPrecondition when the batch does not fit it (the
   // caller then applies it the ordinary way).
   common::Status ApplyCopy(const std::vector<TargetChange>& batch);
@@ -166,6 +179,12 @@ class PostgresTarget {
   // The key is every column (a source table without a primary key): rows
   // are matched with IS NOT DISTINCT FROM, as NULLs are part of the key.
   bool whole_row_key_ = false;
+  // key_columns_ are the source's (the table has no primary key of its
+  // own), so they follow the source's (FollowKey).
+  bool key_from_source_ = false;
+  // A unique index on key_columns_ is known to be there (made with the
+  // table, or found or made by FollowKey) since the table was last read.
+  bool key_checked_ = false;
   // After a straight COPY met an existing key, this many batches go staged.
   int staged_only_batches_ = 0;
   // COPY needs libpq's copy protocol, which this libpqxx does not expose for
