@@ -178,6 +178,7 @@ json SlotReportToJson(const SlotReport& r) {
             {"confirmed_flush_lsn", r.confirmed_flush_lsn},
             {"level", r.level}};
   if (r.lost_reason) j["lost_reason"] = *r.lost_reason;
+  if (r.resnapshot_reason) j["resnapshot_reason"] = *r.resnapshot_reason;
   return j;
 }
 
@@ -209,6 +210,8 @@ common::Result<SlotReport> SlotReportFromJson(const json& j) {
   }
   if (j.contains("lost_reason") && j["lost_reason"].is_string())
     r.lost_reason = j["lost_reason"].get<std::string>();
+  if (j.contains("resnapshot_reason") && j["resnapshot_reason"].is_string())
+    r.resnapshot_reason = j["resnapshot_reason"].get<std::string>();
   SLUICE_RETURN_IF_ERROR(Problems(problems));
   return r;
 }

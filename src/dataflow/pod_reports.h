@@ -66,6 +66,10 @@ struct SlotReport {
   std::string confirmed_flush_lsn;
   std::string level = "ok";  // ok | warn | critical, against the connector's thresholds
   std::optional<std::string> lost_reason;
+  // A source that keeps no slot (MySQL, `slot` "binlog") reading its tables
+  // again from a new snapshot, each truncated in the targets first, and why
+  // (a purged position, a row event it cannot read).
+  std::optional<std::string> resnapshot_reason;
 };
 
 // A change to a source table's columns (DDL at the source) as the source

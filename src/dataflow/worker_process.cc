@@ -244,6 +244,13 @@ int RunMysqlSource(const WorkerLaunch& launch, WorkerReporter& reporter,
     unkept = true;
     keep(false);
   };
+  options.on_resnapshot = [&reporter](const std::string& why) {
+    SlotReport report;
+    report.slot = "binlog";
+    report.resnapshot_reason = why;
+    if (auto st = reporter.Slot(report); !st.ok())
+      spdlog::warn("could not report the re-snapshot: {}", st.message());
+  };
   // With each position, the tables whose rows are read by then: a table
   // added to the connector later is read at its next start.
   options.on_position = [&, tables = options.tables](const my::BinlogPosition& at) {

@@ -131,6 +131,20 @@ TEST_F(WorkerProtocol, PodEventsCarryThePodNameAndTheLaunchNumber) {
   auto late = event("source.slot_lost");
   EXPECT_EQ(std::string(late[0].c_str()), "sluice-worker-1a2b-0-abc12");
   EXPECT_EQ(late[1].as<int>(), 1);
+
+  // A source without a slot starting over from a new snapshot says so too.
+  ASSERT_EQ(
+      Call("POST", "/api/v1/worker/slot",
+           {{"slot", "binlog"}, {"lag_bytes", 0}, {"resnapshot_reason", "a partial row image"}},
+           token_, {{"Sluice-Pod", "sluice-worker-1a2b-0-def34"}})
+          .status,
+      204);
+  pqxx::connection c(url());
+  auto resnapshot = pqxx::work(c).exec1(
+      "SELECT level, reason, message FROM resource_event WHERE code = 'source.resnapshot'");
+  EXPECT_STREQ(resnapshot[0].c_str(), "warn");
+  EXPECT_STREQ(resnapshot[1].c_str(), "a partial row image");
+  EXPECT_NE(std::string(resnapshot[2].c_str()).find("truncated in the targets"), std::string::npos);
 }
 
 TEST_F(WorkerProtocol, LaunchIsDecryptedOnlyHere) {

@@ -274,6 +274,7 @@ Status MysqlSource::Start() {
         "mysql source: {}; resnapshot_when_purged is on: truncating each table in the targets "
         "and snapshotting afresh",
         available.message());
+    if (options_.on_resnapshot) options_.on_resnapshot(available.message());
     ForgetPositionsForResnapshot();
   }
   return Begin();
@@ -1027,6 +1028,7 @@ Status MysqlSource::ResnapshotPast(const Status& why) {
       "mysql source: {}; resnapshot_when_purged is on: truncating each table in the targets and "
       "snapshotting afresh, past the event",
       why.message());
+  if (options_.on_resnapshot) options_.on_resnapshot(why.message());
   if (event_) mariadb_free_rpl_event(event_);
   event_ = nullptr;
   mariadb_rpl_close(rpl_);

@@ -83,6 +83,10 @@ struct MysqlSourceOptions {
   // each table's rows preceded by a truncate event (rows deleted in the lost
   // changes must not survive in the targets).
   bool resnapshot_when_purged = false;
+  // Called when the source starts over from a new snapshot (a purged
+  // position, or a partial row image, with resnapshot_when_purged), with
+  // why: the targets' tables are about to be truncated and read again.
+  std::function<void(const std::string& why)> on_resnapshot;
   // Resume by MariaDB GTID position when the saved position has one (it
   // names transactions, not a file, so it survives binlog files renamed or
   // reset); false: by file:pos only, as on servers without MariaDB GTIDs.

@@ -140,6 +140,19 @@ common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
 }
 
 common::Status ApplySlotReport(pqxx::work& tx, const PodIdentity& pod, const SlotReport& r) {
+  if (r.resnapshot_reason) {
+    auto ev = PodEvent(tx, pod, std::nullopt);
+    if (!ev) return {};
+    ev->level = events::Level::kWarn;
+    ev->type = events::Type::kConnector;
+    ev->code = "source.resnapshot";
+    ev->summary =
+        "The source cannot read on from its position: its tables are truncated in the targets "
+        "and read again from a new snapshot (emptier than the source until the snapshot ends)";
+    ev->reason = *r.resnapshot_reason;
+    ev->details = {{"shard_index", pod.shard}};
+    return events::EventStore::Record(tx, *ev, {}).status();
+  }
   if (r.lost_reason) {
     auto ev = PodEvent(tx, pod, std::nullopt);
     if (!ev) return {};

@@ -515,6 +515,8 @@ TEST(MysqlSource, APartialRowImageWithResnapshotOnReadsTheTablesAgainPastIt) {
   options.resnapshot_when_purged = true;
   std::vector<BinlogPosition> positions;
   options.on_position = [&](const BinlogPosition& p) { positions.push_back(p); };
+  std::vector<std::string> told;
+  options.on_resnapshot = [&](const std::string& why) { told.push_back(why); };
   MysqlSource source(options, &sink);
   ASSERT_TRUE(source.Start().ok());
   db.Sql("SET SESSION binlog_row_image = 'MINIMAL'; UPDATE t SET w = 3 WHERE id = 1");
@@ -529,6 +531,8 @@ TEST(MysqlSource, APartialRowImageWithResnapshotOnReadsTheTablesAgainPastIt) {
   }
   EXPECT_EQ(read[1]["w"], 3) << "the snapshot holds the change the partial image carried";
   EXPECT_EQ(read.size(), 3u);
+  ASSERT_EQ(told.size(), 1u) << "the worker is told, for its event";
+  EXPECT_NE(told[0].find("partial row image"), std::string::npos) << told[0];
 
   db.Sql("UPDATE t SET v = 'after' WHERE id = 2");
   ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 5; }));
