@@ -9,6 +9,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "common/short_text.h"
 #include "common/time.h"
 #include "dataflow/envelope.h"
 
@@ -468,8 +469,8 @@ common::Status SubscriptionStage::StopAt(std::vector<RejectedRecord> undecodable
   stopped_ = fmt::format(
       "stopped at a record the target refused (key {} at {}/{}/{}); fix the target or set "
       "on_refusal, then restart the subscription: {}",
-      first->message.key.empty() ? "null" : first->message.key, first->message.topic,
-      first->message.partition, first->message.offset, first->error);
+      first->message.key.empty() ? "null" : common::ShortenedForMessage(first->message.key),
+      first->message.topic, first->message.partition, first->message.offset, first->error);
   spdlog::error("subscription {}: {}", spec_.id, *stopped_);
   // It polls no more until restarted: leave the group now rather than be
   // dropped from it for not polling.

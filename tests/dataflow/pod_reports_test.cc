@@ -3,12 +3,24 @@
 // words the event by it.
 #include <gtest/gtest.h>
 
+#include "common/short_text.h"
 #include "dataflow/pod_reports.h"
 
 namespace sluice::dataflow {
 namespace {
 
 using nlohmann::json;
+
+// A whole-row key of kilobytes is quoted short in a stop's reason, cut at
+// a character (found from outside: worker.reason ran to 7,257 characters).
+TEST(ShortenedForMessage, KeepsShortTextAndCutsLongTextAtACharacter) {
+  EXPECT_EQ(common::ShortenedForMessage(R"({"id":17})"), R"({"id":17})");
+  std::string long_key = "{\"v\":\"" + std::string(193, 'a') + "é" + std::string(5000, 'b');
+  auto shortened = common::ShortenedForMessage(long_key);
+  EXPECT_EQ(shortened, "{\"v\":\"" + std::string(193, 'a') + "… (" +
+                           std::to_string(long_key.size()) + " bytes)");
+  EXPECT_EQ(common::ShortenedForMessage(std::string(300, 'x'), 10), "xxxxxxxxxx… (300 bytes)");
+}
 
 TEST(RejectedWire, DispositionAndKeyRoundTrip) {
   std::vector<RejectedRef> refs = {

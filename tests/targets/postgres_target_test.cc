@@ -969,6 +969,15 @@ TEST_F(PostgresTargetTest, ARowRefusedForANulCharacterNamesTheColumn) {
   EXPECT_NE(rejected[0].error.find("column name holds a NUL character"), std::string::npos)
       << rejected[0].error;
   EXPECT_EQ(Query("SELECT count(*) FROM orders")[0][0].as<int>(), 1);
+  // A delete carries only its key: a NUL there is named too.
+  const std::vector<TargetColumn> by_name = {{"name", "text", true}};
+  PostgresTarget named({db_.url(), "public", "by_name", true});
+  auto del = named.Apply(
+      {TargetChange{ChangeOp::kDelete, {{"name", std::string("a\0b", 3)}}, nullptr, by_name}});
+  ASSERT_TRUE(del.ok()) << del.status().ToString();
+  ASSERT_EQ(del->size(), 1u);
+  EXPECT_NE((*del)[0].error.find("column name holds a NUL character"), std::string::npos)
+      << (*del)[0].error;
 }
 
 // A whole-row key's index entry holds the row: a value too long for a btree

@@ -35,13 +35,16 @@ namespace {
 // A refused row's error, followed by the columns holding a NUL character:
 // PostgreSQL's own words ("invalid byte sequence ... 0x00") name none.
 std::string NamingNulColumns(const TargetChange& change, std::string error) {
-  if (!change.after.is_object()) return error;
-  for (const auto& [name, value] : change.after.items())
-    if (value.is_string() && value.get_ref<const std::string&>().find('\0') != std::string::npos)
-      error += fmt::format(
-          "; column {} holds a NUL character (U+0000), which PostgreSQL text "
-          "cannot store",
-          name);
+  std::set<std::string> named;
+  for (const json* image : {&change.after, &change.key}) {
+    if (!image->is_object()) continue;
+    for (const auto& [name, value] : image->items())
+      if (value.is_string() &&
+          value.get_ref<const std::string&>().find('\0') != std::string::npos &&
+          named.insert(name).second)
+        error += fmt::format(
+            "; column {} holds a NUL character (U+0000), which PostgreSQL text cannot store", name);
+  }
   return error;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/short_text.h"
 #include "events/connector_events.h"
 #include "metrics/ingest.h"
 #include "runtime/worker_repository.h"
@@ -128,8 +129,9 @@ common::Status RecordRejected(pqxx::work& tx, const PodIdentity& pod,
         ev->type = events::Type::kConnector;
         ev->code = "subscription.stopped";
         ev->summary = "Subscription stopped at a record the target refused";
-        ev->reason = fmt::format("key {} at {}/{}/{}: {}", r.key.empty() ? "null" : r.key, r.topic,
-                                 r.partition, r.offset, r.error);
+        ev->reason = fmt::format("key {} at {}/{}/{}: {}",
+                                 r.key.empty() ? "null" : common::ShortenedForMessage(r.key),
+                                 r.topic, r.partition, r.offset, r.error);
         break;
     }
     if (!r.key.empty()) ev->details["key"] = r.key;
