@@ -47,6 +47,14 @@ Orchestrator::Orchestrator(store::Database& db, OrchestratorOptions options)
     try {
       auto w = db_.Transact([&](pqxx::work& tx) { return WorkerRepository::Find(tx, *id); });
       if (!w) return;
+      // Exit status 0 is the worker's own decision (told to stop, or its
+      // launch replaced), not a crash: said, but not as an error.
+      if (!exit.signal && exit.exit_code == 0) {
+        RecordWorkerEvent(*w, "worker.exited", "info", "Worker process exited and was restarted",
+                          fmt::format("shard {} exited with status 0", w->shard_index),
+                          {{"restarts", exit.restarts + 1}});
+        return;
+      }
       std::string how = exit.signal ? fmt::format("killed by signal {}", exit.signal)
                                     : fmt::format("exited with status {}", exit.exit_code);
       RecordWorkerEvent(*w, "worker.crashed", "error", "Worker process crashed",

@@ -203,6 +203,19 @@ TEST_F(OrchestratorTest, KilledWorkerIsRestartedAndTheCrashIsOneFoldedEvent) {
   EXPECT_EQ(rows, 1) << "a crash loop folds into one row";
 }
 
+// A worker that exits cleanly (SIGTERM: it stops and exits 0) is restarted
+// by its supervisor, but that is no crash (found from outside: a connector restart read
+// as `worker.crashed ... exited with status 0`).
+TEST_F(OrchestratorTest, AWorkerThatExitsCleanlyIsRestartedWithoutACrashEvent) {
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
+  auto pid = orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_)));
+  ASSERT_TRUE(pid);
+  kill(*pid, SIGTERM);
+  ASSERT_TRUE(TickUntil([&] { return EventCount("worker.exited") >= 1; }));
+  EXPECT_EQ(EventCount("worker.crashed"), 0);
+}
+
 TEST_F(OrchestratorTest, SilentPodIsMarkedErrorAfterTheHeartbeatWindow) {
   StartConnector(target_id_);
   ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
