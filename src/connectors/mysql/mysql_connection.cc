@@ -44,7 +44,16 @@ Result<std::unique_ptr<MysqlConnection>> MysqlConnection::Connect(const MysqlEnd
                           e.database.empty() ? nullptr : e.database.c_str(),
                           static_cast<unsigned>(e.port), nullptr, 0)) {
     std::string why = mysql_error(mysql);
+    const unsigned code = mysql_errno(mysql);
     mysql_close(mysql);
+    // Refused credentials (ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR,
+    // ER_ACCESS_DENIED_NO_PASSWORD_ERROR) give the same answer on every
+    // retry: a configuration problem, which a worker parks on rather than
+    // restarting in a loop.
+    if (code == 1044 || code == 1045 || code == 1698)
+      return common::FailedPrecondition(
+          fmt::format("source database {}:{}: {} (check the connector's user and password)", e.host,
+                      e.port, why));
     return common::Unavailable(fmt::format("source database {}:{}: {}", e.host, e.port, why));
   }
   std::unique_ptr<MysqlConnection> conn(new MysqlConnection(mysql));

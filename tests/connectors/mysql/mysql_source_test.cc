@@ -129,6 +129,22 @@ TEST(MysqlPreflight, NamesEachBinlogSettingToChange) {
       << fixed.message();
 }
 
+// Refused credentials are a configuration problem (the worker parks on it),
+// not an outage to retry (found from outside: a wrong password crash-looped).
+TEST(MysqlSource, AWrongPasswordIsAFailedPreconditionWithoutThePassword) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE t (id INT PRIMARY KEY)");
+  MemorySink sink;
+  auto options = Options(db, {"t"});
+  options.endpoint.password = "not-the-Pa55word";
+  MysqlSource source(options, &sink);
+  auto st = source.Start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("Access denied"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("not-the-Pa55word"), std::string::npos) << st.message();
+}
+
 TEST(MysqlSource, StartFailsWithThePreflightError) {
   TestMariaDatabase db;
   db.Sql("CREATE TABLE t (id INT PRIMARY KEY)");
