@@ -209,10 +209,11 @@ namespace {
 Result<std::vector<std::string>> ServerKey(MysqlConnection& conn, const std::string& database,
                                            const std::string& table,
                                            const std::vector<ColumnInfo>& columns) {
-  std::set<std::string> marked;
+  std::vector<std::string> in_table_order;
   for (const auto& c : columns)
-    if (c.key) marked.insert(c.name);
-  if (marked.empty()) return std::vector<std::string>{};
+    if (c.key) in_table_order.push_back(c.name);
+  if (in_table_order.empty()) return in_table_order;
+  const std::set<std::string> marked(in_table_order.begin(), in_table_order.end());
   auto rows = conn.Query(fmt::format(
       "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = "
       "{} AND TABLE_NAME = {} AND NON_UNIQUE = 0 ORDER BY INDEX_NAME <> 'PRIMARY', INDEX_NAME, "
@@ -228,9 +229,6 @@ Result<std::vector<std::string>> ServerKey(MysqlConnection& conn, const std::str
   for (const auto& [name, parts] : indexes)
     if (std::set<std::string>(parts.begin(), parts.end()) == marked) return parts;
   // Not expected; the marked columns in table order still key it as the stream does.
-  std::vector<std::string> in_table_order;
-  for (const auto& c : columns)
-    if (c.key) in_table_order.push_back(c.name);
   return in_table_order;
 }
 

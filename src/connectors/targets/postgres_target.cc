@@ -355,8 +355,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
     }
   }
   if (key_columns_.empty()) {
-    for (const auto& c : columns)
-      if (c.key) key_columns_.push_back(c.name);
+    key_columns_ = SourceKey(columns);
     // Every column the key: a source table without a primary key, under
     // REPLICA IDENTITY FULL. Its columns may be NULL.
     whole_row_key_ = !key_columns_.empty() && key_columns_.size() == columns.size();
