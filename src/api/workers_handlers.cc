@@ -4,12 +4,15 @@
 // write intents on the worker rows; the orchestrator does the rest.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "api/license_gate.h"
 #include "api/lifecycle_events.h"
 #include "api/routes.h"
 #include "model/access/access.h"
 #include "model/config_keys.h"
 #include "model/operations/user_log_repository.h"
+#include "model/pipelines/pipelines_repository.h"
 #include "orchestrator/launch_builder.h"
 #include "orchestrator/placement.h"
 #include "runtime/launch_config.h"
@@ -204,19 +207,54 @@ void ApplyVerb(pqxx::work& tx, const ApiContext& ctx, const common::Uuid& connec
   }
 }
 
+// A pipeline's pause or stop leaves running each connector it shares with a
+// pipeline that still runs (stopping it would stop that one too); they are
+// removed from `owned` and listed. 409 when nothing of its own is left.
+Json KeepSharedConnectors(pqxx::work& tx, const common::Uuid& pipeline, Owned& owned) {
+  Json kept = Json::array();
+  std::vector<common::Uuid> own;
+  for (const auto& c : owned.connectors) {
+    auto others = model::OtherPipelinesRunningOn(tx, c, pipeline);
+    if (others.empty()) {
+      own.push_back(c);
+      continue;
+    }
+    Json names = Json::array();
+    for (const auto& p : others) names.push_back({{"id", p.id.ToString()}, {"name", p.name}});
+    kept.push_back({{"connector_id", c.ToString()}, {"running_pipelines", names}});
+  }
+  if (own.empty()) {
+    std::set<std::string> distinct;
+    for (const auto& k : kept)
+      for (const auto& p : k["running_pipelines"]) distinct.insert(p["name"].get<std::string>());
+    std::string names;
+    for (const auto& n : distinct) names += (names.empty() ? "'" : ", '") + n + "'";
+    throw ApiError(409, "shared_connectors",
+                   fmt::format("every connector of this pipeline also carries running pipelines "
+                               "({}); pause or stop those too, or the connectors themselves",
+                               names));
+  }
+  owned.connectors = std::move(own);
+  return kept;
+}
+
 Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
   auto id = req.PathUuid(pipeline ? "pipeline_id" : "connector_id");
   Json workers = Json::array();
+  Json kept = Json::array();
   ctx.db.Transact([&](pqxx::work& tx) {
     auto owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceWrite)
                           : LoadConnector(tx, req.caller(), id, Action::kTeamResourceWrite);
     const std::string subject = pipeline ? "pipeline" : "connector";
+    if (pipeline && (verb == Verb::kPause || verb == Verb::kStop))
+      kept = KeepSharedConnectors(tx, id, owned);
     for (const auto& c : owned.connectors) {
       ApplyVerb(tx, ctx, c, verb);
       for (const auto& w : WorkerRepository::ForConnector(tx, c))
         workers.push_back(WorkerJson(tx, ctx, w));
       Json details = Json::object();
       if (pipeline) details["pipeline_id"] = id.ToString();
+      if (!kept.empty()) details["kept_running"] = kept;
       RecordLifecycle(
           tx, req.caller(), {c}, subject + "." + PastTense(verb),
           fmt::format("{} {} by a user", pipeline ? "Pipeline" : "Connector", PastTense(verb)),
@@ -225,7 +263,9 @@ Response Act(ApiContext& ctx, Request& req, bool pipeline, Verb verb) {
     // e.g. connector.pause, pipeline.restart: at most 17 of user_log.action's 20.
     LogAction(tx, req.caller(), subject + "." + VerbName(verb));
   });
-  return Response::Ok({{"workers", workers}});
+  Json body = {{"workers", workers}};
+  if (pipeline) body["kept_running"] = kept;
+  return Response::Ok(body);
 }
 
 Response Status(ApiContext& ctx, Request& req, bool pipeline) {
@@ -235,21 +275,15 @@ Response Status(ApiContext& ctx, Request& req, bool pipeline) {
     Owned owned = pipeline ? LoadPipeline(tx, req.caller(), id, Action::kTeamResourceRead, false)
                            : LoadConnector(tx, req.caller(), id, Action::kTeamResourceRead);
     Json workers = Json::array();
-    std::string state = "PAUSED";
-    bool any = false;
+    std::vector<WorkerState> states;
     for (const auto& c : owned.connectors) {
       for (const auto& w : WorkerRepository::ForConnector(tx, c)) {
         workers.push_back(WorkerJson(tx, ctx, w));
-        // The displayed state is the worker's; the loudest shard wins.
-        static const std::vector<std::string> kRank = {"ERROR", "STOPPING", "STARTING",
-                                                       "LIVE",  "STOPPED",  "PAUSED"};
-        std::string s(runtime::ToString(w.state));
-        if (!any ||
-            std::find(kRank.begin(), kRank.end(), s) < std::find(kRank.begin(), kRank.end(), state))
-          state = s;
-        any = true;
+        states.push_back(w.state);
       }
     }
+    std::string state(
+        runtime::ToString(runtime::DisplayedState(states).value_or(WorkerState::kPaused)));
     if (pipeline) {
       auto r = tx.exec_params("SELECT coalesce(is_completed, false) FROM pipeline WHERE id = $1",
                               id.ToString());

@@ -38,4 +38,21 @@ bool ExpectsPod(WorkerState state) {
          state == WorkerState::kStopping;
 }
 
+bool WantedRunning(WorkerState state) {
+  return state == WorkerState::kStarting || state == WorkerState::kLive ||
+         state == WorkerState::kError;
+}
+
+std::optional<WorkerState> DisplayedState(std::span<const WorkerState> states) {
+  // Loudest first: a failure, then a transition under way, then what stops
+  // the flow, and LIVE last.
+  static constexpr WorkerState kRank[] = {WorkerState::kError,    WorkerState::kStopping,
+                                          WorkerState::kStarting, WorkerState::kStopped,
+                                          WorkerState::kPaused,   WorkerState::kLive};
+  for (auto candidate : kRank)
+    for (auto s : states)
+      if (s == candidate) return candidate;
+  return std::nullopt;
+}
+
 }  // namespace sluice::runtime

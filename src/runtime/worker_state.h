@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,13 @@ std::optional<WorkerState> ParseWorkerState(std::string_view text);
 bool IsIntent(WorkerState state);
 // States in which a pod is supposed to be running and heartbeating.
 bool ExpectsPod(WorkerState state);
+// Not paused or stopped by anyone: a pod runs, is on its way, or failed and
+// is restarted. What a shared connector's other pipelines are asked about.
+bool WantedRunning(WorkerState state);
+
+// The one state shown for several workers (a connector's shards, a
+// pipeline's connectors): the one that explains why the data is not flowing,
+// so a set is LIVE only when every worker is. nullopt for no worker.
+std::optional<WorkerState> DisplayedState(std::span<const WorkerState> states);
 
 }  // namespace sluice::runtime

@@ -140,5 +140,66 @@ TEST_F(LifecycleApi, APipelineWithoutConnectorsIsADraftToReadAndIncompleteToRun)
   EXPECT_EQ(Post(path + "/start", Json::object()).status, 409);
 }
 
+// Pipelines may share a connector (one source feeding several targets).
+// Pausing or stopping one of them must not stop the others: it acts on its
+// own connectors and leaves running, and names, those another pipeline runs on.
+TEST_F(LifecycleApi, StoppingAPipelineLeavesRunningTheConnectorsOtherPipelinesRunOn) {
+  GrantLicense();
+  auto target_a = NewConnector(team_id_, "dst-a", "jsonl-target");
+  auto target_b = NewConnector(team_id_, "dst-b", "jsonl-target");
+  auto pipeline = [&](const std::string& name, const std::string& target) {
+    auto p =
+        Post("/api/v1/teams/" + team_id_ + "/pipelines",
+             {{"name", name}, {"source_connector_id", source_}, {"target_connector_id", target}});
+    EXPECT_EQ(p.status, 201) << p.body.dump();
+    return "/api/v1/pipelines/" + p.body["id"].get<std::string>();
+  };
+  auto a = pipeline("to-a", target_a);
+  auto b = pipeline("to-b", target_b);
+  auto c = pipeline("also-to-b", target_b);  // shares both connectors with b
+  for (const auto& p : {a, b, c}) ASSERT_EQ(Post(p + "/start", Json::object()).status, 200);
+  auto state_of = [&](const std::string& connector) {
+    return Get("/api/v1/connectors/" + connector + "/workers").body["workers"][0]["state"];
+  };
+
+  // c has nothing of its own: stopping it alone is impossible, and said so.
+  auto refused = Post(c + "/stop", Json::object());
+  EXPECT_EQ(refused.status, 409) << refused.body.dump();
+  EXPECT_EQ(refused.body["error"]["code"], "shared_connectors");
+  EXPECT_NE(refused.body["error"]["message"].get<std::string>().find("'to-b'"), std::string::npos)
+      << refused.body.dump();
+  EXPECT_EQ(state_of(source_), "STARTING");
+  EXPECT_EQ(state_of(target_b), "STARTING");
+
+  // a stops its own target; the source goes on for b and c.
+  auto stopped = Post(a + "/stop", Json::object());
+  ASSERT_EQ(stopped.status, 200) << stopped.body.dump();
+  EXPECT_EQ(state_of(target_a), "STOPPING");
+  EXPECT_EQ(state_of(source_), "STARTING");
+  ASSERT_EQ(stopped.body["kept_running"].size(), 1u) << stopped.body.dump();
+  EXPECT_EQ(stopped.body["kept_running"][0]["connector_id"], source_);
+  std::vector<std::string> running;
+  for (const auto& p : stopped.body["kept_running"][0]["running_pipelines"])
+    running.push_back(p["name"]);
+  EXPECT_EQ(running, (std::vector<std::string>{"also-to-b", "to-b"}));
+
+  // a's state is its stopped target's, in its status and in the list, even
+  // though its source runs.
+  EXPECT_EQ(Get(a + "/status").body["state"], "STOPPING");
+  Json listed_state;
+  auto listed = Get("/api/v1/teams/" + team_id_ + "/pipelines");
+  for (const auto& p : listed.body["items"])
+    if (p["name"] == "to-a") listed_state = p["state"];
+  EXPECT_EQ(listed_state, "STOPPING");
+
+  // b and c share everything: their connector's own pause stops both. Then
+  // nobody else runs on the source, and a's pause reaches it.
+  ASSERT_EQ(Post("/api/v1/connectors/" + target_b + "/pause", Json::object()).status, 200);
+  auto paused = Post(a + "/pause", Json::object());
+  ASSERT_EQ(paused.status, 200) << paused.body.dump();
+  EXPECT_TRUE(paused.body["kept_running"].empty()) << paused.body.dump();
+  EXPECT_EQ(state_of(source_), "PAUSED");
+}
+
 }  // namespace
 }  // namespace sluice::testing

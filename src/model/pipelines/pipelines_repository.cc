@@ -1,19 +1,42 @@
 #include "model/pipelines/pipelines_repository.h"
 
+#include <algorithm>
+
 #include "model/pipelines/connectors_repository.h"
 #include "model/pipelines/datamodels_repository.h"
 #include "model/repository_fields.h"
 #include "model/sql_util.h"
+#include "runtime/worker_state.h"
 
 namespace sluice::model {
 namespace {
+
+// Workers' states as a query lists them with string_agg: "LIVE,STOPPED".
+std::vector<runtime::WorkerState> ListedStates(const pqxx::field& listed_field) {
+  std::vector<runtime::WorkerState> states;
+  std::string_view listed = listed_field.is_null() ? std::string_view() : listed_field.c_str();
+  while (!listed.empty()) {
+    auto comma = listed.find(',');
+    if (auto s = runtime::ParseWorkerState(listed.substr(0, comma))) states.push_back(*s);
+    listed = comma == std::string_view::npos ? std::string_view() : listed.substr(comma + 1);
+  }
+  return states;
+}
+
+// The pipeline's state as its status shows it; nullopt without any worker.
+std::optional<std::string> DisplayedState(const pqxx::field& listed) {
+  auto shown = runtime::DisplayedState(ListedStates(listed));
+  if (!shown) return std::nullopt;
+  return std::string(runtime::ToString(*shown));
+}
 
 std::string PipelineColumns() {
   return "p.id, p.name, p.json_configuration::text AS cfg, p.version, p.is_completed, "
          "p.error_table_config::text AS etc, p.team_id, p.env_id, p.source_connector_id, "
          "p.target_connector_id, p.datamodel_id, "
-         "(SELECT w.state FROM worker w WHERE w.connector_id = p.source_connector_id "
-         "ORDER BY w.shard_index LIMIT 1) AS worker_state, " +
+         "(SELECT string_agg(w.state, ',') FROM worker w "
+         "WHERE w.connector_id IN (p.source_connector_id, p.target_connector_id)) "
+         "AS worker_states, " +
          sql::Iso("p.created_at") + " AS created_at, " + sql::Iso("p.updated_at") +
          " AS updated_at";
 }
@@ -31,7 +54,7 @@ PipelineRow PipelineFromRow(const pqxx::row& r) {
   p.source_connector_id = sql::GetOptUuid(r["source_connector_id"]);
   p.target_connector_id = sql::GetOptUuid(r["target_connector_id"]);
   p.datamodel_id = sql::GetOptUuid(r["datamodel_id"]);
-  p.worker_state = sql::GetOptString(r["worker_state"]);
+  p.worker_state = DisplayedState(r["worker_states"]);
   p.created_at = sql::GetOptString(r["created_at"]).value_or("");
   p.updated_at = sql::GetOptString(r["updated_at"]).value_or("");
   return p;
@@ -152,6 +175,25 @@ void UpdatePipeline(pqxx::work& tx, const PipelineRow& p) {
 
 void DeletePipeline(pqxx::work& tx, const common::Uuid& id) {
   tx.exec_params("DELETE FROM pipeline WHERE id = $1", id.ToString());
+}
+
+std::vector<PipelineName> OtherPipelinesRunningOn(pqxx::work& tx, const common::Uuid& connector,
+                                                  const common::Uuid& except_pipeline) {
+  std::vector<PipelineName> out;
+  // Each other pipeline on the connector with the states of its other
+  // connector's workers: those are what says whether it still runs.
+  for (const auto& r :
+       tx.exec_params("SELECT p.id, coalesce(p.name, ''), string_agg(w.state, ',') FROM pipeline p "
+                      "LEFT JOIN worker w ON w.connector_id IN (p.source_connector_id, "
+                      "p.target_connector_id) AND w.connector_id <> $1 "
+                      "WHERE p.id <> $2 AND $1 IN (p.source_connector_id, p.target_connector_id) "
+                      "GROUP BY p.id, p.name ORDER BY p.name, p.id",
+                      connector.ToString(), except_pipeline.ToString())) {
+    auto states = ListedStates(r[2]);
+    if (std::any_of(states.begin(), states.end(), runtime::WantedRunning))
+      out.push_back({sql::GetUuid(r[0]), r[1].c_str()});
+  }
+  return out;
 }
 
 }  // namespace sluice::model

@@ -1,6 +1,7 @@
 // SQL for pipeline. `version` is bumped by the UPDATE itself, so two
 // concurrent edits cannot both claim the same next version. The state shown
-// is the source connector's worker's; "draft" is computed, never stored.
+// is its workers' (runtime::DisplayedState over both connectors' shards);
+// "draft" is computed, never stored.
 #pragma once
 
 #include <optional>
@@ -49,5 +50,15 @@ void InsertPipeline(pqxx::work& tx, const PipelineRow& p);
 void UpdatePipeline(pqxx::work& tx, const PipelineRow& p);
 // Subscriptions keep their rows with pipeline_id cleared.
 void DeletePipeline(pqxx::work& tx, const common::Uuid& id);
+
+struct PipelineName {
+  common::Uuid id;
+  std::string name;
+};
+// The other pipelines on `connector` that still run: another connector of
+// theirs has a worker nobody paused or stopped. A pipeline's pause or stop
+// leaves such a shared connector running, as stopping it would stop them.
+std::vector<PipelineName> OtherPipelinesRunningOn(pqxx::work& tx, const common::Uuid& connector,
+                                                  const common::Uuid& except_pipeline);
 
 }  // namespace sluice::model

@@ -99,9 +99,12 @@ export function PipelineDetailPage({ id }: { id: string }) {
   const status = useLoad((sig) => get<{ state: string; workers: Worker[]; source_slots?: SourceSlot[] }>(`/pipelines/${id}/status`, sig), [id], 3000);
   const subs = useLoad((sig) => get<Page<Subscription>>(`/pipelines/${id}/subscriptions?limit=200`, sig), [id]);
   const action = useSubmit();
+  // A pause or stop leaves running the connectors other pipelines run on.
+  const [kept, setKept] = useState<string[]>([]);
   const act = (verb: string) =>
     action.run(async () => {
-      await post(`/pipelines/${id}/${verb}`);
+      const r = await post<{ kept_running?: { running_pipelines: { name: string }[] }[] }>(`/pipelines/${id}/${verb}`);
+      setKept((r.kept_running ?? []).flatMap((k) => k.running_pipelines.map((o) => o.name)));
       status.reload();
     });
   if (pipeline.error) return <ErrorBox error={pipeline.error} />;
@@ -133,6 +136,11 @@ export function PipelineDetailPage({ id }: { id: string }) {
         </div>
       </div>
       <ErrorBox error={action.error} />
+      {kept.length > 0 && (
+        <p className="muted" data-testid="kept-running">
+          A shared connector keeps running for {Array.from(new Set(kept)).join(", ")}.
+        </p>
+      )}
       <Tabs tabs={["Overview", "Monitoring", "Metrics", "Backfills"]} active={tab} onChange={setTab} />
       {tab === "Overview" && (
         <>
