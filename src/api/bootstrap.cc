@@ -42,12 +42,15 @@ common::Status CreateSuperuser(store::Database& db, const std::string& email_raw
   return common::Status::Ok();
 }
 
+bool AnySuperuserExists(store::Database& db) {
+  return db.Transact([](pqxx::work& tx) { return AnySuperuser(tx); });
+}
+
 common::Status BootstrapSuperuserFromEnv(store::Database& db) {
   const char* email = std::getenv("SLUICE_SUPERUSER_EMAIL");
   const char* password = std::getenv("SLUICE_SUPERUSER_PASSWORD");
   if (!email || !*email || !password || !*password) return common::Status::Ok();
-  bool any = db.Transact([](pqxx::work& tx) { return AnySuperuser(tx); });
-  if (any) return common::Status::Ok();
+  if (AnySuperuserExists(db)) return common::Status::Ok();
   auto st = CreateSuperuser(db, email, password);
   if (st.ok()) spdlog::info("created superuser {} from SLUICE_SUPERUSER_EMAIL", email);
   return st;

@@ -14,6 +14,9 @@ namespace sluice::api {
 common::Status CreateSuperuser(store::Database& db, const std::string& email,
                                const std::string& password);
 
+// Whether any superuser exists yet.
+bool AnySuperuserExists(store::Database& db);
+
 // When both variables are set and no superuser exists yet, creates one.
 // Ok (and does nothing) otherwise.
 common::Status BootstrapSuperuserFromEnv(store::Database& db);

@@ -72,19 +72,20 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-// The demo's login: SLUICE_SUPERUSER_* when given, else a generated password
-// kept in <data-dir>/admin-password (0600), never printed.
-void EnsureDemoLogin(sluice::store::Database& db, const std::string& data_dir) {
+// The first login: SLUICE_SUPERUSER_* when given, else, while nobody could
+// log in yet, admin@sluice.local with a generated password kept in
+// <data-dir>/admin-password (0600), never printed.
+void EnsureFirstLogin(sluice::store::Database& db, const std::string& data_dir) {
   if (std::getenv("SLUICE_SUPERUSER_EMAIL")) return;
   auto path = std::filesystem::path(data_dir) / "admin-password";
-  if (std::filesystem::exists(path)) return;
+  if (std::filesystem::exists(path) || sluice::api::AnySuperuserExists(db)) return;
   std::string password = sluice::common::Uuid::V4().ToString();
   auto st = sluice::api::CreateSuperuser(db, "admin@sluice.local", password);
   if (!st.ok()) return;
   std::ofstream(path) << password << "\n";
   std::filesystem::permissions(
       path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  std::printf("demo login: admin@sluice.local, password in %s\n", path.c_str());
+  std::printf("first login: admin@sluice.local, password in %s\n", path.c_str());
 }
 
 int Up(const UpFlags& f) {
@@ -170,12 +171,12 @@ int Up(const UpFlags& f) {
   auto back_end = sluice::cli::BackEnd::Start(db, options);
   if (!back_end.ok()) return Fail(back_end.status().message());
 
+  EnsureFirstLogin(db, f.data_dir);
   std::atomic<bool> stop{false};
   std::thread writer;
   if (f.demo) {
     auto* cluster = (*provisioned)->cluster();
     if (!cluster) return Fail("--demo needs the embedded PostgreSQL (unset SLUICE_DATABASE_URL)");
-    EnsureDemoLogin(db, f.data_dir);
     auto demo =
         sluice::cli::SeedDemo(db, *cluster, (*back_end)->keys(), f.broker_listen, f.demo_format);
     if (!demo.ok()) return Fail(demo.status().message());

@@ -29,6 +29,49 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Forks `sluice up` on `dir` and the given listeners, its output in up.log.
+pid_t StartUp(const std::filesystem::path& dir, const std::string& api, const std::string& registry,
+              const std::string& broker, const std::vector<std::string>& more_args) {
+  std::string log = (dir / "up.log").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<std::string> args = {"sluice",          "up",  "--data-dir",        dir.string(),
+                                     "--listen",        api,   "--registry-listen", registry,
+                                     "--broker-listen", broker};
+    args.insert(args.end(), more_args.begin(), more_args.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(std::getenv("SLUICE_BIN"), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// SIGTERM stops everything within 60 s, the embedded PostgreSQL included.
+void StopUp(pid_t pid, const std::filesystem::path& dir) {
+  kill(pid, SIGTERM);
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 600 && !exited; ++i) {
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited) std::this_thread::sleep_for(100ms);
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  EXPECT_TRUE(exited) << "sluice up did not stop within 60 s";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(std::filesystem::exists(dir / "postgres" / "pgdata" / "postmaster.pid"))
+      << "the embedded PostgreSQL is still running";
+  store::EmbeddedCluster::StopDir((dir / "postgres").string());
+  std::filesystem::remove_all(dir);
+}
+
 // `sluice up --demo [--demo-format F]`: rows reach the target, and SIGTERM
 // stops everything. With avro the workers register and fetch the schemas
 // with their own tokens through the registry's gate (api/registry_gate.h).
@@ -48,25 +91,9 @@ void RunDemo(const std::string& format, bool tls = false) {
   auto port = [] { return "127.0.0.1:" + std::to_string(common::PickFreePort()); };
   std::string api = port(), registry = port(), broker = port();
   std::string log = (dir / "up.log").string();
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<std::string> args = {"sluice",     "up",
-                                     "--demo",     "--data-dir",
-                                     dir.string(), "--listen",
-                                     api,          "--registry-listen",
-                                     registry,     "--broker-listen",
-                                     broker,       "--demo-format",
-                                     format};
-    if (tls) args.insert(args.end(), {"--tls-cert", cert.cert, "--tls-key", cert.key});
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(std::getenv("SLUICE_BIN"), argv.data());
-    _exit(127);
-  }
+  std::vector<std::string> args = {"--demo", "--demo-format", format};
+  if (tls) args.insert(args.end(), {"--tls-cert", cert.cert, "--tls-key", cert.key});
+  pid_t pid = StartUp(dir, api, registry, broker, args);
   // The embedded cluster asks every role for its password; ours come from
   // its pgpass, as the data-plane's own do.
   auto url = [&](const std::string& db, const std::string& role = "postgres") {
@@ -190,23 +217,51 @@ void RunDemo(const std::string& format, bool tls = false) {
   EXPECT_EQ(probe(target, "create", "made.by.a.worker", "-"), "TOPIC_AUTHORIZATION_FAILED");
   EXPECT_EQ(probe(target, "delete", raw_topic, "-"), "TOPIC_AUTHORIZATION_FAILED");
 
-  kill(pid, SIGTERM);
-  int status = 0;
-  bool exited = false;
-  for (int i = 0; i < 600 && !exited; ++i) {
-    exited = waitpid(pid, &status, WNOHANG) == pid;
-    if (!exited) std::this_thread::sleep_for(100ms);
+  StopUp(pid, dir);
+}
+
+// Without the demo, a fresh data dir still gets a first login (a user had
+// no way in but to find `sluice admin create-superuser`), and only once.
+TEST(UpDemo, WithoutTheDemoAFreshDataDirGetsAFirstLogin) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sluice-up-" + common::Uuid::V4().ToString());
+  std::filesystem::create_directories(dir);
+  ::unsetenv("SLUICE_SUPERUSER_EMAIL");
+  auto port = [] { return "127.0.0.1:" + std::to_string(common::PickFreePort()); };
+  std::string api = port(), registry = port(), broker = port();
+  pid_t pid = StartUp(dir, api, registry, broker, {});
+  auto password_file = dir / "admin-password";
+  auto login = [&]() -> std::string {
+    std::ifstream in(password_file);
+    std::string password;
+    in >> password;
+    if (password.empty()) return "";
+    auto body = nlohmann::json{{"email", "admin@sluice.local"}, {"password", password}}.dump();
+    std::string cmd = "timeout 20 curl -sS -X POST http://" + api +
+                      "/api/v1/auth/login -H 'Content-Type: application/json' -d '" + body + "'";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+      pclose(p);
+    }
+    return out;
+  };
+  std::string answer;
+  for (int i = 0; i < 240 && answer.find("access_token") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(500ms);
+    answer = login();
   }
-  if (!exited) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  EXPECT_TRUE(exited) << "sluice up did not stop within 60 s";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_FALSE(std::filesystem::exists(dir / "postgres" / "pgdata" / "postmaster.pid"))
-      << "the embedded PostgreSQL is still running";
-  store::EmbeddedCluster::StopDir((dir / "postgres").string());
-  std::filesystem::remove_all(dir);
+  EXPECT_NE(answer.find("access_token"), std::string::npos) << answer << "\n"
+                                                            << testing::ReadAll(dir / "up.log");
+  EXPECT_EQ(std::filesystem::status(password_file).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::string log = testing::ReadAll(dir / "up.log");
+  std::ifstream in(password_file);
+  std::string password;
+  in >> password;
+  EXPECT_EQ(log.find(password), std::string::npos) << "the password was printed";
+  StopUp(pid, dir);
 }
 
 TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) { RunDemo("json"); }
