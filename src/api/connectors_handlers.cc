@@ -5,6 +5,7 @@
 #include "api/lifecycle_events.h"
 #include "api/paging.h"
 #include "api/routes.h"
+#include "api/source_tables.h"
 #include "connectors/mysql/mysql_source.h"
 #include "connectors/postgres/slot_health.h"
 #include "connectors/source_tables.h"
@@ -219,23 +220,6 @@ Response HandleDeleteConnector(ApiContext& ctx, Request& req) {
   return Response::NoContent();
 }
 
-// `message` with every secret of the configuration masked, should a
-// server's words ever quote one.
-std::string WithoutSecrets(std::string message, const ConnectorRow& c) {
-  const auto* type = c.type();
-  if (!type) return message;
-  for (const auto& field : type->fields) {
-    if (!field.secret || !c.configuration.contains(field.name) ||
-        !c.configuration[field.name].is_string())
-      continue;
-    const auto secret = c.configuration[field.name].get<std::string>();
-    if (secret.empty()) continue;
-    for (auto at = message.find(secret); at != std::string::npos; at = message.find(secret, at + 8))
-      message.replace(at, secret.size(), "********");
-  }
-  return message;
-}
-
 // The tables a source connector could capture, read from the source with
 // the connector's own settings, through the connect policy.
 Response ListTables(ApiContext& ctx, Request& req) {
@@ -245,23 +229,16 @@ Response ListTables(ApiContext& ctx, Request& req) {
   });
   if (c.way != "source")
     throw ApiError(422, "not_a_table_source", "a target connector has no tables to choose from");
-  common::Result<std::vector<connectors::ListedTable>> tables = common::Unavailable("not read");
-  if (c.connector_type == "postgresql") {
-    auto pinned = guard::PinPostgres(guard::ConninfoFromConfig(c.configuration));
-    tables = pinned.ok() ? connectors::ListPostgresTables(*pinned)
-                         : common::Result<std::vector<connectors::ListedTable>>(pinned.status());
-  } else if (c.connector_type == "mysql") {
-    auto source = launch::MysqlSourceLaunch::FromConnector(c.configuration, 0, 0, "", "json", {});
-    tables = connectors::ListMysqlTables(
-        connectors::mysql::MysqlSourceOptionsFromLaunch(source).endpoint, source.database);
-  } else {
+  auto read = ReadSourceTables(c);
+  if (!read)
     throw ApiError(422, "not_a_table_source",
                    fmt::format("a {} source reads a topic, not tables", c.connector_type));
-  }
+  const auto& tables = *read;
   if (!tables.ok()) {
-    std::string why = WithoutSecrets(tables.status().message(), c);
-    if (guard::IsRefusal(tables.status())) throw ApiError(422, "connect_refused", why);
-    throw ApiError(502, "source_unavailable", "the source database answered: " + why);
+    if (guard::IsRefusal(tables.status()))
+      throw ApiError(422, "connect_refused", tables.status().message());
+    throw ApiError(502, "source_unavailable",
+                   "the source database answered: " + tables.status().message());
   }
   Json items = Json::array();
   for (const auto& t : *tables)

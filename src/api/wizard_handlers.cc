@@ -1,8 +1,14 @@
 // The pipeline wizard: one call creates (or reuses) the source connector,
 // a datamodel per chosen table, (or reuses) the target, one subscription per
 // table and the pipeline itself, in one transaction: all of it or nothing.
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "api/idempotency.h"
 #include "api/routes.h"
+#include "api/source_tables.h"
+#include "common/short_text.h"
 #include "model/access/access.h"
 #include "model/connect_checks.h"
 #include "model/json_fields.h"
@@ -66,6 +72,35 @@ struct TableSpec {
   std::optional<std::string> schema, table, target_table;
 };
 
+// A table the source does not have is refused now, by name, rather than
+// made into a pipeline whose worker fails on it. A source that cannot be
+// read now is not checked: its worker says so when it starts.
+void RequireTablesOfSource(const ConnectorRow& source, const std::vector<TableSpec>& tables) {
+  if (std::none_of(tables.begin(), tables.end(), [](const TableSpec& t) { return t.table; }))
+    return;
+  auto read = ReadSourceTables(source);
+  if (!read || !read->ok()) return;
+  const bool mysql = source.connector_type == "mysql";
+  // A MySQL table is listed under the connector's database, which the
+  // wizard's tables do not name.
+  auto listed = [&](const std::string& schema, const std::string& name) {
+    return std::any_of((*read)->begin(), (*read)->end(), [&](const connectors::ListedTable& l) {
+      return l.table.name == name && (mysql || l.table.schema == schema);
+    });
+  };
+  std::string missing;
+  for (const auto& t : tables) {
+    if (!t.table) continue;
+    std::string schema = t.schema.value_or("public");
+    if (listed(schema, *t.table)) continue;
+    missing += (missing.empty() ? "" : ", ") + (mysql ? *t.table : schema + "." + *t.table);
+  }
+  if (missing.empty()) return;
+  InvalidField("tables", fmt::format("the source has no table {} that its user can read; GET "
+                                     "/api/v1/connectors/{}/tables lists those it has",
+                                     common::ShortenedForMessage(missing), source.id.ToString()));
+}
+
 Response Run(ApiContext& ctx, Request& req) {
   auto team_id = req.PathUuid("team_id");
   Json body = req.Body();
@@ -93,6 +128,7 @@ Response Run(ApiContext& ctx, Request& req) {
       [&](pqxx::work& tx) {
         TeamRow team = RequireTeam(tx, req.caller(), team_id, Action::kTeamResourceWrite);
         ConnectorRow src = Materialise(tx, ctx, team_id, team.env_id, source, "source", "source");
+        RequireTablesOfSource(src, tables);
         ConnectorRow dst = Materialise(tx, ctx, team_id, team.env_id, target, "target", "target");
         // The same audit rows as the single creates: one per resource made here.
         if (!source.existing) LogAction(tx, req.caller(), "connector.create");

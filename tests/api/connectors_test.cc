@@ -393,5 +393,41 @@ TEST_F(SourceTablesApi, SourceErrorsAreTheServersWordsWithoutTheSecret) {
   EXPECT_EQ(Get("/api/v1/connector-types").status, 200);
 }
 
+// The wizard checks its tables against the same list: a table the source
+// does not have is a 422 naming it, and nothing is created; one it has
+// (any schema, any spelling the server allows) is a pipeline.
+TEST_F(SourceTablesApi, TheWizardRefusesATableTheSourceDoesNotHave) {
+  auto source = Source(team_id_, "src", {});
+  auto target = NewConnector(team_id_, "dst", "jsonl-target");
+  auto wizard = [&](const std::string& name, const Json& tables) {
+    return Post("/api/v1/teams/" + team_id_ + "/pipeline-wizard", {{"name", name},
+                                                                   {"source_connector_id", source},
+                                                                   {"target_connector_id", target},
+                                                                   {"tables", tables}});
+  };
+  auto refused = wizard("bad", Json::parse(R"([{"table": "loose"}, {"table": "nope"},
+                                               {"schema": "Größe 😀", "table": "Ta\"ble.X"}])"));
+  EXPECT_EQ(refused.status, 422) << refused.body.dump();
+  const std::string message = refused.body.dump();
+  EXPECT_NE(message.find("public.nope"), std::string::npos) << message;
+  EXPECT_NE(message.find("Ta\\\"ble.X"), std::string::npos) << message;
+  EXPECT_EQ(message.find("public.loose"), std::string::npos) << message;
+  EXPECT_EQ(message.find(password_), std::string::npos);
+  pqxx::connection c(url());
+  EXPECT_EQ(pqxx::nontransaction(c).exec1("SELECT count(*) FROM pipeline")[0].as<int>(), 0);
+
+  auto made = wizard("good", Json::parse(R"([{"table": "loose"},
+                                             {"schema": "Größe 😀", "table": "Ta\"ble.x"}])"));
+  EXPECT_EQ(made.status, 201) << made.body.dump();
+  // A source that cannot be read now is not checked: its worker says so.
+  auto closed = Source(team_id_, "closed", {{"port", 1}});
+  auto unchecked = Post("/api/v1/teams/" + team_id_ + "/pipeline-wizard",
+                        {{"name", "unchecked"},
+                         {"source_connector_id", closed},
+                         {"target_connector_id", target},
+                         {"tables", Json::parse(R"([{"table": "nope"}])")}});
+  EXPECT_EQ(unchecked.status, 201) << unchecked.body.dump();
+}
+
 }  // namespace
 }  // namespace sluice::testing
