@@ -240,10 +240,19 @@ for r in $(seq "$ROUNDS"); do
   q "$SRC" -c "SELECT pg_drop_replication_slot('bench_recv_$r')" >/dev/null
   recv=$(echo "$t1 - $t0" | bc)
   source_state
+  # SLUICE_BENCH_PERF=FILE: a system-wide profile of the last catch-up only
+  # (perf report -i FILE --sort comm,dso says where the machine went).
+  PERF_PID=""
+  if [ -n "${SLUICE_BENCH_PERF:-}" ] && [ "$r" = "$ROUNDS" ]; then
+    perf record -a -g -F 499 -o "$SLUICE_BENCH_PERF" >/dev/null 2>&1 &
+    PERF_PID=$!
+    sleep 0.5
+  fi
   t0=$(now)
   start_workers
   wait_same
   t1=$LAST_COMMIT
+  if [ -n "$PERF_PID" ]; then kill -INT "$PERF_PID"; wait "$PERF_PID" || true; fi
   read -r sc tc <<<"$(workers_cpu)"
   catch=$(echo "$t1 - $t0" | bc)
   # The ratio is of one round's own pair; the best round counts.
