@@ -83,8 +83,12 @@ bool BitMsb(std::string_view bitmap, std::size_t i) {
 bool IsBlob(std::uint8_t t) {
   return t == kBlob || t == kTinyBlob || t == kMediumBlob || t == kLongBlob;
 }
+// The columns the table map's SIGNEDNESS bits are for. MariaDB counts YEAR
+// (its Field_year is a Field_tiny) with them: left out, every integer after
+// a YEAR read the signedness of the one before it.
 bool IsNumeric(std::uint8_t t) {
   switch (t) {
+    case kYear:
     case kTiny:
     case kShort:
     case kInt24:

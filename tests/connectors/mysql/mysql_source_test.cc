@@ -180,6 +180,30 @@ const char* kTypesRow = R"((1,
   'abc', 'é 😀', REPEAT('x', 300), 'long text 😀', 'café',
   X'0102', X'00ff', X'deadbeef', '{"k": [1, 2.50, "v"]}'))";
 
+// The signedness bits of the table map count YEAR among the numeric
+// columns: the integers after one keep their own signedness.
+TEST(MysqlSource, AYearColumnDoesNotShiftTheSignednessOfTheIntegersAfterIt) {
+  TestMariaDatabase db;
+  db.Sql(
+      "CREATE TABLE y (id INT PRIMARY KEY, yr YEAR, tiny TINYINT, utiny TINYINT UNSIGNED, "
+      "med MEDIUMINT UNSIGNED, yr2 YEAR, si INT, ssm SMALLINT, ubig BIGINT UNSIGNED)");
+  MemorySink sink;
+  MysqlSource source(Options(db, {"y"}), &sink);
+  auto st = source.Start();
+  ASSERT_TRUE(st.ok()) << st.message();
+  db.Sql("INSERT INTO y VALUES (1, 2000, -1, 255, 16777215, 2155, -1, -2, 18446744073709551615)");
+  ASSERT_TRUE(PollUntil(source, [&] { return !sink.events.empty(); }));
+  const json& a = sink.events[0].after;
+  EXPECT_EQ(a["yr"], 2000);
+  EXPECT_EQ(a["tiny"], -1);
+  EXPECT_EQ(a["utiny"], 255);
+  EXPECT_EQ(a["med"], 16777215);
+  EXPECT_EQ(a["yr2"], 2155);
+  EXPECT_EQ(a["si"], -1);
+  EXPECT_EQ(a["ssm"], -2);
+  EXPECT_EQ(a["ubig"], std::numeric_limits<std::uint64_t>::max());
+}
+
 TEST(MysqlSource, DecodesEveryTypeFromTheBinlog) {
   TestMariaDatabase db;
   db.Sql(kTypesTable);
