@@ -723,7 +723,7 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   // key would be refused or skipped, a delete miss its row), so stop here.
   if (!HasEveryColumn(present, rows.column_count) ||
       (!present_after.empty() && !HasEveryColumn(present_after, rows.column_count))) {
-    partial_image_ = true;
+    gets_past_by_resnapshot_ = true;
     return common::FailedPrecondition(fmt::format(
         "a row event for {}.{} at {} carries a partial row image: binlog_row_image is not FULL "
         "for the session that wrote it; set binlog_row_image = FULL (SET GLOBAL "
@@ -875,6 +875,58 @@ std::optional<TableId> TruncatedTable(std::string_view statement, const std::str
   return TableId{default_db, name};
 }
 
+// The chosen table a statement-based data change (a session with
+// binlog_format STATEMENT or MIXED) writes, or nullopt. Its rows are not in
+// the binlog, only the statement. Every identifier of the statement that
+// names a chosen table counts (an alias or column of the same name too: a
+// false stop is better than a silent loss); strings and comments are skipped.
+std::optional<std::string> StatementChangesChosenTable(std::string_view statement,
+                                                       const std::string& default_db,
+                                                       const std::string& database,
+                                                       const std::set<std::string>& chosen) {
+  std::size_t at = 0;
+  const std::string verb = Upper(NextWord(statement, at));
+  if (verb != "INSERT" && verb != "REPLACE" && verb != "UPDATE" && verb != "DELETE" &&
+      verb != "LOAD" && verb != "WITH")
+    return std::nullopt;
+  std::string previous;  // the identifier before a '.', if any
+  bool qualified = false;
+  while (at < statement.size()) {
+    SkipBlanks(statement, at);
+    if (at >= statement.size()) break;
+    char c = statement[at];
+    if (c == '\'' || c == '"') {  // a string: skipped, with its escapes
+      for (++at; at < statement.size() && statement[at] != c; ++at)
+        if (statement[at] == '\\') ++at;
+      ++at;
+      previous.clear();
+      continue;
+    }
+    if (c == '#' || statement.compare(at, 3, "-- ") == 0) {
+      auto eol = statement.find('\n', at);
+      at = eol == std::string_view::npos ? statement.size() : eol + 1;
+      continue;
+    }
+    if (c == '.') {
+      qualified = !previous.empty();
+      ++at;
+      continue;
+    }
+    std::string word = NextWord(statement, at);
+    if (word.empty()) {
+      ++at;  // punctuation
+      previous.clear();
+      qualified = false;
+      continue;
+    }
+    const std::string& db = qualified ? previous : default_db;
+    if (db == database && chosen.count(word)) return word;
+    previous = word;
+    qualified = false;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
@@ -892,6 +944,18 @@ Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
   // position; JSON checks and virtual columns are read again.
   column_facts_.clear();
   std::string db(ev->event.query.database.str, ev->event.query.database.length);
+  if (auto table = StatementChangesChosenTable(statement, db, options_.database, chosen_)) {
+    gets_past_by_resnapshot_ = true;
+    return common::FailedPrecondition(fmt::format(
+        "a statement-based change to {}.{} at {}: the session that wrote it had binlog_format "
+        "STATEMENT or MIXED, so the binlog holds the statement, not its rows; set "
+        "binlog_format = ROW (SET GLOBAL binlog_format = 'ROW' and in the server's "
+        "configuration, and in the sessions and tools that set their own). Nothing after {} was "
+        "published. To get past the event, set the connector's on_purged_position to resnapshot "
+        "and restart it: the tables are then read again from a new snapshot",
+        options_.database, *table, BinlogPosition{file_, ev->next_event_pos}.ToString(),
+        confirmed_.ToString()));
+  }
   if (auto table = TruncatedTable(statement, db);
       table && table->schema == options_.database && chosen_.count(table->name)) {
     ChangeEvent e;
@@ -1015,7 +1079,7 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
     event_ = ev;
     auto handled = HandleEvent(ev);
     if (handled.ok()) continue;
-    if (std::exchange(partial_image_, false) && options_.resnapshot_when_purged) {
+    if (std::exchange(gets_past_by_resnapshot_, false) && options_.resnapshot_when_purged) {
       SLUICE_RETURN_IF_ERROR(ResnapshotPast(handled));
       continue;
     }

@@ -237,8 +237,9 @@ class MysqlSource {
   // A re-snapshot after a purged position: each table's rows are preceded by
   // a truncate, so rows deleted in the lost changes do not survive.
   bool truncate_before_snapshot_ = false;
-  // The last OnRows failure was a partial row image.
-  bool partial_image_ = false;
+  // The last failure was an event only a new snapshot gets past: a partial
+  // row image, or a statement-based change to a chosen table.
+  bool gets_past_by_resnapshot_ = false;
 };
 
 }  // namespace sluice::connectors::mysql

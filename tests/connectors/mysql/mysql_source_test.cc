@@ -540,6 +540,36 @@ TEST(MysqlSource, APartialRowImageStopsTheSourceWithWhatToSet) {
   EXPECT_EQ(sink.events.size(), 2u) << "nothing of the partial event is published";
 }
 
+// A session with binlog_format STATEMENT (pt-table-checksum sets it for its
+// own) or MIXED logs its changes as statements, without rows: such a change
+// to a chosen table stops the source with what to set, never passes
+// silently (found from outside: three changes never reached the target).
+// Statements on other tables, and strings naming a chosen table, pass.
+TEST(MysqlSource, AStatementBasedChangeToAChosenTableStopsTheSourceWithWhatToSet) {
+  TestMariaDatabase db;
+  db.Sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(100))");
+  db.Sql("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(100))");
+  MemorySink sink;
+  auto source_ptr = StartStreaming(db, {"t"}, sink);
+  ASSERT_TRUE(source_ptr);
+  MysqlSource& source = *source_ptr;
+  db.Sql(
+      "SET SESSION binlog_format = 'STATEMENT'; "
+      "INSERT INTO other VALUES (1, 'INSERT INTO t VALUES (9, \\'x\\')'); "
+      "UPDATE other /* t */ SET v = 't' WHERE id = 1");
+  db.Sql("INSERT INTO t VALUES (1, 'row based')");
+  ASSERT_TRUE(PollUntil(source, [&] { return sink.events.size() >= 1; }));
+  db.Sql("SET SESSION binlog_format = 'STATEMENT'; UPDATE `" + db.name() +
+         "`.`t` SET v = 'statement' WHERE id = 1");
+  common::Status st = PollUntilError(source);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("statement-based change to " + db.name() + ".t"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("binlog_format = ROW"), std::string::npos) << st.message();
+  EXPECT_EQ(sink.events.size(), 1u);
+}
+
 // With resnapshot_when_purged (the connector's on_purged_position:
 // resnapshot) a partial row image is a way past, not a stop: the tables are
 // truncated and read again from a new snapshot, and the stream goes on
