@@ -211,7 +211,9 @@ Result<MysqlSource::ColumnFacts> MysqlSource::Facts(const std::string& table) {
   if (!json_columns.ok()) return json_columns.status();
   auto is_unsigned = MariadbGeneratedTableUnsigned(*catalog_, options_.database, table);
   if (!is_unsigned.ok()) return is_unsigned.status();
-  ColumnFacts facts{std::move(*json_columns), std::move(*is_unsigned)};
+  auto text_form = MariadbTextFormColumns(*catalog_, options_.database, table);
+  if (!text_form.ok()) return text_form.status();
+  ColumnFacts facts{std::move(*json_columns), std::move(*is_unsigned), std::move(*text_form)};
   column_facts_[table] = facts;
   return facts;
 }
@@ -662,6 +664,8 @@ Status MysqlSource::OnTableMap(st_mariadb_rpl_event* ev) {
     c.json = facts->json.count(c.name) > 0 && (c.type == kBlob || c.type == kLongBlob);
     if (auto it = facts->is_unsigned.find(c.name); it != facts->is_unsigned.end())
       c.is_unsigned = it->second;
+    if (auto it = facts->text_form.find(c.name); it != facts->text_form.end() && c.type == kString)
+      c.text_form = it->second;
     // Characters are read as UTF-8 (utf8mb4, utf8mb3, ascii) or latin1;
     // any other set would be published as garbage, so the table stops here.
     if (HoldsCharacters(c) && c.collation != 0) {

@@ -190,8 +190,9 @@ class MysqlSource {
   // What the table map does not say right, from information_schema (the
   // current schema), cached per table until the next DDL.
   struct ColumnFacts {
-    std::set<std::string> json;               // MariaDB JSON (a LONGTEXT)
-    std::map<std::string, bool> is_unsigned;  // a table with generated columns
+    std::set<std::string> json;                             // MariaDB JSON (a LONGTEXT)
+    std::map<std::string, bool> is_unsigned;                // a table with generated columns
+    std::map<std::string, ColumnInfo::TextForm> text_form;  // UUID, INET6, INET4
   };
   common::Result<ColumnFacts> Facts(const std::string& table);
   // The character set of a collation id (information_schema.COLLATIONS,

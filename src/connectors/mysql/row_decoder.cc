@@ -1,5 +1,7 @@
 #include "connectors/mysql/row_decoder.h"
 
+#include <arpa/inet.h>
+
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -485,6 +487,10 @@ Status Value(const ColumnInfo& c, Reader& r, Out& out) {
     case kString: {
       SLUICE_ASSIGN(n, r.Le(c.length > 255 ? 2 : 1));
       SLUICE_ASSIGN(bytes, r.Take(n));
+      if (c.text_form != ColumnInfo::TextForm::kNone) {
+        out.String(TextFormValue(c.text_form, bytes));
+        return Status::Ok();
+      }
       if (c.binary() && bytes.size() < c.length) {
         // BINARY(n) is stored without its trailing zero padding.
         std::string padded(bytes);
@@ -800,7 +806,34 @@ Status DecodeWriteRowsAsText(const TableMap& map, std::uint32_t column_count,
   });
 }
 
+ColumnInfo::TextForm TextFormOf(std::string_view data_type) {
+  if (data_type == "uuid") return ColumnInfo::TextForm::kUuid;
+  if (data_type == "inet6") return ColumnInfo::TextForm::kInet6;
+  if (data_type == "inet4") return ColumnInfo::TextForm::kInet4;
+  return ColumnInfo::TextForm::kNone;
+}
+
+std::string TextFormValue(ColumnInfo::TextForm form, std::string_view bytes) {
+  const std::size_t width = form == ColumnInfo::TextForm::kInet4 ? 4 : 16;
+  unsigned char v[16] = {};
+  std::memcpy(v, bytes.data(), std::min(bytes.size(), width));  // cut zeros stay zero
+  if (form == ColumnInfo::TextForm::kUuid) {
+    // The binlog holds the natural order, whatever the row format stores.
+    std::string out;
+    for (std::size_t i = 0; i < 16; ++i) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+      fmt::format_to(std::back_inserter(out), "{:02x}", v[i]);
+    }
+    return out;
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(form == ColumnInfo::TextForm::kInet4 ? AF_INET : AF_INET6, v, text, sizeof text);
+  return text;
+}
+
 std::string PostgresTypeName(const ColumnInfo& c) {
+  if (c.text_form == ColumnInfo::TextForm::kUuid) return "uuid";
+  if (c.text_form != ColumnInfo::TextForm::kNone) return "inet";
   switch (c.type) {
     case kTiny:
       return "int2";

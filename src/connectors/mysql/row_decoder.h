@@ -71,9 +71,19 @@ struct ColumnInfo {
   std::vector<std::string> labels;  // ENUM/SET members, in order
   bool key = false;
   bool json = false;  // MariaDB JSON (a LONGTEXT with a json_valid check)
+  // MariaDB's UUID, INET6 and INET4: fixed binary in the binlog (trailing
+  // zero bytes cut), text in a SELECT; published as the text.
+  enum class TextForm : std::uint8_t { kNone, kUuid, kInet6, kInet4 };
+  TextForm text_form = TextForm::kNone;
 
   bool binary() const { return collation == 63; }
 };
+
+// The TextForm of an information_schema DATA_TYPE ('uuid', 'inet6',
+// 'inet4'), kNone for any other.
+ColumnInfo::TextForm TextFormOf(std::string_view data_type);
+// The binlog bytes of such a column as MariaDB spells the value.
+std::string TextFormValue(ColumnInfo::TextForm form, std::string_view bytes);
 
 struct TableMap {
   std::uint64_t table_id = 0;

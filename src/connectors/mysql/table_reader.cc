@@ -95,7 +95,11 @@ ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json
     c.type = kBlob;
   else if (t == "json")
     c.type = has_charset ? kBlob : kJson;
-  else
+  else if (auto form = TextFormOf(t); form != ColumnInfo::TextForm::kNone) {
+    c.type = kString;  // as the binlog has it
+    c.length = form == ColumnInfo::TextForm::kInet4 ? 4 : 16;
+    c.text_form = form;
+  } else
     c.type = kGeometry;
   if (t == "datetime" || t == "timestamp" || t == "time") c.precision = num(6);
   c.key = TextOrEmpty(r, 7) == "PRI";
@@ -157,6 +161,7 @@ json TextValue(const ColumnInfo& c, const std::string& text) {
     case kVarchar:
     case kBlob:
     case kGeometry:
+      if (c.text_form != ColumnInfo::TextForm::kNone) return text;  // read as MariaDB spells it
       if (c.binary()) return common::Base64Encode(text);
       return text;
     default:
@@ -196,6 +201,18 @@ Result<std::map<std::string, bool>> MariadbGeneratedTableUnsigned(MysqlConnectio
   }
   if (!generated) is_unsigned.clear();
   return is_unsigned;
+}
+
+Result<std::map<std::string, ColumnInfo::TextForm>> MariadbTextFormColumns(
+    MysqlConnection& conn, const std::string& database, const std::string& table) {
+  auto rows = conn.Query(fmt::format(
+      "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND "
+      "TABLE_NAME = {} AND DATA_TYPE IN ('uuid', 'inet6', 'inet4')",
+      conn.Quote(database), conn.Quote(table)));
+  if (!rows.ok()) return rows.status();
+  std::map<std::string, ColumnInfo::TextForm> out;
+  for (const auto& r : *rows) out[TextOrEmpty(r, 0)] = TextFormOf(Lower(TextOrEmpty(r, 1)));
+  return out;
 }
 
 namespace {

@@ -43,6 +43,11 @@ common::Result<std::set<std::string>> MariadbJsonColumns(MysqlConnection& conn,
 common::Result<std::map<std::string, bool>> MariadbGeneratedTableUnsigned(
     MysqlConnection& conn, const std::string& database, const std::string& table);
 
+// The columns of MariaDB's UUID, INET6 and INET4 types, which the table
+// map shows only as BINARY(16) or BINARY(4).
+common::Result<std::map<std::string, ColumnInfo::TextForm>> MariadbTextFormColumns(
+    MysqlConnection& conn, const std::string& database, const std::string& table);
+
 // How select_list reads a column whose SQL is `sql`: a BIT as its string of
 // bits; a FLOAT widened to DOUBLE, whose text is exact (a FLOAT's own text
 // has 6 digits, so distinct keys would read alike and resume points would
