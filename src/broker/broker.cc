@@ -26,6 +26,12 @@ common::Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   std::error_code ec;
   fs::create_directories(o.data_dir, ec);
   if (ec) return common::Internal(fmt::format("create {}: {}", o.data_dir.string(), ec.message()));
+  // Before anything is read, recovered or written: a second broker on this
+  // directory would replace the offsets file under the first and cut its
+  // tails as torn (storage/dir_lock.h).
+  auto lock = storage::DirLock::Acquire(o.data_dir);
+  if (!lock.ok()) return lock.status();
+  b->dir_lock_ = std::move(lock).value();
   // The cluster id is minted once per data dir and kept, as Kafka's meta.properties.
   fs::path meta = o.data_dir / "cluster.id";
   {

@@ -13,6 +13,7 @@
 #include "broker/groups/group_coordinator.h"
 #include "broker/groups/offset_store.h"
 #include "broker/producer_state.h"
+#include "broker/storage/dir_lock.h"
 #include "broker/storage/log_manager.h"
 #include "common/status.h"
 #include "common/tls.h"
@@ -25,6 +26,8 @@ struct BrokerOptions {
   // What Metadata/FindCoordinator tell clients; defaults to host:port.
   std::string advertised_host;
   int advertised_port = 0;
+  // Held exclusively while the broker is open (a LOCK file in it): a
+  // second broker on the same directory fails to open, touching nothing.
   std::filesystem::path data_dir = "./var/broker";
   std::int32_t node_id = 1;
   bool auto_create_topics = true;
@@ -106,6 +109,9 @@ class Broker {
   void RebuildProducerState();
 
   BrokerOptions options_;
+  // Held from before the first read to after the last write: declared
+  // first, so it is released last.
+  std::unique_ptr<storage::DirLock> dir_lock_;
   std::string cluster_id_;
   std::unique_ptr<storage::LogManager> logs_;
   std::unique_ptr<groups::OffsetStore> offsets_;

@@ -4,11 +4,15 @@
 // tail and rebuilds indexes, committed offsets never point past the
 // recovered log, and an idempotent producer's retry after a crash is
 // answered as before it. A full disk is simulated by the broker's test hook.
+// A second broker on the same data dir is refused before it touches a file.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -396,6 +400,69 @@ TEST_F(Durability, FullDiskIsAStorageErrorTheLogStaysReadableAndProducingResumes
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[3].second, "m3");
   fs::remove_all(marker.parent_path());
+}
+
+// Every file of a data dir: its inode and its bytes.
+std::map<std::string, std::pair<std::uintmax_t, std::string>> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::pair<std::uintmax_t, std::string>> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    struct stat st {};
+    ::stat(e.path().c_str(), &st);
+    std::ifstream in(e.path(), std::ios::binary);
+    files[e.path().string()] = {st.st_ino, std::string(std::istreambuf_iterator<char>(in), {})};
+  }
+  return files;
+}
+
+// Found from outside: a `sluice up` restarted after a kill -9 started a
+// second broker on the orphaned one's data dir; before failing to bind, it
+// compacted groups/offsets.log into a new file (the orphan went on
+// committing into the unlinked one) and cut tails as torn. The second
+// broker must refuse the directory before reading or writing anything.
+TEST_F(Durability, ASecondBrokerOnTheSameDataDirExitsAtOnceAndChangesNoFile) {
+  BrokerProcess broker;
+  broker.Start();
+  Conn c(broker.port());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Produce(c, "locked", "m" + std::to_string(i)).second, i);
+  auto commit = [&](std::int64_t offset) {
+    c.Send(static_cast<std::int16_t>(p::ApiKey::kOffsetCommit), 2,
+           OffsetCommitV2("readers", "locked", offset));
+    ASSERT_TRUE(c.Receive().has_value());
+  };
+  commit(3);
+  const auto offsets_log = broker.data_dir() / "groups" / "offsets.log";
+  ASSERT_TRUE(fs::exists(offsets_log));
+  const auto before = Snapshot(broker.data_dir());
+
+  // The same listener and directory, as the restarted `up` gave it.
+  const char* bin = std::getenv("SLUICE_BIN");
+  ASSERT_NE(bin, nullptr);
+  auto started = std::chrono::steady_clock::now();
+  auto second =
+      RunShell(std::string("timeout 30 ") + bin + " broker --listen " + broker.bootstrap() +
+               " --data-dir " + broker.data_dir().string() + " 2>&1");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_NE(second.exit_code, 0) << second.out;
+  EXPECT_NE(second.exit_code, 124) << "it did not exit at once";
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_NE(second.out.find("another broker"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find(broker.data_dir().string()), std::string::npos) << second.out;
+
+  const auto after = Snapshot(broker.data_dir());
+  ASSERT_EQ(after.size(), before.size());
+  for (const auto& [path, file] : before) {
+    auto it = after.find(path);
+    ASSERT_NE(it, after.end()) << path << " is gone";
+    EXPECT_EQ(it->second.first, file.first) << path << " was replaced (another inode)";
+    EXPECT_EQ(it->second.second, file.second) << path << " changed";
+  }
+  // The first broker's commits still land in the file a restart reads.
+  commit(5);
+  EXPECT_EQ(CommittedOffset(c, "readers", "locked"), 5);
+  std::ifstream in(offsets_log);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(text.find("\"o\":5"), std::string::npos) << text;
 }
 
 }  // namespace
