@@ -26,6 +26,7 @@
 #include "common/uuid.h"
 #include "guard/connect_policy.h"
 #include "kafka/client_config.h"
+#include "runtime/process_supervisor.h"
 #include "store/provision.h"
 
 namespace {
@@ -121,8 +122,14 @@ int Up(const UpFlags& f) {
 
   // The broker is its own process, supervised like a worker. It admits only
   // the principals of its ACL file: the back end, and each worker launched
-  // against it with a grant of its connector's own topics and groups.
-  sluice::runtime::ProcessSupervisor services;
+  // against it with a grant of its connector's own topics and groups. It
+  // dies with this process, a SIGKILLed one too: an orphaned broker went on
+  // serving (and committing offsets) beside the next `up`'s. It is forked on
+  // this (the main) thread and restarted on the supervisor's, both alive as
+  // long as this process is.
+  sluice::runtime::SupervisorOptions supervised;
+  supervised.die_with_parent = true;
+  sluice::runtime::ProcessSupervisor services(supervised);
   std::filesystem::create_directories(std::filesystem::path(f.data_dir) / "broker");
   auto broker_access = sluice::cli::EmbeddedBrokerAccess::Create(
       std::filesystem::path(f.data_dir) / "broker-acl.json", f.broker_listen, ca_file);

@@ -40,7 +40,8 @@ struct SupervisorOptions {
   // pods must not run on beside the new leader's). The kernel ties this to
   // the thread that forked, so Ensure must be called from a thread that
   // lives as long as the processes should (restarts fork on the
-  // supervisor's own thread).
+  // supervisor's own thread). `sluice up` sets it for its broker, and the
+  // orchestrator for its workers.
   bool die_with_parent = false;
 };
 

@@ -9,10 +9,13 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -262,6 +265,81 @@ TEST(UpDemo, WithoutTheDemoAFreshDataDirGetsAFirstLogin) {
   in >> password;
   EXPECT_EQ(log.find(password), std::string::npos) << "the password was printed";
   StopUp(pid, dir);
+}
+
+// The processes whose parent is `parent`, with their command lines (NULs
+// as spaces).
+std::map<pid_t, std::string> ChildrenOf(pid_t parent) {
+  std::map<pid_t, std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = testing::ReadAll(e.path() / "stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (ppid != parent) continue;
+    std::string cmdline = testing::ReadAll(e.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    out[static_cast<pid_t>(std::stol(name))] = cmdline;
+  }
+  return out;
+}
+
+// Whether `pid` still runs `cmdline` (a zombie waiting for PID 1 to reap it
+// runs nothing).
+bool StillRuns(pid_t pid, const std::string& cmdline) {
+  auto dir = std::filesystem::path("/proc") / std::to_string(pid);
+  std::string stat = testing::ReadAll(dir / "stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || stat.substr(close + 2, 1) == "Z") return false;
+  std::string now = testing::ReadAll(dir / "cmdline");
+  std::replace(now.begin(), now.end(), '\0', ' ');
+  return now == cmdline;
+}
+
+// Found from outside: after a kill -9 of `sluice up`, its broker went on
+// running unsupervised (and a restarted `up` started a second one on the
+// same data dir). Its broker and workers must die with it.
+TEST(UpDemo, KillNineOfUpTakesItsBrokerAndWorkersWithIt) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sluice-up-" + common::Uuid::V4().ToString());
+  std::filesystem::create_directories(dir);
+  auto port = [] { return "127.0.0.1:" + std::to_string(common::PickFreePort()); };
+  std::string api = port(), registry = port(), broker = port();
+  pid_t pid = StartUp(dir, api, registry, broker, {"--demo"});
+  // The demo's two workers (its source and its target) and the broker.
+  std::map<pid_t, std::string> children;
+  auto count = [&](const std::string& what) {
+    return std::count_if(children.begin(), children.end(), [&](const auto& c) {
+      return c.second.find(" " + what + " ") != std::string::npos;
+    });
+  };
+  for (int i = 0; i < 1200 && (count("broker") < 1 || count("worker") < 2); ++i) {
+    std::this_thread::sleep_for(100ms);
+    children = ChildrenOf(pid);
+  }
+  ASSERT_EQ(count("broker"), 1) << testing::ReadAll(dir / "up.log");
+  ASSERT_EQ(count("worker"), 2) << testing::ReadAll(dir / "up.log");
+
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::map<pid_t, std::string> left = children;
+  for (int i = 0; i < 50 && !left.empty(); ++i) {
+    std::erase_if(left, [](const auto& c) { return !StillRuns(c.first, c.second); });
+    if (!left.empty()) std::this_thread::sleep_for(100ms);
+  }
+  for (const auto& [child, cmdline] : left) {
+    ADD_FAILURE() << "pid " << child << " outlived `sluice up` by 5 s: " << cmdline;
+    kill(child, SIGKILL);
+  }
+  // The embedded PostgreSQL is its own daemon; a restarted `up` reuses it.
+  store::EmbeddedCluster::StopDir((dir / "postgres").string());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(UpDemo, DemoRowsReachTheTargetAndSigtermStopsEverything) { RunDemo("json"); }
