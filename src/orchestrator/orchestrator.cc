@@ -57,6 +57,9 @@ Orchestrator::Orchestrator(store::Database& db, OrchestratorOptions options)
       }
       std::string how = exit.signal ? fmt::format("killed by signal {}", exit.signal)
                                     : fmt::format("exited with status {}", exit.exit_code);
+      // Why, in the worker's own words: what it said last (a refused
+      // launch config, a failed start).
+      if (!exit.signal && !exit.last_line.empty()) how += ": " + exit.last_line;
       RecordWorkerEvent(*w, "worker.crashed", "error", "Worker process crashed",
                         fmt::format("shard {} {}", w->shard_index, how),
                         {{"restarts", exit.restarts + 1},
@@ -193,6 +196,9 @@ common::Status Orchestrator::Tick() {
           stale.push_back(w);
           continue;
         }
+        // A pod between a crash and its restart is still the launcher's:
+        // relaunching it as a new generation reset its backoff, and a pod
+        // that exits at once was relaunched every tick.
         if (!launcher_->IsRunning(PodKey(w))) {
           // Expected to run but not ours: launched by a previous back end or
           // lost. A new generation fences off whatever may still be out there.

@@ -47,7 +47,8 @@ bool LocalPodLauncher::Stop(const std::string& key, std::chrono::milliseconds gr
 }
 
 bool LocalPodLauncher::IsRunning(const std::string& key) const {
-  return supervisor_->IsRunning(key);
+  // Between a crash and its restart too: the pod is still ours.
+  return supervisor_->Supervises(key);
 }
 
 std::vector<std::string> LocalPodLauncher::Keys() const { return supervisor_->Keys(); }

@@ -30,6 +30,9 @@ class PodLauncher {
   virtual common::Status Ensure(const PodLaunch& launch) = 0;
   // Stops and forgets the pod. True when it had to be killed after `grace`.
   virtual bool Stop(const std::string& key, std::chrono::milliseconds grace) = 0;
+  // Whether the launcher keeps the pod: running, or about to be restarted
+  // after an exit (a pod in its restart backoff is not lost; relaunching it
+  // as a new generation would reset the backoff).
   virtual bool IsRunning(const std::string& key) const = 0;
   virtual std::vector<std::string> Keys() const = 0;
 };

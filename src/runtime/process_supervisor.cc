@@ -85,6 +85,25 @@ void ProcessSupervisor::Ensure(const std::string& key, ProcessSpec spec) {
 
 namespace {
 
+// The last non-empty line of the file at `path`, read from its last 4 KiB,
+// cut to 500 bytes.
+std::string LastLine(const std::string& path) {
+  if (path.empty()) return "";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string tail(4096, '\0');
+  off_t size = lseek(fd, 0, SEEK_END);
+  off_t from = size > static_cast<off_t>(tail.size()) ? size - static_cast<off_t>(tail.size()) : 0;
+  ssize_t n = pread(fd, tail.data(), tail.size(), from);
+  close(fd);
+  tail.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  auto nl = tail.rfind('\n');
+  std::string line = nl == std::string::npos ? tail : tail.substr(nl + 1);
+  if (line.size() > 500) line = line.substr(0, 500) + "...";
+  return line;
+}
+
 // SIGTERM to every process (and its group) at once, then SIGKILL to those
 // still there once `grace` passed: a stop of N processes takes one grace at
 // most, not N. Returns how many had to be killed.
@@ -149,6 +168,11 @@ int ProcessSupervisor::KillAll() {
   return static_cast<int>(taken.size());
 }
 
+bool ProcessSupervisor::Supervises(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return children_.count(key) > 0;
+}
+
 bool ProcessSupervisor::IsRunning(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = children_.find(key);
@@ -194,7 +218,8 @@ void ProcessSupervisor::Loop() {
                               : std::min(child.backoff * 2, options_.max_backoff);
           child.restart_at = now + child.backoff;
           exits.push_back({key, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                           WIFSIGNALED(status) ? WTERMSIG(status) : 0, child.restarts});
+                           WIFSIGNALED(status) ? WTERMSIG(status) : 0, child.restarts,
+                           LastLine(child.spec.log_path)});
           spdlog::warn("{} exited ({}); restarting in {} ms", key,
                        WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
                                            : std::to_string(WEXITSTATUS(status)).c_str(),

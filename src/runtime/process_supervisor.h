@@ -28,6 +28,9 @@ struct ProcessExit {
   int exit_code;  // -1 when killed by a signal
   int signal;     // 0 unless killed by a signal
   int restarts;   // restarts so far, before the next one
+  // The last line the process wrote to its log_path (at most 500 bytes of
+  // it), usually why it exited; empty without a log.
+  std::string last_line;
 };
 
 struct SupervisorOptions {
@@ -67,6 +70,9 @@ class ProcessSupervisor {
   // must not let them report a clean STOPPED. Returns how many there were.
   int KillAll();
   bool IsRunning(const std::string& key) const;
+  // Whether `key` is kept running: running, or waiting out its restart
+  // backoff after an exit (not stopped or forgotten).
+  bool Supervises(const std::string& key) const;
   std::optional<pid_t> Pid(const std::string& key) const;
   int Restarts(const std::string& key) const;
   std::vector<std::string> Keys() const;

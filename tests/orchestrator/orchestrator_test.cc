@@ -47,7 +47,7 @@ class OrchestratorTest : public ::testing::Test {
       testing::SeedItemsPipeline(tx, {{"bootstrap_servers", broker_.bootstrap()}}, source_id_,
                                  source_.url(), target_id_, target_.url());
     });
-    OrchestratorOptions options;
+    auto& options = options_;
     options.sluice_bin = std::getenv("SLUICE_BIN");
     options.run_dir = run_dir_.string();
     options.stale_after = 3s;
@@ -114,6 +114,7 @@ class OrchestratorTest : public ::testing::Test {
   std::unique_ptr<store::Database> db_;
   std::filesystem::path run_dir_;
   common::Uuid source_id_, target_id_;
+  OrchestratorOptions options_;
   std::unique_ptr<Orchestrator> orchestrator_;
 };
 
@@ -266,6 +267,32 @@ TEST_F(OrchestratorTest, ABrokerBootstrapThePolicyRefusesIsAReportedErrorNotACra
   EXPECT_EQ(orchestrator_->supervisor().Pid(Orchestrator::PodKey(WorkerOf(target_id_))), pid);
   EXPECT_EQ(WorkerOf(target_id_).state, WorkerState::kError);
   EXPECT_EQ(EventCount("worker.crashed"), 0);
+}
+
+// Found from outside: a pod that exits at once was relaunched as a new
+// generation every tick (the orchestrator took a pod waiting out its
+// restart backoff for a lost one), so its backoff never grew. Here every
+// "worker" is /bin/sh, which exits 2 at once ("cannot open worker").
+TEST_F(OrchestratorTest, APodThatExitsAtOnceKeepsItsGenerationAndBacksOff) {
+  orchestrator_.reset();
+  options_.sluice_bin = "/bin/sh";
+  orchestrator_ = std::make_unique<Orchestrator>(*db_, options_);
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return EventCount("worker.crashed") >= 1; }, 10s));
+  const auto first = WorkerOf(target_id_);
+  TickUntil([] { return false; }, 4s);
+  const auto later = WorkerOf(target_id_);
+  EXPECT_EQ(later.launch_generation, first.launch_generation)
+      << "relaunched as a new generation while in its restart backoff";
+  // Backoff 200 ms doubling to 1 s: 6 restarts in 4 s at most (20 when
+  // relaunched every 200 ms tick).
+  EXPECT_LE(EventCount("worker.crashed"), 7);
+  auto reason = db_->Transact([&](pqxx::work& tx) {
+    return tx.exec1("SELECT reason FROM resource_event WHERE code = 'worker.crashed'")[0]
+        .as<std::string>();
+  });
+  EXPECT_NE(reason.find("exited with status 2: "), std::string::npos) << reason;
+  EXPECT_NE(reason.find("worker"), std::string::npos) << "the pod's own last words: " << reason;
 }
 
 TEST_F(OrchestratorTest, StopOfAHungWorkerIsForcedAfterTheTimeout) {
