@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
+#include <string_view>
 
+#include "dataflow/worker_launch.h"
 #include "events/connector_events.h"
 #include "license/license.h"
 #include "license/license_repository.h"
@@ -22,6 +25,26 @@ namespace {
 
 // The leader lock's name on the data-plane database.
 constexpr const char* kLeaderKey = "sluice.orchestrator";
+
+// How worker.reason starts when the orchestrator refused to launch a config
+// the worker would refuse: the worker's own words (`sluice worker: bad launch
+// config: ...`).
+constexpr std::string_view kBadLaunchConfig = "bad launch config: ";
+
+bool RefusedLaunch(const Worker& w) {
+  return w.state == WorkerState::kError && w.reason &&
+         std::string_view(*w.reason).starts_with(kBadLaunchConfig);
+}
+
+// What to change so that a refused launch config is accepted.
+std::string WhatToSet(std::string_view reason) {
+  if (reason.find("broker: ") != std::string_view::npos)
+    return "set the environment's broker (retention_configuration.bootstrap_servers, and its "
+           "security settings if it needs them: PATCH /api/v1/envs/{env_id}); the worker "
+           "launches once it is set, or when its pipeline is started again";
+  return "correct the connector's configuration (or its datamodels' and subscriptions'); the "
+         "worker launches once it changes, or when its pipeline is started again";
+}
 
 std::unique_ptr<runtime::PodLauncher> MakeLauncher(const OrchestratorOptions& o) {
   if (o.kubernetes) return std::make_unique<runtime::KubernetesPodLauncher>(*o.kubernetes);
@@ -90,6 +113,20 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
     return config.status();
   }
   w.launched_config_hash = runtime::LaunchConfigHash(*config);
+  // What the pod will be handed, read by the worker's own parser first: a
+  // config it refuses would have it exit at once, relaunched forever, its
+  // reason only in its log. ERROR with its words instead, and no process,
+  // until the configuration changes (Tick) or the worker is started again.
+  auto full =
+      BuildLaunch(tx, w, {options_.report_database_url, options_.registry_url}, options_.keys);
+  if (!full.ok()) return full.status();
+  if (auto parsed = dataflow::WorkerLaunch::FromJson(*full); !parsed.ok()) {
+    w.Apply({w.launch_generation, WorkerState::kError,
+             std::string(kBadLaunchConfig) + parsed.status().message()},
+            common::Clock::now());
+    WorkerRepository::Update(tx, w);
+    return common::FailedPrecondition(*w.reason);
+  }
   nlohmann::json launch;
   if (options_.backend_url && options_.issue_worker_token) {
     launch = {
@@ -101,10 +138,7 @@ common::Status Orchestrator::Launch(pqxx::work& tx, Worker& w) {
       if (launch.contains("registry")) launch["registry"]["ca_file"] = options_.tls_ca_file;
     }
   } else {
-    auto built =
-        BuildLaunch(tx, w, {options_.report_database_url, options_.registry_url}, options_.keys);
-    if (!built.ok()) return built.status();
-    launch = *built;
+    launch = std::move(full).value();
   }
   auto connector = model::FindStoredConnector(tx, w.connector_id);
   runtime::PodLaunch pod;
@@ -179,10 +213,12 @@ common::Status Orchestrator::Tick() {
     std::vector<Worker> to_stop;
     std::vector<Worker> stale;
     std::vector<Worker> license_paused;
+    std::vector<Worker> refused;  // launch configs the worker would refuse
     // Phase 1, under the row locks: decide, and write intents. No process is
     // waited on while a lock is held: a stopping pod's own final report
     // needs the same row.
     db_.Transact([&](pqxx::work& tx) {
+      refused.clear();  // Transact may run this again
       auto now = common::Clock::now();
       license_paused = EnforceLicense(tx, now);
       for (auto& w : WorkerRepository::LockExpectingPods(tx)) {
@@ -205,6 +241,7 @@ common::Status Orchestrator::Tick() {
           w.Start(now, std::nullopt);
           auto st = Launch(tx, w);
           if (!st.ok()) spdlog::warn("cannot launch worker {}: {}", w.id.ToString(), st.message());
+          if (RefusedLaunch(w)) refused.push_back(w);
         }
         wanted.insert(PodKey(w));
       }
@@ -222,6 +259,14 @@ common::Status Orchestrator::Tick() {
         std::string key = std::string(r[0].c_str()) + ":" + r[1].c_str();
         if (std::string_view(r[2].c_str()) != "ERROR") {
           wanted.insert(key);
+          continue;
+        }
+        const auto id = *common::Uuid::Parse(r[0].c_str());
+        if (std::any_of(refused.begin(), refused.end(),
+                        [&](const Worker& w) { return w.id == id; }))
+          continue;  // refused a moment ago, above
+        if (auto retried = RetryRefusedLaunch(tx, id, now, &refused)) {
+          wanted.insert(PodKey(*retried));
           continue;
         }
         if (adopting && !known.count(key)) {
@@ -280,6 +325,12 @@ common::Status Orchestrator::Tick() {
       }
       if (!wanted.count(key) && !in_stop) launcher_->Stop(key, options_.stop_timeout);
     }
+    for (const auto& w : refused)
+      RecordWorkerEvent(w, "worker.config_refused", "error",
+                        "Worker not launched: its configuration would be refused",
+                        fmt::format("shard {} {}; {}", w.shard_index, w.reason.value_or(""),
+                                    WhatToSet(w.reason.value_or(""))),
+                        {});
     for (const auto& w : license_paused)
       RecordWorkerEvent(w, "worker.license_paused", "critical", "Worker paused by the license",
                         w.reason.value_or(""), {});
@@ -290,6 +341,26 @@ common::Status Orchestrator::Tick() {
   } catch (const std::exception& e) {
     return common::Unavailable(fmt::format("orchestrator tick failed: {}", e.what()));
   }
+}
+
+std::optional<Worker> Orchestrator::RetryRefusedLaunch(pqxx::work& tx, const common::Uuid& id,
+                                                       common::TimePoint now,
+                                                       std::vector<Worker>* refused) {
+  // Cheap test first: only rows the orchestrator itself refused.
+  auto w = WorkerRepository::Find(tx, id);
+  if (!w || !RefusedLaunch(*w)) return std::nullopt;
+  auto config = BuildLaunchConfig(tx, *w, options_.keys);
+  if (!config.ok() || runtime::LaunchConfigHash(*config) == w->launched_config_hash)
+    return std::nullopt;
+  w = WorkerRepository::FindForUpdate(tx, id);
+  if (!w || !RefusedLaunch(*w)) return std::nullopt;
+  // Its configuration changed since it was refused: another try.
+  w->Start(now, std::nullopt);
+  if (auto st = Launch(tx, *w); !st.ok()) {
+    spdlog::warn("cannot launch worker {}: {}", w->id.ToString(), st.message());
+    if (RefusedLaunch(*w)) refused->push_back(*w);
+  }
+  return w;
 }
 
 void Orchestrator::RecordWorkerEvent(const Worker& w, const std::string& code,

@@ -26,9 +26,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/periodic_task.h"
 #include "common/status.h"
@@ -90,7 +92,16 @@ class Orchestrator {
   static std::string PodKey(const runtime::Worker& w);
 
  private:
+  // Launches `w`'s current generation. A launch config the worker would
+  // refuse (dataflow::WorkerLaunch::FromJson) leaves it ERROR with that
+  // reason instead, and launches nothing.
   common::Status Launch(pqxx::work& tx, runtime::Worker& w);
+  // An ERROR row whose launch config was refused (Launch) is launched again
+  // once its configuration changed; those refused again join `refused`.
+  // The row as relaunched (or tried), nullopt when left as it was.
+  std::optional<runtime::Worker> RetryRefusedLaunch(pqxx::work& tx, const common::Uuid& id,
+                                                    common::TimePoint now,
+                                                    std::vector<runtime::Worker>* refused);
   // Pauses every running worker while the license refuses starts, and
   // restarts the ones it paused once it allows them again.
   std::vector<runtime::Worker> EnforceLicense(pqxx::work& tx, common::TimePoint now);

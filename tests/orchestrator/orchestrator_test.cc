@@ -269,6 +269,43 @@ TEST_F(OrchestratorTest, ABrokerBootstrapThePolicyRefusesIsAReportedErrorNotACra
   EXPECT_EQ(EventCount("worker.crashed"), 0);
 }
 
+// Found from outside: an env saved without a broker; each worker exited 2
+// ("bad launch config: broker: ...") about once a second, STARTING with no
+// reason, the only event a crash "exited with status 1". The orchestrator
+// reads the launch config with the worker's own parser first.
+TEST_F(OrchestratorTest, ALaunchConfigTheWorkerWouldRefuseIsAnErrorWithItsReasonNotACrashLoop) {
+  db_->Transact([&](pqxx::work& tx) { tx.exec("UPDATE env SET retention_configuration = '{}'"); });
+  StartConnector(target_id_);
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kError; }, 10s));
+  const auto refused = WorkerOf(target_id_);
+  EXPECT_EQ(refused.reason.value_or(""),
+            "bad launch config: broker: retention_configuration.bootstrap_servers is required");
+  EXPECT_TRUE(orchestrator_->supervisor().Keys().empty()) << "a process was launched";
+  // It stays so, without a process, a new generation or a second event.
+  TickUntil([] { return false; }, 3s);
+  const auto later = WorkerOf(target_id_);
+  EXPECT_EQ(later.state, WorkerState::kError);
+  EXPECT_EQ(later.launch_generation, refused.launch_generation);
+  EXPECT_TRUE(orchestrator_->supervisor().Keys().empty());
+  EXPECT_EQ(EventCount("worker.crashed"), 0);
+  EXPECT_EQ(EventCount("worker.config_refused"), 1);
+  auto event = db_->Transact([&](pqxx::work& tx) {
+    return tx.exec1(
+        "SELECT level, reason FROM resource_event WHERE code = 'worker.config_refused'");
+  });
+  EXPECT_EQ(event[0].as<std::string>(), "error");
+  EXPECT_NE(event[1].as<std::string>().find("bootstrap_servers is required"), std::string::npos);
+  EXPECT_NE(event[1].as<std::string>().find("set the environment's broker"), std::string::npos)
+      << event[1].as<std::string>();
+  // Once the env names its broker, the worker launches by itself.
+  db_->Transact([&](pqxx::work& tx) {
+    tx.exec_params("UPDATE env SET retention_configuration = $1",
+                   nlohmann::json{{"bootstrap_servers", broker_.bootstrap()}}.dump());
+  });
+  ASSERT_TRUE(TickUntil([&] { return WorkerOf(target_id_).state == WorkerState::kLive; }));
+  EXPECT_FALSE(WorkerOf(target_id_).reason.has_value());
+}
+
 // Found from outside: a pod that exits at once was relaunched as a new
 // generation every tick (the orchestrator took a pod waiting out its
 // restart backoff for a lost one), so its backoff never grew. Here every
