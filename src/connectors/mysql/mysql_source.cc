@@ -579,6 +579,7 @@ Status MysqlSource::OpenStream(const BinlogPosition& from) {
     return common::Unavailable(fmt::format("opening the binlog at {}: {}", from.ToString(), why));
   }
   file_ = from.file;
+  if (!from.file.empty()) previous_end_ = from.ToLsn();
   return Status::Ok();
 }
 
@@ -620,6 +621,43 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
       "(binlog_expire_logs_seconds) so a stopped "
       "source can catch up",
       from.ToString(), from.file, logs->empty() ? "none" : TextOrEmpty(logs->front(), 0)));
+}
+
+Status MysqlSource::Emit(ChangeEvent& e) {
+  if (reading_xa_prepare_) {
+    xa_being_prepared_.changes.push_back(e);
+    return Status::Ok();
+  }
+  SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+  if (metrics_) metrics_->Record(e.topic, e.op);
+  return Status::Ok();
+}
+
+// XA COMMIT or XA ROLLBACK of a prepared transaction, in the group that
+// completes it: its held changes go out at this position, or are dropped.
+Status MysqlSource::OnXaEnd(bool commit, Lsn end, std::int64_t time_micros) {
+  auto held = held_xa_.find(xa_id_);
+  if (held == held_xa_.end()) {
+    if (!commit) return EndGroup(end);
+    gets_past_by_resnapshot_ = true;
+    return common::FailedPrecondition(fmt::format(
+        "an XA COMMIT at {} of a transaction prepared before the position this connector started "
+        "reading {} from: its changes are not in what was read. Nothing after {} was published. "
+        "To get past the event, set the connector's on_purged_position to resnapshot and restart "
+        "it: the tables are then read again from a new snapshot",
+        BinlogPosition::FromLsn(end, file_).ToString(), options_.database, confirmed_.ToString()));
+  }
+  if (commit) {
+    for (auto& e : held->second.changes) {
+      e.lsn = end;
+      e.commit_lsn = group_start_;
+      e.commit_time_micros = time_micros;
+      SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
+      if (metrics_) metrics_->Record(e.topic, e.op);
+    }
+  }
+  held_xa_.erase(held);
+  return EndGroup(end);
 }
 
 Status MysqlSource::EndGroup(Lsn end) {
@@ -773,8 +811,7 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
     for (std::size_t row = 0; row < text.rows(); ++row) {
       e.text_columns.clear();
       RenderInsert(t, text, row, e);
-      SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
-      if (metrics_) metrics_->Record(e.topic, e.op);
+      SLUICE_RETURN_IF_ERROR(Emit(e));
     }
     return Status::Ok();
   }
@@ -786,8 +823,7 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
     e.key = json::object();
     e.before = row.before.empty() ? json() : object(row.before, e, kind == RowsKind::kDelete);
     e.after = row.after.empty() ? json() : object(row.after, e, true);
-    SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
-    if (metrics_) metrics_->Record(e.topic, e.op);
+    SLUICE_RETURN_IF_ERROR(Emit(e));
   }
   return Status::Ok();
 }
@@ -935,7 +971,11 @@ std::optional<std::string> StatementChangesChosenTable(std::string_view statemen
 
 Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
   std::string statement(ev->event.query.statement.str, ev->event.query.statement.length);
-  std::string head = Upper(statement.substr(0, 8));
+  std::string head = Upper(statement.substr(0, 12));
+  if (!xa_id_.empty() && !reading_xa_prepare_ &&
+      (head.rfind("XA COMMIT", 0) == 0 || head.rfind("XA ROLLBACK", 0) == 0))
+    return OnXaEnd(head.rfind("XA COMMIT", 0) == 0, end,
+                   static_cast<std::int64_t>(ev->timestamp) * 1000000);
   if (head.rfind("BEGIN", 0) == 0) {
     in_group_ = true;
     group_start_ = end;
@@ -997,6 +1037,13 @@ Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
       return Status::Ok();
     case GTID_EVENT:
       in_group_ = !(ev->event.gtid.flags & FL_STANDALONE);
+      xa_id_.clear();
+      if (ev->event.gtid.flags & (FL_PREPARED_XA | FL_COMPLETED_XA)) {
+        xa_id_ = fmt::format("{}:{}", ev->event.gtid.format_id,
+                             std::string_view(ev->event.gtid.xid.str, ev->event.gtid.xid.length));
+        reading_xa_prepare_ = (ev->event.gtid.flags & FL_PREPARED_XA) != 0;
+        xa_being_prepared_ = HeldXa{{}, previous_end_};
+      }
       group_gtid_ = Gtid{ev->event.gtid.domain_id, ev->server_id, ev->event.gtid.sequence_nr};
       group_start_ = end;
       group_time_micros_ = static_cast<std::int64_t>(ev->timestamp) * 1000000;
@@ -1004,6 +1051,13 @@ Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
     case QUERY_EVENT:
       return OnQuery(ev, end);
     case XID_EVENT:
+      return EndGroup(end);
+    case XA_PREPARE_LOG_EVENT:
+      if (reading_xa_prepare_) {
+        reading_xa_prepare_ = false;
+        held_xa_[xa_id_] = std::move(xa_being_prepared_);
+        xa_being_prepared_ = {};
+      }
       return EndGroup(end);
     case TABLE_MAP_EVENT:
       return OnTableMap(ev);
@@ -1030,6 +1084,7 @@ Status MysqlSource::HandleEvent(st_mariadb_rpl_event* ev) {
 
 void MysqlSource::ReportPosition() {
   Lsn flush = std::max(acked_.load(), idle_position_);
+  for (const auto& [xid, held] : held_xa_) flush = std::min(flush, held.before);
   if (flush <= confirmed_floor_ || file_.empty()) return;
   confirmed_floor_ = flush;
   while (!gtid_pending_.empty() && gtid_pending_.front().first <= flush) {
@@ -1082,6 +1137,12 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
     }
     event_ = ev;
     auto handled = HandleEvent(ev);
+    if (handled.ok()) {
+      if (ev->event_type == ROTATE_EVENT)
+        previous_end_ = PositionLsn(file_, ev->event.rotate.position);
+      else if (ev->next_event_pos)
+        previous_end_ = PositionLsn(file_, ev->next_event_pos);
+    }
     if (handled.ok()) continue;
     if (std::exchange(gets_past_by_resnapshot_, false) && options_.resnapshot_when_purged) {
       SLUICE_RETURN_IF_ERROR(ResnapshotPast(handled));

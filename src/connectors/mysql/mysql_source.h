@@ -241,6 +241,22 @@ class MysqlSource {
   // The last failure was an event only a new snapshot gets past: a partial
   // row image, or a statement-based change to a chosen table.
   bool gets_past_by_resnapshot_ = false;
+
+  // XA: a prepared transaction's changes are held until its XA COMMIT
+  // (published then, in commit order) or XA ROLLBACK (dropped), and the
+  // position reported stays before its GTID event, so a restart reads the
+  // prepare again. Held in memory, by XID.
+  struct HeldXa {
+    std::vector<ChangeEvent> changes;
+    Lsn before = 0;  // where its GTID event began
+  };
+  common::Status Emit(ChangeEvent& e);
+  common::Status OnXaEnd(bool commit, Lsn end, std::int64_t time_micros);
+  std::map<std::string, HeldXa> held_xa_;
+  bool reading_xa_prepare_ = false;
+  std::string xa_id_;  // the XID of the group being read, if an XA one
+  HeldXa xa_being_prepared_;
+  Lsn previous_end_ = 0;  // where the event being handled began
 };
 
 }  // namespace sluice::connectors::mysql
