@@ -898,12 +898,10 @@ std::string NextWord(std::string_view s, std::size_t& at) {
   return out;
 }
 
-// "TRUNCATE [TABLE] [db.]name": the table, or nullopt for other statements.
-std::optional<TableId> TruncatedTable(std::string_view statement, const std::string& default_db) {
-  std::size_t at = 0;
-  if (Upper(NextWord(statement, at)) != "TRUNCATE") return std::nullopt;
+// "[db.]name" at `at`, or nullopt.
+std::optional<TableId> NextTable(std::string_view statement, std::size_t& at,
+                                 const std::string& default_db) {
   std::string name = NextWord(statement, at);
-  if (Upper(name) == "TABLE") name = NextWord(statement, at);
   if (name.empty()) return std::nullopt;
   SkipBlanks(statement, at);
   if (at < statement.size() && statement[at] == '.') {
@@ -913,6 +911,64 @@ std::optional<TableId> TruncatedTable(std::string_view statement, const std::str
     return TableId{name, table};
   }
   return TableId{default_db, name};
+}
+
+// The tables a statement empties: "TRUNCATE [TABLE] t" and "DROP TABLE
+// [IF EXISTS] t [, u ...]" (a table dropped has no rows; one created again
+// under its name streams its new rows). Empty for other statements and for
+// DROP TEMPORARY TABLE.
+std::vector<TableId> EmptiedTables(std::string_view statement, const std::string& default_db) {
+  std::size_t at = 0;
+  std::string verb = Upper(NextWord(statement, at));
+  std::vector<TableId> out;
+  if (verb == "TRUNCATE") {
+    std::size_t before = at;
+    if (Upper(NextWord(statement, at)) != "TABLE") at = before;
+    if (auto t = NextTable(statement, at, default_db)) out.push_back(*t);
+    return out;
+  }
+  if (verb != "DROP" || Upper(NextWord(statement, at)) != "TABLE") return out;
+  std::size_t before = at;
+  if (Upper(NextWord(statement, at)) == "IF" && Upper(NextWord(statement, at)) == "EXISTS")
+    before = at;
+  at = before;
+  while (auto t = NextTable(statement, at, default_db)) {
+    out.push_back(*t);
+    SkipBlanks(statement, at);
+    if (at >= statement.size() || statement[at] != ',') break;
+    ++at;
+  }
+  return out;
+}
+
+// "RENAME TABLE a TO b [, c TO d ...]" and "ALTER TABLE a RENAME [TO|AS] b":
+// each (from, to).
+std::vector<std::pair<TableId, TableId>> RenamedTables(std::string_view statement,
+                                                       const std::string& default_db) {
+  std::size_t at = 0;
+  std::string verb = Upper(NextWord(statement, at));
+  std::vector<std::pair<TableId, TableId>> out;
+  if (Upper(NextWord(statement, at)) != "TABLE") return out;
+  if (verb == "RENAME") {
+    while (auto from = NextTable(statement, at, default_db)) {
+      if (Upper(NextWord(statement, at)) != "TO") break;
+      auto to = NextTable(statement, at, default_db);
+      if (!to) break;
+      out.emplace_back(*from, *to);
+      SkipBlanks(statement, at);
+      if (at >= statement.size() || statement[at] != ',') break;
+      ++at;
+    }
+  } else if (verb == "ALTER") {
+    auto from = NextTable(statement, at, default_db);
+    if (!from || Upper(NextWord(statement, at)) != "RENAME") return out;
+    std::size_t before = at;
+    std::string next = Upper(NextWord(statement, at));
+    if (next == "COLUMN" || next == "INDEX" || next == "KEY") return out;
+    if (next != "TO" && next != "AS") at = before;
+    if (auto to = NextTable(statement, at, default_db)) out.emplace_back(*from, *to);
+  }
+  return out;
 }
 
 // The chosen table a statement-based data change (a session with
@@ -1000,13 +1056,28 @@ Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
         options_.database, *table, BinlogPosition{file_, ev->next_event_pos}.ToString(),
         confirmed_.ToString()));
   }
-  if (auto table = TruncatedTable(statement, db);
-      table && table->schema == options_.database && chosen_.count(table->name)) {
+  for (const auto& [from, to] : RenamedTables(statement, db)) {
+    bool from_chosen = from.schema == options_.database && chosen_.count(from.name);
+    bool to_chosen = to.schema == options_.database && chosen_.count(to.name);
+    if (to_chosen)
+      spdlog::warn(
+          "mysql source: {}.{} was replaced by RENAME TABLE from {}.{}: the rows it held before "
+          "are not in the binlog and are not read again; unless it was a copy of the table "
+          "(as gh-ost and pt-online-schema-change make), run a backfill of it",
+          to.schema, to.name, from.schema, from.name);
+    else if (from_chosen)
+      spdlog::warn(
+          "mysql source: {}.{} was renamed to {}.{}, which the connector does not list: its "
+          "changes are not captured until it is listed or renamed back",
+          from.schema, from.name, to.schema, to.name);
+  }
+  for (const auto& table : EmptiedTables(statement, db)) {
+    if (table.schema != options_.database || !chosen_.count(table.name)) continue;
     ChangeEvent e;
     e.op = common::ChangeOp::kTruncate;
-    e.table = *table;
-    e.topic = TopicForTable(options_.topic_prefix, *table);
-    auto known = schemas_.find(*table);
+    e.table = table;
+    e.topic = TopicForTable(options_.topic_prefix, table);
+    auto known = schemas_.find(table);
     e.schema_version = known == schemas_.end() ? 1 : known->second.version;
     e.lsn = end;
     e.commit_lsn = group_start_ ? group_start_ : end;
