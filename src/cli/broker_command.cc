@@ -31,7 +31,7 @@ struct BrokerFlags {
   std::int64_t segment_bytes = 64 << 20;
   std::int64_t retention_check_ms = 5000;
   std::int64_t max_request_bytes = 100 << 20;
-  std::int64_t max_message_bytes = 1048588;
+  std::int64_t max_message_bytes = sluice::broker::BrokerOptions{}.max_message_bytes;
   sluice::broker::BrokerOptions limits;  // the connection limits' defaults
   std::vector<std::string> sasl_users;
   std::string acl_file;

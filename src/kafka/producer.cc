@@ -41,6 +41,11 @@ Result<std::unique_ptr<Producer>> Producer::Create(const ClientConfig& config,
   // A bounded send queue (librdkafka's default is 1 GiB): a worker's memory
   // must not grow with the backlog; a full queue is back-pressure (Send).
   overrides.emplace("queue.buffering.max.kbytes", "16384");
+  // One change may be large (a LONGBLOB, a long TEXT): up to 15 MiB, within
+  // that queue and the embedded broker's limit (librdkafka's default is
+  // 1 MB, and a larger row stopped its whole source). A Kafka cluster's own
+  // message.max.bytes still applies.
+  overrides.emplace("message.max.bytes", std::to_string(15 << 20));
   auto conf = config.ToConf(overrides);
   if (!conf.ok()) return conf.status();
   auto p = std::unique_ptr<Producer>(new Producer());
