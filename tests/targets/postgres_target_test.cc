@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <pqxx/pqxx>
+#include <set>
 
 #include "common/uuid.h"
 #include "connectors/targets/postgres_target.h"
@@ -998,6 +999,182 @@ TEST_F(PostgresTargetTest, ARowTooLongForAWholeRowKeyIsRefusedAloneWhileOthersLa
   EXPECT_NE((*r)[0].error.find("index row"), std::string::npos) << (*r)[0].error;
   EXPECT_EQ(Query("SELECT string_agg(tid::text, ',' ORDER BY tid) FROM notes")[0][0].c_str(),
             std::string("1,3"));
+}
+
+// Names longer than PostgreSQL's 63 bytes (MariaDB allows 64 characters of
+// up to 4 bytes; a Kafka topic's JSON keys any length). PostgreSQL would
+// cut each to 63 bytes with a NOTICE: the two columns below would become
+// one ("specified more than once", found from outside), the key and the
+// table would be renamed behind the target's back.
+const std::string kLongTable = "commandes_" + std::string(60, 't');  // 70 bytes
+const std::string kLongKey = std::string(60, 'k') + "_id_1";         // 65 bytes
+const std::string kLongA = std::string(63, 'c') + "x";               // 64 bytes,
+const std::string kLongB = std::string(63, 'c') + "y";               // one prefix
+const std::string kLongC = std::string(63, 'c') + "z";               // added later
+const std::string kEmoji = "prix_" + [] {                            // 69 bytes,
+  std::string e;                                                     // byte 54 inside
+  for (int i = 0; i < 30; ++i) e += "\u00e9";                        // an é
+  return e + "\U0001F642";
+}();
+
+const std::vector<TargetColumn> kLongColumns = {{kLongKey, "int4", true},
+                                                {kLongA, "int4", false},
+                                                {kLongB, "int4", false},
+                                                {kEmoji, "text", false}};
+
+enum class LongNamesPath { kOrdinary, kCopy, kJsonText };
+
+// A batch of `changes` of `columns` applied by a new target on `path`.
+::testing::AssertionResult ApplyOn(const std::string& url, LongNamesPath path,
+                                   const TextChanges& changes,
+                                   const std::vector<TargetColumn>& columns) {
+  PostgresTarget target(
+      {url, "public", kLongTable, true, true, path == LongNamesPath::kOrdinary ? 0u : 1u});
+  if (path == LongNamesPath::kJsonText) {
+    auto landed = target.ApplyJsonRows(changes.rows(), columns);
+    if (!landed.ok()) return ::testing::AssertionFailure() << landed.status().ToString();
+    if (!*landed) return ::testing::AssertionFailure() << "the JSON text path declined the rows";
+    return ::testing::AssertionSuccess();
+  }
+  auto applied = target.Apply(changes.decoded(columns));
+  if (!applied.ok()) return ::testing::AssertionFailure() << applied.status().ToString();
+  if (!applied->empty()) return ::testing::AssertionFailure() << (*applied)[0].error;
+  return ::testing::AssertionSuccess();
+}
+
+class PostgresTargetLongNamesTest : public PostgresTargetTest {
+ protected:
+  // The tables whose name starts as kLongTable's does.
+  std::vector<std::string> LongTables() {
+    std::vector<std::string> out;
+    for (const auto& r : Query("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE "
+                               "'commandes\\_tttt%' ORDER BY 1"))
+      out.emplace_back(r[0].c_str());
+    return out;
+  }
+  // The table's columns in their order, each with its type.
+  std::vector<std::pair<std::string, std::string>> Columns(const std::string& table) {
+    std::vector<std::pair<std::string, std::string>> out;
+    pqxx::connection c(db_.url());
+    pqxx::nontransaction tx(c);
+    for (const auto& r : tx.exec_params(
+             "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
+             "'public' AND table_name = $1 ORDER BY ordinal_position",
+             table))
+      out.emplace_back(r[0].c_str(), r[1].c_str());
+    return out;
+  }
+  // Every row as "key:a:b:emoji[:c]" in key order, read by the columns' places.
+  std::string Rows(const std::string& table) {
+    const auto columns = Columns(table);
+    std::string select;
+    for (const auto& [name, type] : columns)
+      select += (select.empty() ? "" : " || ':' || ") +
+                ("coalesce(" + QuoteIdent(name) + "::text, 'null')");
+    auto rows = Query("SELECT string_agg(" + select + ", ' ' ORDER BY " +
+                      QuoteIdent(columns.at(0).first) + ") FROM " + QuoteIdent(table));
+    return rows[0][0].is_null() ? "" : rows[0][0].c_str();
+  }
+
+  // Inserts, an update, a delete; then a restarted target adds a column,
+  // widens one, leaves one out of an update and inserts.
+  void LandsAndKeepsTheColumnsApart(LongNamesPath path) {
+    auto image = [](int id, int a, int b, const std::string& e) {
+      return json{{kLongKey, id}, {kLongA, a}, {kLongB, b}, {kEmoji, e}};
+    };
+    auto key = [](int id) { return json{{kLongKey, id}}; };
+    TextChanges first;
+    for (int id = 1; id <= 3; ++id) first.Insert(key(id), image(id, id * 10, id * 100, "v"));
+    ASSERT_TRUE(ApplyOn(db_.url(), path, first, kLongColumns));
+    TextChanges second;
+    second.Upsert(key(2), image(2, 21, 201, "u\U0001F642"));
+    second.Delete(key(3).dump());
+    ASSERT_TRUE(ApplyOn(db_.url(), path, second, kLongColumns));
+
+    auto tables = LongTables();
+    ASSERT_EQ(tables.size(), 1u);
+    const auto table = tables[0];
+    EXPECT_LE(table.size(), 63u);
+    EXPECT_EQ(table.rfind("commandes_tttt", 0), 0u) << table;
+    auto columns = Columns(table);
+    ASSERT_EQ(columns.size(), 4u);
+    std::set<std::string> names;
+    for (const auto& [name, type] : columns) {
+      EXPECT_LE(name.size(), 63u) << name;
+      names.insert(name);
+    }
+    EXPECT_EQ(names.size(), 4u);
+    EXPECT_EQ(columns[1].first.rfind(std::string(50, 'c'), 0), 0u) << columns[1].first;
+    EXPECT_EQ(columns[3].first.rfind("prix_\u00e9\u00e9", 0), 0u) << columns[3].first;
+    // Keyed by the long key column.
+    EXPECT_EQ(Query("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = "
+                    "i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND "
+                    "i.indrelid = to_regclass(" +
+                    pqxx::connection(db_.url()).quote(QuoteIdent(table)) + ")")[0][0]
+                  .c_str(),
+              columns[0].first);
+    EXPECT_EQ(Rows(table), "1:10:100:v 2:21:201:u\U0001F642");
+
+    // A new target (a restarted worker) finds the same columns.
+    auto grown = kLongColumns;
+    grown[1].source_type = "int8";  // widened at the source
+    grown.push_back({kLongC, "int8", false});
+    TextChanges third;
+    auto one = image(1, 11, 101, "w");
+    one[kLongC] = 7;
+    third.Upsert(key(1), one);
+    auto two = image(2, 22, 202, "");
+    two[kLongC] = 8;
+    third.Upsert(key(2), two, {kEmoji});  // unchanged: keeps its value
+    auto four = image(4, 40, 400, "n");
+    four[kLongC] = 9;
+    third.Insert(key(4), four);
+    ASSERT_TRUE(ApplyOn(db_.url(), path, third, grown));
+    EXPECT_EQ(LongTables(), tables);
+    columns = Columns(table);
+    ASSERT_EQ(columns.size(), 5u);
+    EXPECT_EQ(columns[1].second, "bigint");
+    EXPECT_EQ(columns[4].first.rfind(std::string(50, 'c'), 0), 0u) << columns[4].first;
+    EXPECT_LE(columns[4].first.size(), 63u);
+    EXPECT_EQ(Rows(table), "1:11:101:w:7 2:22:202:u\U0001F642:8 4:40:400:n:9");
+  }
+};
+
+TEST_F(PostgresTargetLongNamesTest, LongColumnAndTableNamesLandApartOnTheOrdinaryPath) {
+  LandsAndKeepsTheColumnsApart(LongNamesPath::kOrdinary);
+}
+
+TEST_F(PostgresTargetLongNamesTest, LongColumnAndTableNamesLandApartThroughCopy) {
+  LandsAndKeepsTheColumnsApart(LongNamesPath::kCopy);
+}
+
+TEST_F(PostgresTargetLongNamesTest, LongColumnAndTableNamesLandApartFromJsonText) {
+  LandsAndKeepsTheColumnsApart(LongNamesPath::kJsonText);
+}
+
+// The rule itself: short names are themselves; long ones are cut at a
+// character boundary and told apart by a hash of the whole name.
+TEST(PostgresIdentifierRule, ShortNamesStayLongOnesGetAPrefixAndAHashWithinSixtyThreeBytes) {
+  EXPECT_EQ(PostgresIdentifier("orders"), "orders");
+  EXPECT_EQ(PostgresIdentifier(std::string(63, 'c')), std::string(63, 'c'));
+  EXPECT_EQ(PostgresIdentifier(""), "");
+  const auto a = PostgresIdentifier(kLongA), b = PostgresIdentifier(kLongB);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, PostgresIdentifier(kLongA));  // the same on every run
+  EXPECT_EQ(a.size(), 63u);
+  EXPECT_EQ(a.substr(0, 54), std::string(54, 'c'));
+  EXPECT_EQ(a[54], '_');
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef", 55), std::string::npos) << a;
+  // Byte 54 of kEmoji is inside an é: the cut goes before it.
+  const auto e = PostgresIdentifier(kEmoji);
+  EXPECT_EQ(e.substr(0, e.size() - 9), kEmoji.substr(0, 53));
+  EXPECT_EQ(e.size(), 62u);
+  // 256 bytes of 4-byte characters (MariaDB's longest).
+  std::string wide;
+  for (int i = 0; i < 64; ++i) wide += "\U0001F642";
+  const auto w = PostgresIdentifier(wide);
+  EXPECT_EQ(w.size(), 52u + 9u);
+  EXPECT_EQ(w.substr(0, 52), wide.substr(0, 52));
 }
 
 }  // namespace

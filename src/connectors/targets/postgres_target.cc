@@ -30,7 +30,39 @@ std::string QuoteIdent(const std::string& name) {
   return out + "\"";
 }
 
+std::string PostgresIdentifier(std::string_view name) {
+  if (name.size() <= kMaxIdentifierBytes) return std::string(name);
+  constexpr std::size_t kSuffix = 1 + 8;  // "_" and 8 hex digits
+  std::size_t cut = kMaxIdentifierBytes - kSuffix;
+  // Back to the start of the character the cut falls in (UTF-8
+  // continuation bytes are 10xxxxxx): PostgreSQL refuses a broken one.
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(name.substr(0, cut)) + "_" + common::Sha256Hex(name).substr(0, 8);
+}
+
 namespace {
+
+bool TooLong(std::string_view name) { return name.size() > kMaxIdentifierBytes; }
+
+bool HasLongMember(const json& object) {
+  if (!object.is_object()) return false;
+  for (const auto& [k, v] : object.items())
+    if (TooLong(k)) return true;
+  return false;
+}
+
+// `object` with its members named as the table names its columns.
+json RenamedMembers(const json& object) {
+  if (!HasLongMember(object)) return object;
+  json out = json::object();
+  for (const auto& [k, v] : object.items()) out[PostgresIdentifier(k)] = v;
+  return out;
+}
+
+std::vector<TargetColumn> RenamedColumns(std::vector<TargetColumn> columns) {
+  for (auto& c : columns) c.name = PostgresIdentifier(c.name);
+  return columns;
+}
 
 // A refused row's error, followed by the columns holding a NUL character:
 // PostgreSQL's own words ("invalid byte sequence ... 0x00") name none.
@@ -225,11 +257,35 @@ struct PostgresTarget::BulkConnection {
   }
 };
 
-PostgresTarget::PostgresTarget(PostgresTargetOptions options) : options_(std::move(options)) {}
+PostgresTarget::PostgresTarget(PostgresTargetOptions options)
+    : options_(std::move(options)),
+      schema_(PostgresIdentifier(options_.schema)),
+      table_(PostgresIdentifier(options_.table)) {}
 PostgresTarget::~PostgresTarget() = default;
 
 std::string PostgresTarget::Qualified() const {
-  return QuoteIdent(options_.schema) + "." + QuoteIdent(options_.table);
+  return QuoteIdent(schema_) + "." + QuoteIdent(table_);
+}
+
+std::optional<std::vector<TargetChange>> PostgresTarget::InPostgresNames(
+    const std::vector<TargetChange>& batch) {
+  const auto long_names = [](const TargetChange& c) {
+    for (const auto& column : c.columns)
+      if (TooLong(column.name)) return true;
+    for (const auto& name : c.as_text)
+      if (TooLong(name)) return true;
+    return HasLongMember(c.key) || HasLongMember(c.after) || HasLongMember(c.old_key);
+  };
+  if (std::none_of(batch.begin(), batch.end(), long_names)) return std::nullopt;
+  std::vector<TargetChange> named = batch;
+  for (auto& c : named) {
+    c.columns = RenamedColumns(std::move(c.columns));
+    for (auto& name : c.as_text) name = PostgresIdentifier(name);
+    c.key = RenamedMembers(c.key);
+    c.after = RenamedMembers(c.after);
+    c.old_key = RenamedMembers(c.old_key);
+  }
+  return named;
 }
 
 std::string PostgresTarget::BackfillFenceKey(const std::string& schema, const std::string& table) {
@@ -336,7 +392,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
     for (const auto& r : tx.exec_params(
              "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = "
              "$1 AND table_name = $2",
-             options_.schema, options_.table)) {
+             schema_, table_)) {
       known_columns_.insert(r[0].c_str());
       std::string type = r[1].c_str();
       if (type == "json" || type == "jsonb") json_columns_[r[0].c_str()] = type;
@@ -366,7 +422,7 @@ void PostgresTarget::EnsureTable(pqxx::transaction_base& tx,
       throw std::runtime_error(fmt::format("target table {} does not exist", Qualified()));
     }
     std::string ddl = fmt::format("CREATE SCHEMA IF NOT EXISTS {}; CREATE TABLE IF NOT EXISTS {} (",
-                                  QuoteIdent(options_.schema), Qualified());
+                                  QuoteIdent(schema_), Qualified());
     for (std::size_t i = 0; i < columns.size(); ++i) {
       ddl += fmt::format("{}{} {}", i ? ", " : "", QuoteIdent(columns[i].name),
                          TargetType(columns[i].source_type));
@@ -858,6 +914,24 @@ common::Result<std::unique_ptr<PreparedRows>> PostgresTarget::PrepareJsonRows(
   }
   auto prepared = std::make_unique<Prepared>();
   prepared->columns = columns;
+  // Rendered with the messages' names; written with the table's
+  // (PostgresIdentifier), the deleted keys' members too, as
+  // json_populate_recordset matches them by name.
+  bool long_names = columns.empty();
+  for (const auto& c : columns) long_names = long_names || TooLong(c.name);
+  for (const auto& group : groups)
+    for (const auto& n : group.names) long_names = long_names || TooLong(n);
+  if (long_names) {
+    prepared->columns = RenamedColumns(columns);
+    for (auto& group : groups)
+      for (auto& n : group.names) n = PostgresIdentifier(n);
+    if (!deletes.empty()) {
+      auto keys = json::parse(deletes, nullptr, false);
+      if (!keys.is_array()) return NotPrepared();
+      for (auto& key : keys) key = RenamedMembers(key);
+      deletes = keys.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+  }
   prepared->groups = std::move(groups);
   prepared->deletes = std::move(deletes);
   return std::unique_ptr<PreparedRows>(std::move(prepared));
@@ -1056,6 +1130,14 @@ common::Status PostgresTarget::CopyRows(const std::vector<TargetColumn>& columns
 }
 
 common::Result<std::vector<RejectedChange>> PostgresTarget::Apply(
+    const std::vector<TargetChange>& batch) {
+  // From here on every column is named as the table names it: the images'
+  // members too, as json_populate_recordset matches them by name.
+  if (auto named = InPostgresNames(batch)) return ApplyNamed(*named);
+  return ApplyNamed(batch);
+}
+
+common::Result<std::vector<RejectedChange>> PostgresTarget::ApplyNamed(
     const std::vector<TargetChange>& batch) {
   SLUICE_RETURN_IF_ERROR(Connect());
   std::vector<RejectedChange> rejected;

@@ -17,12 +17,14 @@
 // poison rows included.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <optional>
 #include <pqxx/pqxx>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -35,6 +37,21 @@ struct CopyText;  // copy_text.h
 // A PostgreSQL identifier quoted: "name", any double quote in it doubled.
 // Quote schema and table apart ("s"."t"). The backfill loader quotes with it too.
 std::string QuoteIdent(const std::string& name);
+
+// The longest identifier PostgreSQL keeps (NAMEDATALEN - 1), in bytes.
+inline constexpr std::size_t kMaxIdentifierBytes = 63;
+
+// The name a source's table or column (or a configured schema or table)
+// has in a PostgreSQL target. PostgreSQL cuts a longer identifier to 63
+// bytes with only a NOTICE, so two names sharing their first 63 bytes
+// would meet in one column (MariaDB allows 64 characters, up to 256 bytes;
+// a Kafka topic's JSON keys have no limit). A name of at most 63 bytes is
+// itself; a longer one is its first bytes, cut at a UTF-8 character
+// boundary, then "_" and the first 8 hex digits of the SHA-256 of the
+// whole name: at most 63 bytes, the same on every run and every worker.
+// Everything the target creates, alters, copies into, updates, keys or
+// reads back is named this way.
+std::string PostgresIdentifier(std::string_view name);
 
 struct PostgresTargetOptions {
   std::string url;  // libpq connection string (keywords or URL) of the target database
@@ -162,8 +179,19 @@ class PostgresTarget {
                                 const std::vector<CopyText>& groups, const std::string& delete_keys,
                                 bool defer);
   std::string Qualified() const;
+  // The batch with every column name as the table holds it
+  // (PostgresIdentifier), or nullopt when every name is short enough
+  // to be its own.
+  static std::optional<std::vector<TargetChange>> InPostgresNames(
+      const std::vector<TargetChange>& batch);
+  // Apply of a batch already in the table's names.
+  common::Result<std::vector<RejectedChange>> ApplyNamed(const std::vector<TargetChange>& batch);
 
   PostgresTargetOptions options_;
+  // options_.schema and options_.table as PostgreSQL names them
+  // (PostgresIdentifier). The backfill fence's key keeps the configured
+  // names, as the loader's does.
+  std::string schema_, table_;
   std::unique_ptr<pqxx::connection> conn_;
   std::set<std::string> known_columns_;
   // Each column's source type as last seen (FollowTypes); forgotten with
