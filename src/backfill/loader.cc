@@ -27,6 +27,7 @@ namespace sluice::backfill {
 using common::FirstLine;
 using connectors::TableId;
 using connectors::postgres::CatalogColumn;
+using connectors::targets::PostgresIdentifier;
 using connectors::targets::PostgresTarget;
 using connectors::targets::TargetChange;
 using connectors::targets::TargetColumn;
@@ -215,7 +216,8 @@ std::vector<std::string> ShapedColumns(const SourcePlan& p,
 std::string TargetUrl(const LoaderConfig& c) { return c.target.value("url", std::string()); }
 
 std::string QualifiedTarget(pqxx::transaction_base& tx, const LoaderConfig& c) {
-  return tx.quote_name(c.target_schema) + "." + tx.quote_name(c.target_table);
+  return tx.quote_name(PostgresIdentifier(c.target_schema)) + "." +
+         tx.quote_name(PostgresIdentifier(c.target_table));
 }
 
 common::Status CheckDestination(const LoaderConfig& c, const std::vector<std::string>& shaped) {
@@ -242,8 +244,10 @@ common::Status CheckDestination(const LoaderConfig& c, const std::vector<std::st
     if (pk.empty())
       return common::FailedPrecondition(fmt::format(
           "destination {}.{} has no primary key to upsert by", c.target_schema, c.target_table));
+    std::vector<std::string> named;  // the shaped columns as the table names them
+    for (const auto& n : shaped) named.push_back(PostgresIdentifier(n));
     for (const auto& k : pk)
-      if (std::find(shaped.begin(), shaped.end(), k) == shaped.end())
+      if (std::find(named.begin(), named.end(), k) == named.end())
         return common::FailedPrecondition(
             fmt::format("destination {}.{} is keyed by {}, which the source rows do not carry",
                         c.target_schema, c.target_table, k));
@@ -447,11 +451,14 @@ class Loader {
                 "= 'iso_8601'; SET bytea_output = 'hex'; SET extra_float_digits = 3")
              .ok())
       return;
-    const std::string target = QuoteIdent(c_.target_schema) + "." + QuoteIdent(c_.target_table);
+    // Named as the live stream's target names them (PostgresIdentifier).
+    const std::string schema = PostgresIdentifier(c_.target_schema);
+    const std::string table = PostgresIdentifier(c_.target_table);
+    const std::string target = QuoteIdent(schema) + "." + QuoteIdent(table);
     auto cols = QueryPg(dst->get(),
                         fmt::format("SELECT column_name, udt_name FROM information_schema.columns "
                                     "WHERE table_schema = {} AND table_name = {}",
-                                    QuoteLiteral(c_.target_schema), QuoteLiteral(c_.target_table)));
+                                    QuoteLiteral(schema), QuoteLiteral(table)));
     auto pk = QueryPg(dst->get(),
                       fmt::format("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON "
                                   "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE "
@@ -465,20 +472,22 @@ class Loader {
     // the same type reads back; any other pair of types goes as text.
     bool same_types = true;
     for (const auto& col : plan_.columns) {
-      auto it = have.find(col.column.name);
+      auto it = have.find(PostgresIdentifier(col.column.name));
       if (it == have.end()) return;  // the JSON path adds the column
       same_types = same_types && it->second == col.column.type_name;
-      list += (list.empty() ? "" : ", ") + QuoteIdent(col.column.name);
+      list += (list.empty() ? "" : ", ") + QuoteIdent(it->first);
     }
     std::set<std::string> keys;
     for (const auto& r : *pk) {
       keys.insert(*r[0]);
       conflict += (conflict.empty() ? "" : ", ") + QuoteIdent(*r[0]);
     }
-    for (const auto& col : plan_.columns)
-      if (!keys.count(col.column.name))
-        updates += fmt::format("{}{} = EXCLUDED.{}", updates.empty() ? "" : ", ",
-                               QuoteIdent(col.column.name), QuoteIdent(col.column.name));
+    for (const auto& col : plan_.columns) {
+      const auto name = PostgresIdentifier(col.column.name);
+      if (!keys.count(name))
+        updates += fmt::format("{}{} = EXCLUDED.{}", updates.empty() ? "" : ", ", QuoteIdent(name),
+                               QuoteIdent(name));
+    }
     if (!ExecPg(dst->get(), fmt::format("CREATE TEMP TABLE sluice_backfill_stage ON COMMIT DELETE "
                                         "ROWS AS SELECT {} FROM {} WITH NO DATA",
                                         list, target))

@@ -19,7 +19,9 @@ namespace sluice::backfill {
 namespace {
 
 using namespace std::chrono_literals;
+using connectors::targets::PostgresIdentifier;
 using connectors::targets::PostgresTarget;
+using connectors::targets::QuoteIdent;
 using connectors::targets::TargetChange;
 using nlohmann::json;
 
@@ -247,6 +249,35 @@ TEST_F(LoaderTest, AFirstLoadIsCopiedStraightInAndExistingRowsAreUpsertedOverNot
   // (Only a partition's empty tail may still go straight in.)
   EXPECT_NE(second.output.find("upserted through staging"), std::string::npos) << second.output;
   EXPECT_EQ(second.output.find(" 0 upserted"), std::string::npos) << second.output;
+}
+
+// A destination named past PostgreSQL's 63 bytes (a MariaDB table of 64
+// characters, say): the loader names it as the live stream's target does
+// (connectors::targets::PostgresIdentifier), so its COPY path finds the
+// table its first chunk made, a second load upserts over it, and the live
+// stream writes the same table.
+TEST_F(LoaderTest, ADestinationNamedPastSixtyThreeBytesIsCopiedIntoAndIsTheLiveStreamsTable) {
+  CreateSourceTable("ln", 3000);
+  const std::string long_name = "loaded_" + std::string(60, 'n');  // 67 bytes
+  const std::string table = QuoteIdent(PostgresIdentifier(long_name));
+  auto c = Config("ln", long_name);
+  c.partitions = 1;
+  c.chunk_rows = 1000;
+  auto first = RunLoader(c);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(Digest(target_url(), table), Digest(source_url(), "ln"));
+  EXPECT_NE(first.output.find("copied straight in"), std::string::npos) << first.output;
+  Target("UPDATE " + table + " SET label = 'stale' WHERE id % 7 = 0");
+  c.item_id = common::Uuid::V4().ToString();
+  auto second = RunLoader(c);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Digest(target_url(), table), Digest(source_url(), "ln"));
+  EXPECT_NE(second.output.find("upserted through staging"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find(" 0 upserted"), std::string::npos) << second.output;
+  PostgresTarget live({target_url(), "public", long_name, true});
+  auto applied = live.Apply({TargetChange{common::ChangeOp::kDelete, {{"id", 1}}, nullptr, {}}});
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ(Scalar(target_url(), "SELECT count(*) FROM " + table), 2999);
 }
 
 // Each fast chunk first asks whether its range of the destination holds a

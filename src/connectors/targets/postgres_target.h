@@ -50,7 +50,7 @@ inline constexpr std::size_t kMaxIdentifierBytes = 63;
 // boundary, then "_" and the first 8 hex digits of the SHA-256 of the
 // whole name: at most 63 bytes, the same on every run and every worker.
 // Everything the target creates, alters, copies into, updates, keys or
-// reads back is named this way.
+// reads back is named this way, and so is the backfill loader's destination.
 std::string PostgresIdentifier(std::string_view name);
 
 struct PostgresTargetOptions {
