@@ -16,6 +16,7 @@
 #include "broker/broker_harness.h"
 #include "common/uuid.h"
 #include "connectors/mysql/mysql_source.h"
+#include "connectors/targets/postgres_target.h"
 #include "connectors/topic_naming.h"
 #include "orchestrator/launch_builder.h"
 #include "runtime/process_supervisor.h"
@@ -720,6 +721,58 @@ TEST_F(MysqlEndToEnd, UuidAndInetColumnsAreTheSameTextFromTheSnapshotAndTheStrea
       "SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum) FROM pg_attribute "
       "WHERE attrelid = 'addrs_copy'::regclass AND attnum > 0 AND NOT attisdropped");
   EXPECT_EQ(std::string(types[0][0].c_str()), "uuid,integer,inet,inet");
+}
+
+// MariaDB names of 64 characters, past PostgreSQL's 63 bytes: a table, a
+// column of 64 ASCII characters, one of 64 two-byte ones, and two columns
+// added mid-stream sharing their first 63 characters. PostgreSQL would cut
+// each to 63 bytes with a NOTICE (found from outside: the two added columns
+// met in one, and the subscription stopped with `column "ccc…c" specified
+// more than once`); the target names them as PostgresIdentifier says.
+TEST_F(MysqlEndToEnd, SixtyFourCharacterTableAndColumnNamesReachTheTargetApart) {
+  using connectors::targets::PostgresIdentifier;
+  using connectors::targets::QuoteIdent;
+  const std::string table = "durable_" + std::string(56, 'd');
+  const std::string cw = std::string(63, 'c') + "w", cx = std::string(63, 'c') + "x",
+                    cy = std::string(63, 'c') + "y";
+  std::string accents;
+  for (int i = 0; i < 64; ++i) accents += "\u00e9";
+  maria_.Sql(fmt::format(
+      "CREATE TABLE `{}` (id INT PRIMARY KEY, `{}` INT, `{}` VARCHAR(20)) DEFAULT CHARSET = "
+      "utf8mb4",
+      table, cw, accents));
+  maria_.Sql(
+      fmt::format("INSERT INTO `{}` VALUES (1, 10, 'un'), (2, 20, 'deux'), (3, 30, NULL)", table));
+  RunSourceAndTargetOf(table);
+  const auto pg = [](const std::string& name) { return QuoteIdent(PostgresIdentifier(name)); };
+  auto rows = [&](bool added) {
+    std::string maria = fmt::format(
+        "SELECT CONCAT_WS('|', id, IFNULL(`{}`, 'NULL'), IFNULL(`{}`, "
+        "'NULL')",
+        cw, accents);
+    std::string target =
+        fmt::format("SELECT concat_ws('|', id, coalesce({}::text, 'NULL'), coalesce({}, 'NULL')",
+                    pg(cw), pg(accents));
+    if (added) {
+      maria += fmt::format(", IFNULL(`{}`, 'NULL'), IFNULL(`{}`, 'NULL')", cx, cy);
+      target +=
+          fmt::format(", coalesce({}::text, 'NULL'), coalesce({}::text, 'NULL')", pg(cx), pg(cy));
+    }
+    return std::pair{fmt::format("{}) FROM `{}` ORDER BY id", maria, table),
+                     fmt::format("{}) FROM {} ORDER BY id", target, pg(table + "_copy"))};
+  };
+  auto [maria_rows, target_rows] = rows(false);
+  ASSERT_TRUE(Converges(maria_rows, target_rows));
+  maria_.Sql(
+      fmt::format("ALTER TABLE `{}` ADD COLUMN `{}` INT, ADD COLUMN `{}` INT", table, cx, cy));
+  maria_.Sql(
+      fmt::format("UPDATE `{}` SET `{}` = id * 100, `{}` = id * 1000, `{}` = 'mis à jour' "
+                  "WHERE id <= 2",
+                  table, cx, cy, accents));
+  maria_.Sql(fmt::format("DELETE FROM `{}` WHERE id = 3", table));
+  maria_.Sql(fmt::format("INSERT INTO `{}` VALUES (4, 40, 'quatre', 400, 4000)", table));
+  std::tie(maria_rows, target_rows) = rows(true);
+  EXPECT_TRUE(Converges(maria_rows, target_rows));
 }
 
 // A primary key added to a keyless table mid-stream: the binlog keys its
