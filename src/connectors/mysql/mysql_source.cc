@@ -623,6 +623,15 @@ Status MysqlSource::CheckPositionAvailable(const BinlogPosition& from, bool* pur
       from.ToString(), from.file, logs->empty() ? "none" : TextOrEmpty(logs->front(), 0)));
 }
 
+Status MysqlSource::StopForResnapshot(const std::string& what) {
+  gets_past_by_resnapshot_ = true;
+  return common::FailedPrecondition(fmt::format(
+      "{}. Nothing after {} was published. To get past the event, set the connector's "
+      "on_purged_position to resnapshot and restart it: the tables are then read again from a "
+      "new snapshot",
+      what, confirmed_.ToString()));
+}
+
 Status MysqlSource::Emit(ChangeEvent& e) {
   if (reading_xa_prepare_) {
     xa_being_prepared_.changes.push_back(e);
@@ -639,21 +648,17 @@ Status MysqlSource::OnXaEnd(bool commit, Lsn end, std::int64_t time_micros) {
   auto held = held_xa_.find(xa_id_);
   if (held == held_xa_.end()) {
     if (!commit) return EndGroup(end);
-    gets_past_by_resnapshot_ = true;
-    return common::FailedPrecondition(fmt::format(
+    return StopForResnapshot(fmt::format(
         "an XA COMMIT at {} of a transaction prepared before the position this connector started "
-        "reading {} from: its changes are not in what was read. Nothing after {} was published. "
-        "To get past the event, set the connector's on_purged_position to resnapshot and restart "
-        "it: the tables are then read again from a new snapshot",
-        BinlogPosition::FromLsn(end, file_).ToString(), options_.database, confirmed_.ToString()));
+        "reading {} from: its changes are not in what was read",
+        BinlogPosition::FromLsn(end, file_).ToString(), options_.database));
   }
   if (commit) {
     for (auto& e : held->second.changes) {
       e.lsn = end;
       e.commit_lsn = group_start_;
       e.commit_time_micros = time_micros;
-      SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
-      if (metrics_) metrics_->Record(e.topic, e.op);
+      SLUICE_RETURN_IF_ERROR(Emit(e));  // the prepare is read: these go out
     }
   }
   held_xa_.erase(held);
@@ -765,16 +770,12 @@ Status MysqlSource::OnRows(st_mariadb_rpl_event* ev) {
   // key would be refused or skipped, a delete miss its row), so stop here.
   if (!HasEveryColumn(present, rows.column_count) ||
       (!present_after.empty() && !HasEveryColumn(present_after, rows.column_count))) {
-    gets_past_by_resnapshot_ = true;
-    return common::FailedPrecondition(fmt::format(
+    return StopForResnapshot(fmt::format(
         "a row event for {}.{} at {} carries a partial row image: binlog_row_image is not FULL "
         "for the session that wrote it; set binlog_row_image = FULL (SET GLOBAL "
         "binlog_row_image = 'FULL' and in the server's configuration; a session may not set "
-        "its own). Nothing after {} was published. To get past the event, set the connector's "
-        "on_purged_position to resnapshot and restart it: the tables are then read again from "
-        "a new snapshot",
-        t.map.database, t.map.table, BinlogPosition{file_, ev->next_event_pos}.ToString(),
-        confirmed_.ToString()));
+        "its own)",
+        t.map.database, t.map.table, BinlogPosition{file_, ev->next_event_pos}.ToString()));
   }
   Lsn at = PositionLsn(file_, ev->next_event_pos);
   const auto& cols = t.map.columns;
@@ -1045,16 +1046,12 @@ Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
   column_facts_.clear();
   std::string db(ev->event.query.database.str, ev->event.query.database.length);
   if (auto table = StatementChangesChosenTable(statement, db, options_.database, chosen_)) {
-    gets_past_by_resnapshot_ = true;
-    return common::FailedPrecondition(fmt::format(
+    return StopForResnapshot(fmt::format(
         "a statement-based change to {}.{} at {}: the session that wrote it had binlog_format "
         "STATEMENT or MIXED, so the binlog holds the statement, not its rows; set "
         "binlog_format = ROW (SET GLOBAL binlog_format = 'ROW' and in the server's "
-        "configuration, and in the sessions and tools that set their own). Nothing after {} was "
-        "published. To get past the event, set the connector's on_purged_position to resnapshot "
-        "and restart it: the tables are then read again from a new snapshot",
-        options_.database, *table, BinlogPosition{file_, ev->next_event_pos}.ToString(),
-        confirmed_.ToString()));
+        "configuration, and in the sessions and tools that set their own)",
+        options_.database, *table, BinlogPosition{file_, ev->next_event_pos}.ToString()));
   }
   for (const auto& [from, to] : RenamedTables(statement, db)) {
     bool from_chosen = from.schema == options_.database && chosen_.count(from.name);
@@ -1082,8 +1079,7 @@ Status MysqlSource::OnQuery(st_mariadb_rpl_event* ev, Lsn end) {
     e.lsn = end;
     e.commit_lsn = group_start_ ? group_start_ : end;
     e.commit_time_micros = static_cast<std::int64_t>(ev->timestamp) * 1000000;
-    SLUICE_RETURN_IF_ERROR(sink_->Emit(e));
-    if (metrics_) metrics_->Record(e.topic, e.op);
+    SLUICE_RETURN_IF_ERROR(Emit(e));
   }
   if (in_group_) return Status::Ok();
   return EndGroup(end);
@@ -1213,8 +1209,8 @@ Status MysqlSource::Poll(std::chrono::milliseconds max_wait) {
         previous_end_ = PositionLsn(file_, ev->event.rotate.position);
       else if (ev->next_event_pos)
         previous_end_ = PositionLsn(file_, ev->next_event_pos);
+      continue;
     }
-    if (handled.ok()) continue;
     if (std::exchange(gets_past_by_resnapshot_, false) && options_.resnapshot_when_purged) {
       SLUICE_RETURN_IF_ERROR(ResnapshotPast(handled));
       continue;

@@ -250,7 +250,11 @@ class MysqlSource {
     std::vector<ChangeEvent> changes;
     Lsn before = 0;  // where its GTID event began
   };
+  // Publishes `e`, or holds it while an XA prepare is being read.
   common::Status Emit(ChangeEvent& e);
+  // A stop only a new snapshot gets past (`what` happened at an event),
+  // saying how to get past it.
+  common::Status StopForResnapshot(const std::string& what);
   common::Status OnXaEnd(bool commit, Lsn end, std::int64_t time_micros);
   std::map<std::string, HeldXa> held_xa_;
   bool reading_xa_prepare_ = false;

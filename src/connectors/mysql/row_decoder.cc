@@ -813,8 +813,12 @@ ColumnInfo::TextForm TextFormOf(std::string_view data_type) {
   return ColumnInfo::TextForm::kNone;
 }
 
+std::size_t TextFormBytes(ColumnInfo::TextForm form) {
+  return form == ColumnInfo::TextForm::kInet4 ? 4 : 16;
+}
+
 std::string TextFormValue(ColumnInfo::TextForm form, std::string_view bytes) {
-  const std::size_t width = form == ColumnInfo::TextForm::kInet4 ? 4 : 16;
+  const std::size_t width = TextFormBytes(form);
   unsigned char v[16] = {};
   std::memcpy(v, bytes.data(), std::min(bytes.size(), width));  // cut zeros stay zero
   if (form == ColumnInfo::TextForm::kUuid) {

@@ -82,6 +82,8 @@ struct ColumnInfo {
 // The TextForm of an information_schema DATA_TYPE ('uuid', 'inet6',
 // 'inet4'), kNone for any other.
 ColumnInfo::TextForm TextFormOf(std::string_view data_type);
+// Its width in bytes: 4 for INET4, 16 for UUID and INET6.
+std::size_t TextFormBytes(ColumnInfo::TextForm form);
 // The binlog bytes of such a column as MariaDB spells the value.
 std::string TextFormValue(ColumnInfo::TextForm form, std::string_view bytes);
 

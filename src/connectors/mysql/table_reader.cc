@@ -97,7 +97,7 @@ ColumnInfo InfoSchemaColumn(const MysqlRow& r, const std::set<std::string>& json
     c.type = has_charset ? kBlob : kJson;
   else if (auto form = TextFormOf(t); form != ColumnInfo::TextForm::kNone) {
     c.type = kString;  // as the binlog has it
-    c.length = form == ColumnInfo::TextForm::kInet4 ? 4 : 16;
+    c.length = static_cast<std::uint32_t>(TextFormBytes(form));
     c.text_form = form;
   } else
     c.type = kGeometry;
